@@ -1,0 +1,1 @@
+"""Ray actors holding state, and the Ray Serve application."""

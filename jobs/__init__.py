@@ -1,0 +1,1 @@
+"""Entry points for `python -m jobs.<name>`, the same commands `ray job submit` runs."""

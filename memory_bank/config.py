@@ -1,0 +1,111 @@
+"""Settings as pydantic models, loaded from YAML once in the driver (never at import time)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from memory_bank.errors import ConfigError
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ChunkConfig(StrictModel):
+    min_tokens: int = Field(100, ge=1)
+    max_tokens: int = Field(1000, ge=8)
+    encoding: str = "cl100k_base"  # tiktoken encoding used for token counts
+
+    @model_validator(mode="after")
+    def _min_below_max(self) -> ChunkConfig:
+        if self.min_tokens >= self.max_tokens:
+            raise ValueError("chunking.min_tokens must be smaller than chunking.max_tokens")
+        return self
+
+
+class EmbeddingConfig(StrictModel):
+    model_name: str = "all-MiniLM-L6-v2"  # recorded in .gam_meta.json; loaded from the local package
+    batch_size: int = Field(64, ge=1)
+    # Chunks are embedded as sentence-packed windows of at most this many model word-pieces, so
+    # the model (256-piece input) sees the whole chunk, not just its first quarter.
+    window_tokens: int = Field(200, ge=16, le=256)
+    num_threads: int | None = None  # torch threads per embedding actor; None = torch default
+
+
+class MemorizeConfig(StrictModel):
+    memory_ratio: float = Field(0.4, gt=0.0, le=1.0)  # share of a long chunk kept by the extract
+    short_chunk_tokens: int = Field(150, ge=0)  # chunks up to this size are kept whole
+    max_keywords: int = Field(8, ge=1)
+    mmr_lambda: float = Field(0.7, ge=0.0, le=1.0)
+
+
+class TaxonomyConfig(StrictModel):
+    max_depth: int = Field(3, ge=1, le=3)
+    min_leaf: int = Field(3, ge=1)
+    target_leaf: int = Field(5, ge=1)
+    max_leaf: int = Field(7, ge=1)  # aim: 3-7 chunks per leaf
+    hard_max_leaf: int = Field(10, ge=1)  # never more than this many chunks in one leaf
+    # Above this many chunks the plan is made hierarchically: coarse groups first, then one
+    # Ray task per group plans that group's subtree.
+    coarse_threshold: int = Field(400, ge=20)
+    coarse_sample: int = Field(20000, ge=100)  # at most this many vectors train the coarse split
+
+
+class LLMConfig(StrictModel):
+    # Only the embedded offline backend exists so far; the OpenAI-compatible one is a later issue.
+    backend: Literal["offline"] = "offline"
+
+
+class RetrievalConfig(StrictModel):
+    alpha: float = Field(0.5, ge=0.0, le=1.0)  # hybrid = alpha * bm25 + (1 - alpha) * cosine
+    top_k: int = Field(5, ge=1)
+    max_iterations: int = Field(10, ge=1)
+    beam_width: int = Field(3, ge=1)
+
+
+class StageResources(StrictModel):
+    concurrency: int = Field(1, ge=1)
+    batch_size: int = Field(64, ge=1)
+    num_cpus: float = Field(1.0, gt=0)
+
+
+class RayConfig(StrictModel):
+    address: str | None = None  # None: join RAY_ADDRESS if set, else start local Ray
+    num_cpus: int | None = None  # for a local Ray; None = every CPU of the machine
+    chunk: StageResources = StageResources(concurrency=2, batch_size=16, num_cpus=1)
+    embed: StageResources = StageResources(concurrency=1, batch_size=32, num_cpus=1)
+    memorize: StageResources = StageResources(concurrency=2, batch_size=64, num_cpus=1)
+    plan_task_cpus: float = Field(1.0, gt=0)
+
+
+class AppConfig(StrictModel):
+    chunking: ChunkConfig = ChunkConfig()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    memorize: MemorizeConfig = MemorizeConfig()
+    taxonomy: TaxonomyConfig = TaxonomyConfig()
+    llm: LLMConfig = LLMConfig()
+    retrieval: RetrievalConfig = RetrievalConfig()
+    ray: RayConfig = RayConfig()
+
+
+def load_config(path: str | Path | None = None) -> AppConfig:
+    """Load and validate a YAML config; no path means the built-in defaults."""
+    if path is None:
+        return AppConfig()
+    config_path = Path(path)
+    try:
+        raw = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {config_path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config {config_path} is not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config {config_path} must be a mapping at the top level")
+    try:
+        return AppConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"config {config_path} is invalid:\n{exc}") from exc

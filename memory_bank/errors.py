@@ -1,0 +1,48 @@
+"""The project's error hierarchy.
+
+Domain code raises these; only the CLI and job entry points turn them into a message and a
+non-zero exit code.
+"""
+
+from __future__ import annotations
+
+
+class MemoryBankError(Exception):
+    """Base class of every error this project raises on purpose."""
+
+
+class ConfigError(MemoryBankError):
+    """A configuration file is missing, unreadable or invalid."""
+
+
+class SourceError(MemoryBankError):
+    """A source file could not be read or parsed (binary, corrupt, wrong encoding, ...)."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+class NothingToIngestError(MemoryBankError):
+    """Every given source was empty or unreadable, so nothing could be ingested."""
+
+
+class ModelLoadError(MemoryBankError):
+    """The local embedding model (or tokenizer data) could not be loaded."""
+
+
+class TaxonomyError(MemoryBankError):
+    """A taxonomy plan failed validation."""
+
+
+class StoreError(MemoryBankError):
+    """The store on disk is missing, incomplete or inconsistent."""
+
+
+class ToolError(MemoryBankError):
+    """A navigation tool was called with invalid arguments (path escapes, missing file, ...)."""
+
+
+class LLMError(MemoryBankError):
+    """An LLM backend call failed after its retries, or returned unusable output."""

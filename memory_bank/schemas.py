@@ -1,0 +1,129 @@
+"""Pydantic schemas shared by every layer: documents, chunks, memories, the taxonomy and results."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DocumentKind = Literal["text", "markdown", "pdf", "conversation"]
+
+
+class Turn(BaseModel):
+    """One turn of a conversation source."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    speaker: str
+    text: str
+    timestamp: str | None = None
+
+
+class Document(BaseModel):
+    """One source document. `document_id` is a content hash, so the same text gets the same id."""
+
+    document_id: str
+    source: str  # the path given to ingest (or "<text>" / "<text:N>" for raw text)
+    title: str
+    kind: DocumentKind
+    text: str
+    turns: list[Turn] = Field(default_factory=list)  # only for conversations
+    # For conversations: char offset in `text` where each turn starts (same length as `turns`).
+    turn_offsets: list[int] = Field(default_factory=list)
+
+
+class Chunk(BaseModel):
+    """A token-bounded piece of one document. Never spans two documents."""
+
+    chunk_id: str  # f"{document_id}-{position:05d}"
+    document_id: str
+    source: str
+    position: int  # 0-based position of the chunk within its document
+    text: str
+    token_count: int
+    start_char: int  # offsets into Document.text
+    end_char: int
+    section: str | None = None  # nearest Markdown header above the chunk, if any
+    speakers: list[str] = Field(default_factory=list)  # conversations: speakers of the turns
+    timestamps: list[str] = Field(default_factory=list)  # conversations: timestamps, if given
+    first_turn: int | None = None  # conversations: index of the first / last turn in the chunk
+    last_turn: int | None = None
+
+
+class MemorizedChunk(BaseModel):
+    """The structured memory of one chunk (seed 000 §2.2 plus keywords and context)."""
+
+    index: int  # global sequence number within the store
+    title: str  # snake_case, 3-5 words
+    memory: str
+    tldr: str
+    keywords: list[str] = Field(default_factory=list)
+    context: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    # metadata keys set by memorize: source, document_id, chunk_id, token_count, start_char, end_char
+
+
+class DirectoryNode(BaseModel):
+    """A taxonomy plan node (seed 000 §2.3). Leaves hold chunk indices, parents hold none."""
+
+    path: str  # "/" for the root, "/topic/subtopic" below it
+    name: str
+    description: str = ""
+    children: list[DirectoryNode] = Field(default_factory=list)
+    chunk_indices: list[int] = Field(default_factory=list)
+
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    def iter_nodes(self):
+        """Yield this node and every descendant, parents before children."""
+        yield self
+        for child in self.children:
+            yield from child.iter_nodes()
+
+    def leaves(self) -> list[DirectoryNode]:
+        return [node for node in self.iter_nodes() if node.is_leaf()]
+
+    def depth(self) -> int:
+        """Number of directory levels below the root (a root with only files has depth 0)."""
+        if not self.children:
+            return 0
+        return 1 + max(child.depth() for child in self.children)
+
+
+class SearchHit(BaseModel):
+    """One retrieval result, as the CLI, the Python API and the HTTP API return it."""
+
+    chunk_path: str  # path of the chunk .md file relative to the store root
+    chunk_id: str
+    source: str  # the original file path given to ingest
+    document_id: str
+    score: float
+    text: str  # the memory text of the chunk (or README text for tree-mode README hits)
+    kind: Literal["chunk", "readme"] = "chunk"
+
+
+class ChatResult(BaseModel):
+    """The answer to a question (seed 000 §2.5)."""
+
+    question: str
+    answer: str
+    sources: list[str]
+    confidence: float
+    files_read: list[str] = Field(default_factory=list)
+    dirs_explored: list[str] = Field(default_factory=list)
+    trajectory: str = ""
+    notes: str | None = None
+
+
+class IngestSummary(BaseModel):
+    """What an ingest did; printed by the CLI and returned by MemoryBank.add."""
+
+    store: str
+    documents: int
+    chunks: int
+    directories: int
+    skipped: list[str] = Field(default_factory=list)  # "path: reason" per skipped source
+    unchanged_documents: int = 0  # already in the store (same content hash)
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+    total_seconds: float = 0.0

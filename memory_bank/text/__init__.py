@@ -1,0 +1,1 @@
+"""Text handling: reading sources, token counting, sentence splitting and chunking."""

@@ -1,0 +1,72 @@
+"""A small, deterministic sentence splitter that returns character spans.
+
+Spans (not strings) let chunking, embedding, memorizing and answer extraction all point back
+into the same original text. Handles Latin punctuation with common abbreviations, CJK full-stop
+punctuation, and line breaks between list items or headers.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+_ABBREVIATIONS = {
+    "e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "no", "fig",
+    "al", "a.m", "p.m", "approx", "inc", "ltd", "co", "corp", "u.s", "u.k", "jan", "feb", "mar", "apr", "jun",
+    "jul", "aug", "sep", "sept", "oct", "nov", "dec", "mt", "vol", "p", "pp", "cf",
+}
+
+# A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace,
+# at CJK sentence punctuation, or at a line break that starts a new block/list item/header.
+_BOUNDARY = re.compile(
+    r"(?<=[.!?])[\"'”’)\]]*\s+"
+    r"|(?<=[。！？])[」』）]*"
+    r"|\n\s*\n"
+    r"|\n(?=\s*(?:[-*+]\s|\d+[.)]\s|#{1,6}\s|\|))"
+)
+
+
+class Span(NamedTuple):
+    start: int
+    end: int
+
+
+def _ends_with_abbreviation(text: str) -> bool:
+    tail = text.rstrip().rstrip("\"'”’)]")
+    if not tail.endswith("."):
+        return False
+    word = re.split(r"\s", tail[:-1])[-1].lower() if tail[:-1] else ""
+    if len(word) == 1 and word.isalpha():  # an initial such as "J."
+        return True
+    return word in _ABBREVIATIONS
+
+
+def split_sentence_spans(text: str) -> list[Span]:
+    """Split `text` into sentence spans (whitespace-trimmed, never empty)."""
+    spans: list[Span] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        end = match.start()
+        piece = text[start:end]
+        if piece.strip() and match.group(0).strip() == "" and _ends_with_abbreviation(piece):
+            continue  # "e.g. this" is one sentence
+        if match.group(0) == "" and end == start:
+            continue
+        _append_trimmed(text, start, end, spans)
+        start = match.end()
+    _append_trimmed(text, start, len(text), spans)
+    return spans
+
+
+def _append_trimmed(text: str, start: int, end: int, spans: list[Span]) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        spans.append(Span(start, end))
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split `text` into sentence strings."""
+    return [text[s.start : s.end] for s in split_sentence_spans(text)]
