@@ -1,0 +1,47 @@
+"""File names of the store layout (docs/architecture.md, "Store layout")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+META_FILE = ".gam_meta.json"
+META_VERSION = "1.0"
+BANK_DIR = ".bank"
+MANIFEST_FILE = f"{BANK_DIR}/manifest.json"
+MANIFEST_SCHEMA_VERSION = 1
+DOCUMENTS_FILE = f"{BANK_DIR}/documents.parquet"
+CHUNKS_FILE = f"{BANK_DIR}/chunks.parquet"
+MEMORIES_FILE = f"{BANK_DIR}/memories.parquet"
+SENTENCES_FILE = f"{BANK_DIR}/sentences.parquet"
+TREE_FILE = f"{BANK_DIR}/tree.json"
+FAISS_FILE = f"{BANK_DIR}/vectors.faiss"
+BM25_DIR = f"{BANK_DIR}/bm25"
+ROOT_README = "README.md"
+
+# Everything a committed store always has; anything less is an incomplete store.
+REQUIRED_FILES = (
+    META_FILE,
+    ROOT_README,
+    MANIFEST_FILE,
+    DOCUMENTS_FILE,
+    CHUNKS_FILE,
+    MEMORIES_FILE,
+    SENTENCES_FILE,
+    TREE_FILE,
+    FAISS_FILE,
+)
+
+
+def missing_store_files(store_dir: Path) -> list[str]:
+    """The required store files that `store_dir` lacks (all of them if it does not exist)."""
+    return [name for name in REQUIRED_FILES if not (store_dir / name).is_file()]
+
+
+def is_store(store_dir: str | Path) -> bool:
+    """True when `store_dir` holds a complete committed store."""
+    return not missing_store_files(Path(store_dir))
+
+
+def looks_like_store(directory: Path) -> bool:
+    """True when `directory` holds a store, even a damaged one (so replacing it is safe)."""
+    return (directory / META_FILE).is_file() or (directory / BANK_DIR).is_dir()

@@ -1,0 +1,294 @@
+"""The `.bank/` tables: Parquet schemas, model <-> table conversion, and the faiss index.
+
+Embeddings are stored as `fixed_size_list<float32>[384]`, which maps onto an (n, 384) numpy
+array without copying. Row i of `memories.parquet` and of the faiss index is memory index i.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+
+import faiss
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from memory_bank.errors import StoreError
+from memory_bank.schemas import Chunk, Document, MemorizedChunk
+from memory_bank.store.atomic import atomic_write_with
+
+EMBEDDING_DIM = 384
+EMBEDDING_TYPE = pa.list_(pa.float32(), EMBEDDING_DIM)
+
+
+def _required(name: str, type_: pa.DataType) -> pa.Field:
+    return pa.field(name, type_, nullable=False)
+
+
+DOCUMENTS_SCHEMA = pa.schema([
+    _required("document_id", pa.string()),
+    _required("source", pa.string()),
+    _required("title", pa.string()),
+    _required("kind", pa.string()),
+    _required("text", pa.string()),
+    _required("token_count", pa.int64()),
+])
+
+CHUNKS_SCHEMA = pa.schema([
+    _required("chunk_id", pa.string()),
+    _required("document_id", pa.string()),
+    _required("source", pa.string()),
+    _required("position", pa.int64()),
+    _required("text", pa.string()),
+    _required("token_count", pa.int64()),
+    _required("start_char", pa.int64()),
+    _required("end_char", pa.int64()),
+    pa.field("section", pa.string()),
+    _required("speakers", pa.list_(pa.string())),
+    _required("timestamps", pa.list_(pa.string())),
+    pa.field("first_turn", pa.int64()),
+    pa.field("last_turn", pa.int64()),
+])
+
+MEMORIES_SCHEMA = pa.schema([
+    _required("index", pa.int64()),
+    _required("chunk_id", pa.string()),
+    _required("document_id", pa.string()),
+    _required("source", pa.string()),
+    _required("title", pa.string()),
+    _required("memory", pa.string()),
+    _required("tldr", pa.string()),
+    _required("keywords", pa.list_(pa.string())),
+    _required("context", pa.string()),
+    _required("path", pa.string()),
+    _required("directory", pa.string()),
+    pa.field("token_count", pa.int64()),
+    _required("embedding", EMBEDDING_TYPE),
+])
+
+SENTENCES_SCHEMA = pa.schema([
+    _required("chunk_id", pa.string()),
+    _required("index", pa.int64()),
+    _required("sentence", pa.int64()),
+    _required("start_char", pa.int64()),
+    _required("end_char", pa.int64()),
+    _required("text", pa.string()),
+    _required("embedding", EMBEDDING_TYPE),
+])
+
+
+class SentenceRecord(BaseModel):
+    """One sentence of a chunk, with offsets into the chunk text (for sentence-level search)."""
+
+    chunk_id: str
+    index: int  # memory index of the chunk
+    sentence: int  # 0-based sentence number within the chunk
+    start_char: int
+    end_char: int
+    text: str
+
+
+# --- embeddings -----------------------------------------------------------------------------
+
+
+def embedding_array(vectors: np.ndarray) -> pa.FixedSizeListArray:
+    """Wrap an (n, 384) array as a fixed-size-list column (no copy when already float32)."""
+    matrix = check_vectors(vectors, len(vectors) if np.ndim(vectors) == 2 else -1, "embeddings")
+    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), EMBEDDING_DIM)
+
+
+def embeddings_to_numpy(table: pa.Table, column: str = "embedding") -> np.ndarray:
+    """The embedding column of `table` as an (n, 384) float32 array (zero-copy for one chunk)."""
+    chunked = table.column(column)
+    # combine_chunks always copies, even a single chunk; avoid it in the common case.
+    values = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
+    if len(values) == 0:
+        return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+    flat = values.flatten().to_numpy(zero_copy_only=False)
+    return flat.reshape(len(values), EMBEDDING_DIM)
+
+
+def check_vectors(vectors: np.ndarray, expected_rows: int, what: str) -> np.ndarray:
+    """Return `vectors` as a C-contiguous float32 (expected_rows, 384) array, or raise."""
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[1] != EMBEDDING_DIM or matrix.shape[0] != expected_rows:
+        raise StoreError(
+            f"{what}: expected shape ({expected_rows}, {EMBEDDING_DIM}), got {np.shape(vectors)}"
+        )
+    if not np.isfinite(matrix).all():
+        raise StoreError(f"{what}: vectors contain NaN or infinite values")
+    return matrix
+
+
+# --- models -> tables -----------------------------------------------------------------------
+
+
+def documents_table(documents: Sequence[Document], token_counts: Mapping[str, int]) -> pa.Table:
+    """Build documents.parquet; `token_counts` maps document_id to its tokens (sum of chunks)."""
+    return pa.Table.from_pylist(
+        [
+            {
+                "document_id": doc.document_id,
+                "source": doc.source,
+                "title": doc.title,
+                "kind": doc.kind,
+                "text": doc.text,
+                "token_count": int(token_counts.get(doc.document_id, 0)),
+            }
+            for doc in documents
+        ],
+        schema=DOCUMENTS_SCHEMA,
+    )
+
+
+def chunks_table(chunks: Sequence[Chunk]) -> pa.Table:
+    return pa.Table.from_pylist(
+        [chunk.model_dump(include=set(CHUNKS_SCHEMA.names)) for chunk in chunks],
+        schema=CHUNKS_SCHEMA,
+    )
+
+
+def memories_table(
+    memories: Sequence[MemorizedChunk], vectors: np.ndarray, chunk_paths: Mapping[int, str]
+) -> pa.Table:
+    """Build memories.parquet. Memories must be indices 0..n-1; they are written in that order."""
+    ordered = sorted(memories, key=lambda memory: memory.index)
+    if [memory.index for memory in ordered] != list(range(len(ordered))):
+        raise StoreError("memory indices must be exactly 0..n-1 (row number = memory index)")
+    matrix = check_vectors(vectors, len(ordered), "memory vectors")
+    rows = []
+    for memory in ordered:
+        path = chunk_paths.get(memory.index)
+        if path is None:
+            raise StoreError(f"memory {memory.index} has no chunk file path")
+        rows.append({
+            "index": memory.index,
+            "chunk_id": _metadata_str(memory, "chunk_id"),
+            "document_id": _metadata_str(memory, "document_id"),
+            "source": _metadata_str(memory, "source"),
+            "title": memory.title,
+            "memory": memory.memory,
+            "tldr": memory.tldr,
+            "keywords": list(memory.keywords),
+            "context": memory.context,
+            "path": path,
+            "directory": directory_of(path),
+            "token_count": memory.metadata.get("token_count"),
+        })
+    return _table_with_embeddings(rows, matrix, MEMORIES_SCHEMA)
+
+
+def sentences_table(sentences: Sequence[SentenceRecord], vectors: np.ndarray) -> pa.Table:
+    matrix = check_vectors(vectors, len(sentences), "sentence vectors")
+    return _table_with_embeddings([s.model_dump() for s in sentences], matrix, SENTENCES_SCHEMA)
+
+
+def _table_with_embeddings(rows: list[dict], matrix: np.ndarray, schema: pa.Schema) -> pa.Table:
+    # The vectors go in as one column built from the array, not through Python lists per row.
+    embedding_index = schema.get_field_index("embedding")
+    columns = pa.Table.from_pylist(rows, schema=schema.remove(embedding_index))
+    return columns.append_column(schema.field(embedding_index), embedding_array(matrix))
+
+
+def directory_of(chunk_path: str) -> str:
+    """Tree directory ("/" or "/a/b") of a store-relative chunk path ("a/b/title.md")."""
+    parent = PurePosixPath(chunk_path).parent.as_posix()
+    return "/" if parent == "." else f"/{parent}"
+
+
+def _metadata_str(memory: MemorizedChunk, key: str) -> str:
+    value = memory.metadata.get(key)
+    if not value:
+        raise StoreError(f"memory {memory.index} lacks metadata[{key!r}]")
+    return str(value)
+
+
+# --- tables -> models -----------------------------------------------------------------------
+
+
+def documents_from_table(table: pa.Table) -> list[Document]:
+    """Rebuild documents (conversation turns are not stored; chunks keep speakers/timestamps)."""
+    return [
+        Document.model_validate(row)
+        for row in table.drop_columns(["token_count"]).to_pylist()
+    ]
+
+
+def chunks_from_table(table: pa.Table) -> list[Chunk]:
+    return [Chunk.model_validate(row) for row in table.to_pylist()]
+
+
+def memories_from_table(table: pa.Table) -> list[MemorizedChunk]:
+    """Rebuild memories (without embeddings; see `embeddings_to_numpy`)."""
+    memories = []
+    for row in table.drop_columns(["embedding"]).to_pylist():
+        metadata = {key: row[key] for key in ("source", "document_id", "chunk_id")}
+        if row["token_count"] is not None:
+            metadata["token_count"] = row["token_count"]
+        memories.append(
+            MemorizedChunk(
+                index=row["index"],
+                title=row["title"],
+                memory=row["memory"],
+                tldr=row["tldr"],
+                keywords=row["keywords"],
+                context=row["context"],
+                metadata=metadata,
+            )
+        )
+    return memories
+
+
+def sentences_from_table(table: pa.Table) -> list[SentenceRecord]:
+    rows = table.drop_columns(["embedding"]).to_pylist()
+    return [SentenceRecord.model_validate(row) for row in rows]
+
+
+# --- files ----------------------------------------------------------------------------------
+
+
+def write_parquet(table: pa.Table, path: Path) -> None:
+    atomic_write_with(path, lambda temp_path: pq.write_table(table, temp_path))
+
+
+def read_parquet(path: Path, schema: pa.Schema) -> pa.Table:
+    """Read a store table and check it has the expected columns and types."""
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError as exc:
+        raise StoreError(f"store table {path} is missing") from exc
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreError(f"store table {path} is unreadable: {exc}") from exc
+    if table.schema.names != schema.names:
+        raise StoreError(
+            f"store table {path} has columns {table.schema.names}, expected {schema.names}"
+        )
+    if not table.schema.equals(schema, check_metadata=False):
+        try:
+            table = table.cast(schema)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise StoreError(f"store table {path} has unexpected column types: {exc}") from exc
+    return table
+
+
+def build_faiss_index(vectors: np.ndarray) -> faiss.IndexFlatIP:
+    """Exact inner-product index (cosine on L2-normalized vectors); row i = memory index i."""
+    matrix = check_vectors(vectors, len(vectors) if np.ndim(vectors) == 2 else -1, "faiss vectors")
+    index = faiss.IndexFlatIP(EMBEDDING_DIM)
+    index.add(matrix)
+    return index
+
+
+def write_faiss_index(index: faiss.Index, path: Path) -> None:
+    atomic_write_with(path, lambda temp_path: faiss.write_index(index, str(temp_path)))
+
+
+def read_faiss_index(path: Path) -> faiss.Index:
+    if not path.is_file():
+        raise StoreError(f"faiss index {path} is missing")
+    try:
+        return faiss.read_index(str(path))
+    except RuntimeError as exc:  # faiss reports every I/O and format problem as RuntimeError
+        raise StoreError(f"faiss index {path} is unreadable: {exc}") from exc
