@@ -18,9 +18,10 @@ _ABBREVIATIONS = {
 
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace,
 # at CJK sentence punctuation, or at a line break that starts a new block/list item/header.
+# Closing quotes/brackets (group "close") belong to the sentence they close.
 _BOUNDARY = re.compile(
-    r"(?<=[.!?])[\"'”’)\]]*\s+"
-    r"|(?<=[。！？])[」』）]*"
+    r"(?<=[.!?])(?P<close>[\"'”’)\]]*)\s+"
+    r"|(?<=[。！？])(?P<cjk_close>[」』）]*)"
     r"|\n\s*\n"
     r"|\n(?=\s*(?:[-*+]\s|\d+[.)]\s|#{1,6}\s|\|))"
 )
@@ -46,11 +47,11 @@ def split_sentence_spans(text: str) -> list[Span]:
     spans: list[Span] = []
     start = 0
     for match in _BOUNDARY.finditer(text):
-        end = match.start()
+        end = match.start() + len(match.group("close") or match.group("cjk_close") or "")
         piece = text[start:end]
         if piece.strip() and match.group(0).strip() == "" and _ends_with_abbreviation(piece):
             continue  # "e.g. this" is one sentence
-        if match.group(0) == "" and end == start:
+        if end == start:
             continue
         _append_trimmed(text, start, end, spans)
         start = match.end()

@@ -1,0 +1,404 @@
+"""Read sources into `Document`s: text, Markdown, PDF, JSON conversations and raw strings.
+
+Supported files: `.txt`, `.md` / `.markdown`, `.pdf` (text only; images are ignored, a page whose
+extraction fails is skipped with a warning), `.json` / `.jsonl` conversations.
+
+Conversation files
+------------------
+A `.json` conversation is one of:
+
+* a list of turns: ``[{"speaker": "Ann", "text": "Hi", "timestamp": "2024-05-01 10:00"}, ...]``
+* ``{"turns": [...]}``
+* a list of sessions: ``[{"session_id": "s1", "turns": [...]}, ...]`` (``session_id`` optional)
+* ``{"sessions": [...]}``
+
+A `.jsonl` conversation holds one turn object per line. ``role`` / ``content`` are accepted for
+``speaker`` / ``text`` (OpenAI chat messages), ``content`` may also be a list of
+``{"type": "text", "text": ...}`` parts, ``timestamp`` is optional and turns with blank text are
+dropped. The document text renders each turn as ``[timestamp] speaker: text`` (or
+``speaker: text``), turns separated by a blank line; in the session forms every session starts
+with a ``## Session <id>`` header line. `Document.turns` / `turn_offsets` record the turns and
+where each starts, so chunking can cut on turn boundaries.
+
+Text is normalized on the way in: line breaks become ``\\n`` and control characters other than
+``\\n`` and ``\\t`` are removed (they break YAML frontmatter and Markdown). Files that are not UTF-8
+are refused rather than guessed at, so no text is silently garbled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from pypdf import PdfReader
+
+from memory_bank.errors import SourceError
+from memory_bank.schemas import Document, DocumentKind, Turn
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_BYTES = 200 * 1024 * 1024
+SUPPORTED_SUFFIXES: dict[str, DocumentKind] = {
+    ".txt": "text",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".pdf": "pdf",
+    ".json": "conversation",
+    ".jsonl": "conversation",
+}
+
+_LINE_BREAKS = re.compile(r"\r\n?|[\v\f\x85\u2028\u2029]")
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+_MARKDOWN_TITLE = re.compile(r"^ {0,3}#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
+_CONVERSATION_SHAPES = (
+    'a list of turns {"speaker", "text", "timestamp"?}, {"turns": [...]}, '
+    'a list of sessions [{"session_id"?, "turns": [...]}] or {"sessions": [...]}'
+)
+_MAX_CONTROL_SHARE = 0.05  # above this share of control characters a "text" file is binary
+_TITLE_CHARS = 80
+
+
+class SourceLoad(BaseModel):
+    """The documents read from a set of paths, and the sources that were skipped (with why)."""
+
+    documents: list[Document] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)  # "path: reason"
+
+
+def discover_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Expand files and directories into the supported files they hold.
+
+    Directories are walked recursively in sorted order, skipping hidden entries, unsupported
+    suffixes, symlinked directories and symlinked files that point outside the directory.
+    A file named explicitly must have a supported suffix. Each file is listed once.
+    """
+    found: list[Path] = []
+    seen: set[Path] = set()
+    for given in [paths] if isinstance(paths, (str, Path)) else paths:
+        path = Path(given)
+        if not path.exists():
+            raise SourceError(str(given), "does not exist")
+        if path.is_dir():
+            candidates = _walk_directory(path)
+        elif path.suffix.lower() in SUPPORTED_SUFFIXES:
+            candidates = [path]
+        else:
+            raise SourceError(str(given), _unsupported_reason(path))
+        for candidate in candidates:
+            key = candidate.resolve()
+            if key not in seen:
+                seen.add(key)
+                found.append(candidate)
+    return found
+
+
+def load_sources(paths: Iterable[str | Path], *, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceLoad:
+    """Read every supported file under `paths`; bad sources are reported, never raised."""
+    result = SourceLoad()
+    first_source_by_id: dict[str, str] = {}
+    seen_files: set[Path] = set()
+    for given in [paths] if isinstance(paths, (str, Path)) else paths:
+        try:
+            files = discover_files([given])
+        except SourceError as exc:
+            result.skipped.append(str(exc))
+            continue
+        for file in files:
+            if file.resolve() in seen_files:
+                continue
+            seen_files.add(file.resolve())
+            try:
+                document = load_file(file, max_bytes=max_bytes)
+            except SourceError as exc:
+                result.skipped.append(str(exc))
+                continue
+            first = first_source_by_id.setdefault(document.document_id, document.source)
+            if first != document.source:
+                result.skipped.append(f"{document.source}: same content as {first}")
+                continue
+            result.documents.append(document)
+    return result
+
+
+def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+    """Read one supported file into a `Document`; raises `SourceError` saying what is wrong."""
+    source = str(path)
+    path = Path(path)
+    kind = SUPPORTED_SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise SourceError(source, _unsupported_reason(path))
+    try:
+        if not path.is_file():
+            raise SourceError(source, "does not exist" if not path.exists() else "not a file")
+        size = path.stat().st_size
+        if size == 0:
+            raise SourceError(source, "empty")
+        if size > max_bytes:
+            raise SourceError(
+                source, f"too large ({size / 2**20:.1f} MB, the limit is {max_bytes / 2**20:.1f} MB)"
+            )
+        if kind == "pdf":
+            return _load_pdf(path, source)
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SourceError(source, f"cannot read: {exc.strerror or exc}") from exc
+    text = _decode_text(data, source)
+    if kind == "conversation":
+        return _load_conversation(text, source, jsonl=path.suffix.lower() == ".jsonl")
+    text = _clean(text).strip()
+    if not text:
+        raise SourceError(source, "empty")  # nothing but control characters
+    title = (_markdown_title(text) if kind == "markdown" else None) or _humanize(path.stem)
+    return _document(text=text, source=source, title=title, kind=kind)
+
+
+def document_from_text(text: str, source: str = "<text>", title: str | None = None) -> Document | None:
+    """A `Document` for raw text; None when the text is empty or blank."""
+    cleaned = _clean(text).strip()
+    if not cleaned:
+        return None
+    title = title or _markdown_title(cleaned) or _first_line_title(cleaned)
+    return _document(text=cleaned, source=source, title=title, kind="text")
+
+
+def _document(*, text: str, source: str, title: str, kind: DocumentKind, **extra: Any) -> Document:
+    document_id = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return Document(document_id=document_id, source=source, title=title, kind=kind, text=text, **extra)
+
+
+def _walk_directory(root: Path) -> list[Path]:
+    resolved_root = root.resolve()
+    files: list[Path] = []
+    # followlinks=False: symlinked directories are listed but never entered (no cycles, no escapes).
+    for directory, subdirectories, names in os.walk(root, followlinks=False):
+        subdirectories[:] = sorted(name for name in subdirectories if not name.startswith("."))
+        for name in names:
+            file = Path(directory) / name
+            if name.startswith(".") or file.suffix.lower() not in SUPPORTED_SUFFIXES:
+                continue
+            if file.is_symlink():
+                target = file.resolve()
+                if not target.is_file() or not target.is_relative_to(resolved_root):
+                    continue
+            files.append(file)
+    return sorted(files)
+
+
+def _unsupported_reason(path: Path) -> str:
+    suffix = path.suffix or "(no suffix)"
+    return f"unsupported file type {suffix} (supported: {', '.join(SUPPORTED_SUFFIXES)})"
+
+
+def _decode_text(data: bytes, source: str) -> str:
+    if not data.strip():
+        raise SourceError(source, "empty")
+    if data.startswith(_UTF16_32_BOMS):
+        raise SourceError(source, "UTF-16/UTF-32 text is not supported, convert it to UTF-8")
+    if b"\x00" in data:
+        raise SourceError(source, "binary file (contains NUL bytes)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SourceError(
+            source, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from exc
+    if not text.strip():
+        raise SourceError(source, "empty")
+    sample = text[:65536]
+    if len(_CONTROL_CHARS.findall(sample)) > _MAX_CONTROL_SHARE * len(sample):
+        raise SourceError(source, "binary file (mostly control characters)")
+    return text
+
+
+def _clean(text: str) -> str:
+    return _CONTROL_CHARS.sub("", _LINE_BREAKS.sub("\n", text))
+
+
+def _markdown_title(text: str) -> str | None:
+    match = _MARKDOWN_TITLE.search(text)
+    return match.group(1).strip() if match else None
+
+
+def _humanize(stem: str) -> str:
+    words = re.sub(r"[\s_.-]+", " ", stem).strip()
+    return (words[:1].upper() + words[1:]) if words else stem
+
+
+def _first_line_title(text: str) -> str:
+    line = text.lstrip().split("\n", 1)[0].strip()
+    if len(line) <= _TITLE_CHARS:
+        return line
+    shortened = line[:_TITLE_CHARS].rsplit(" ", 1)[0] or line[:_TITLE_CHARS]
+    return shortened.rstrip() + "…"
+
+
+# ---------------------------------------------------------------------------------------- PDF
+
+
+def _load_pdf(path: Path, source: str) -> Document:
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise SourceError(source, "encrypted PDF (a password is needed)")
+        pages = list(reader.pages)
+    except SourceError:
+        raise
+    except Exception as exc:  # pypdf raises many exception types on malformed files
+        raise SourceError(source, f"corrupt or unreadable PDF ({type(exc).__name__}: {exc})") from exc
+    page_texts: list[str] = []
+    for number, page in enumerate(pages, start=1):
+        try:
+            page_text = page.extract_text()
+        except Exception as exc:  # one broken page should not cost the rest of the document
+            logger.warning("%s: skipping page %d, its text could not be extracted: %s", source, number, exc)
+            continue
+        page_text = _clean(page_text or "").strip()
+        if page_text:
+            page_texts.append(page_text)
+    if not page_texts:
+        raise SourceError(source, "no extractable text (a scanned or image-only PDF?)")
+    text = "\n\n".join(page_texts)
+    return _document(text=text, source=source, title=_pdf_title(reader) or _humanize(path.stem), kind="pdf")
+
+
+def _pdf_title(reader: PdfReader) -> str | None:
+    try:
+        title = reader.metadata.title if reader.metadata else None
+    except Exception:  # broken metadata is no reason to lose the document
+        return None
+    title = _clean(str(title or "")).strip()
+    # reportlab and some other writers store a placeholder rather than leaving the title out.
+    return title if title and title.lower() not in {"untitled", "(anonymous)"} else None
+
+
+# ------------------------------------------------------------------------------ conversations
+
+
+class _NotAConversation(ValueError):
+    """The JSON parsed but does not have one of the documented conversation shapes."""
+
+
+def _load_conversation(text: str, source: str, *, jsonl: bool) -> Document:
+    try:
+        sessions, with_headers = _parse_jsonl(text) if jsonl else _parse_json(text)
+        parsed = [(session_id, _parse_turns(raw_turns, where)) for session_id, raw_turns, where in sessions]
+    except _NotAConversation as exc:
+        raise SourceError(source, f"not a conversation: {exc}; expected {_CONVERSATION_SHAPES}") from exc
+    blocks: list[str] = []
+    turns: list[Turn] = []
+    offsets: list[int] = []
+    length = 0
+    for number, (session_id, session_turns) in enumerate(parsed, start=1):
+        if with_headers and session_turns:
+            blocks.append(f"## Session {session_id or number}")
+            length += len(blocks[-1]) + 2
+        for turn in session_turns:
+            prefix = f"[{turn.timestamp}] " if turn.timestamp else ""
+            blocks.append(f"{prefix}{turn.speaker}: {turn.text}")
+            turns.append(turn)
+            offsets.append(length)
+            length += len(blocks[-1]) + 2
+    if not turns:
+        raise SourceError(source, "empty (the conversation has no turns with text)")
+    return _document(
+        text="\n\n".join(blocks),
+        source=source,
+        title=_humanize(Path(source).stem),
+        kind="conversation",
+        turns=turns,
+        turn_offsets=offsets,
+    )
+
+
+_Session = tuple[str | None, Any, str]  # (session id, raw turns, where it is, for messages)
+
+
+def _parse_json(text: str) -> tuple[list[_Session], bool]:
+    """Returns the sessions and whether the file used the session form (headers wanted)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _NotAConversation(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+    if isinstance(data, dict) and "sessions" in data:
+        return _parse_sessions(data["sessions"]), True
+    if isinstance(data, dict) and "turns" in data:
+        return [(_optional_str(data.get("session_id")), data["turns"], "")], False
+    if isinstance(data, list) and data and all(isinstance(item, dict) and "turns" in item for item in data):
+        return _parse_sessions(data), True
+    if isinstance(data, list):
+        return [(None, data, "")], False
+    raise _NotAConversation(f"the top level is a JSON {type(data).__name__}")
+
+
+def _parse_sessions(raw_sessions: Any) -> list[_Session]:
+    if not isinstance(raw_sessions, list):
+        raise _NotAConversation('"sessions" is not a list')
+    sessions: list[_Session] = []
+    for number, raw in enumerate(raw_sessions, start=1):
+        if not isinstance(raw, dict) or "turns" not in raw:
+            raise _NotAConversation(f'session {number} is not an object with "turns"')
+        sessions.append((_optional_str(raw.get("session_id")), raw["turns"], f"session {number}, "))
+    return sessions
+
+
+def _parse_jsonl(text: str) -> tuple[list[_Session], bool]:
+    raw_turns: list[Any] = []
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw_turns.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise _NotAConversation(f"line {line_number} is not valid JSON: {exc.msg}") from exc
+    return [(None, raw_turns, "")], False
+
+
+def _parse_turns(raw_turns: Any, where: str) -> list[Turn]:
+    if not isinstance(raw_turns, list):
+        raise _NotAConversation(f'{where or "the "}turns are not a list')
+    turns = [_parse_turn(raw, f"{where}turn {number}") for number, raw in enumerate(raw_turns, start=1)]
+    return [turn for turn in turns if turn is not None]
+
+
+def _parse_turn(raw: Any, where: str) -> Turn | None:
+    if not isinstance(raw, dict):
+        raise _NotAConversation(f"{where} is a JSON {type(raw).__name__}, not an object")
+    speaker = raw.get("speaker", raw.get("role"))
+    content = raw.get("text", raw.get("content"))
+    if not isinstance(speaker, str) or not speaker.strip():
+        raise _NotAConversation(f'{where} has no "speaker" (or "role") string')
+    text = _content_text(content)
+    if text is None:
+        raise _NotAConversation(f'{where} has no "text" (or "content") string')
+    text = _clean(text).strip()
+    if not text:
+        return None
+    speaker = " ".join(_clean(speaker).split())
+    return Turn(speaker=speaker, text=text, timestamp=_optional_str(raw.get("timestamp")))
+
+
+def _content_text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts; non-text parts (images) are ignored
+        parts = [
+            part.get("text") for part in content if isinstance(part, dict) and part.get("type") == "text"
+        ]
+        if all(isinstance(part, str) for part in parts):
+            return "\n".join(parts)
+    return None
+
+
+def _optional_str(value: Any) -> str | None:
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        text = " ".join(_clean(str(value)).split())
+        return text or None
+    return None
