@@ -39,6 +39,8 @@ def _ends_with_abbreviation(text: str) -> bool:
     word = re.split(r"\s", tail[:-1])[-1].lower() if tail[:-1] else ""
     if len(word) == 1 and word.isalpha():  # an initial such as "J."
         return True
+    if word.isdigit() and len(word) <= 3 and tail.lstrip() == word + ".":
+        return True  # the number of a numbered list item: "1. Database storage"
     return word in _ABBREVIATIONS
 
 

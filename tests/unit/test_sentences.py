@@ -31,3 +31,11 @@ def test_spans_point_into_the_original_text():
 
 def test_blank_text_has_no_sentences():
     assert split_sentence_spans("   \n\n  ") == []
+
+
+def test_numbered_list_items_keep_their_numbers():
+    assert split_sentences("1. Database storage is cheap.\n2. Compute is not.") == [
+        "1. Database storage is cheap.",
+        "2. Compute is not.",
+    ]
+    assert split_sentences("He was 5. Then he grew.") == ["He was 5.", "Then he grew."]

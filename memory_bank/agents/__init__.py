@@ -1,0 +1,1 @@
+"""The agent roles (memorize, readme, ...), one module per role."""

@@ -1,0 +1,252 @@
+"""Key terms and snake_case titles of a piece of text, without a model.
+
+English text: 1-3 word n-grams that neither start nor end with a stopword, scored by frequency,
+first position, capitalization away from a sentence start and presence in a section header, then
+de-duplicated. CJK text (no spaces between words): frequent runs of Han, Katakana or Hangul
+characters. Deterministic: ties are broken by position, then alphabetically.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+from memory_bank.text.sentences import split_sentences
+
+# scikit-learn's list holds a few words that are content in technical text ("file system").
+_STOPWORDS = (ENGLISH_STOP_WORDS - {"system", "computer", "bill", "fire", "interest", "detail"}) | {
+    "use", "used", "uses", "using", "like", "just", "new", "make", "makes", "way", "ways", "lot",
+    "thing", "things", "let", "lets", "does", "did", "doing", "say", "says", "said", "want",
+    "need", "needs", "got", "yes", "ok", "okay", "oh", "yeah", "really", "good", "great", "know",
+    "think", "going", "able", "example", "examples", "important", "mean", "means", "e.g", "i.e",
+    "bc", "ad", "bce", "ce",
+}
+_CONJUNCTIONS = {"and", "or", "but", "nor"}  # "bop and modal" is a list, not a term
+HEADER_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)[\s#]*$")
+_WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+#]|['’./-](?=[A-Za-z0-9]))*")
+_POSSESSIVE = re.compile(r"['’]s$")
+# Han, Katakana and Hangul runs carry the content of CJK text; hiragana mostly marks grammar.
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u30a0-\u30ff\u31f0-\u31ff\uac00-\ud7af]{2,}")
+_CJK_WHOLE_RUN_MAX = 6  # longer runs are counted as character bigrams
+_TITLE_WORD = re.compile(r"[a-z0-9]+")
+_TITLE_MAX_CHARS = 60
+_TITLE_MAX_WORDS = 5
+_REPLACE_SHARE = 0.6  # a longer phrase replaces a kept part of it when scoring this share of it
+
+
+def is_stopword(word: str) -> bool:
+    """True for a lowercase function word or contraction ("i'll", "don't")."""
+    return word in _STOPWORDS or "'" in word
+
+
+def extract_keywords(text: str, section: str | None, max_keywords: int) -> list[str]:
+    """Up to `max_keywords` lowercase key terms, best first; never empty when `text` has a word
+    character. `section` (the header above the text) counts as a strong signal."""
+    headers = [match.group(1) for line in text.splitlines() if (match := HEADER_LINE.match(line))]
+    if section and section.strip() not in headers:
+        headers.append(section.strip())
+    latin = _latin_keywords(text, headers, max_keywords)
+    cjk = _cjk_keywords(text, headers, max_keywords)
+    cjk_chars = sum(len(run) for run in _CJK_RUN.findall(text))
+    latin_chars = sum(char.isascii() and char.isalpha() for char in text)
+    keywords = (cjk + latin if cjk_chars > latin_chars else latin + cjk)[:max_keywords]
+    if not keywords:  # e.g. only numbers: the most frequent tokens are still better than nothing
+        counts = Counter(token.lower() for token in re.findall(r"\w+", text))
+        keywords = [token for token, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return keywords[:max_keywords]
+
+
+def make_title(keywords: list[str], text: str, index: int) -> str:
+    """A snake_case title of 3-5 words from the top key terms, in reading order.
+
+    Lowercase [a-z0-9_], starts with a letter, at most 60 characters. Text without enough ASCII
+    key terms (e.g. Japanese) is padded with "chunk_<index>".
+    """
+    words: list[str] = []
+    for phrase in keywords:
+        new = [
+            word[:20]
+            for word in _TITLE_WORD.findall(phrase.lower())
+            if not word.isdigit() and not is_stopword(word) and word[:20] not in words
+        ]
+        if new and len(words) + len(new) <= _TITLE_MAX_WORDS:
+            words.extend(new)
+        if len(words) >= _TITLE_MAX_WORDS - 1:
+            break
+    lowered = text.lower()
+
+    def first_position(word: str) -> int:
+        match = re.search(rf"\b{re.escape(word)}", lowered)
+        return match.start() if match else -1  # words only in the section header lead
+
+    words.sort(key=first_position)
+    if len(words) < 3:
+        words += ["chunk", str(index)]
+    if not words[0][0].isalpha():
+        words.insert(0, "chunk")
+    while len("_".join(words)) > _TITLE_MAX_CHARS:
+        words.pop()
+    return "_".join(words)
+
+
+@dataclass
+class _Candidate:
+    first_unit: int
+    count: int = 0
+    capitalized: int = 0  # occurrences written with capitals away from a sentence start
+    surfaces: Counter[str] = field(default_factory=Counter)
+
+
+def _latin_keywords(text: str, headers: list[str], limit: int) -> list[str]:
+    header_words = {_normal_word(word) for header in headers for word in _WORD.findall(header)}
+    body_lines = [
+        line
+        for sentence in split_sentences(text)
+        for line in sentence.splitlines()
+        if line.strip() and not HEADER_LINE.match(line)
+    ]
+    candidates: dict[tuple[str, ...], _Candidate] = {}
+    for unit_index, line in enumerate(headers + body_lines):
+        runs = _adjacent_word_runs(line)
+        # Capitals open every sentence and title-case headers: evidence of a name only elsewhere.
+        first_word_start = runs[0][0].start() if unit_index >= len(headers) and runs else None
+        for run in runs:
+            _count_ngrams(run, unit_index, first_word_start, candidates)
+    scored = []
+    for key, entry in candidates.items():
+        in_header = all(word in header_words or _singular(word) in header_words for word in key)
+        if len(key) > 1 and entry.count < 2 and not in_header and not entry.capitalized:
+            continue  # a phrase seen once is usually an accident of wording, not a term
+        score = (
+            (1 + math.log(entry.count))
+            * (1 + 0.5 * entry.capitalized / entry.count)
+            * (2.0 if in_header else 1.0)
+            * (1 + 0.5 / (1 + entry.first_unit))
+            * (1 + 0.3 * (len(key) - 1))
+        )
+        surface = min(entry.surfaces.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        scored.append((-score, entry.first_unit, surface, key))
+    return _dedupe_phrases(sorted(scored), limit)
+
+
+def _count_ngrams(
+    run: list[re.Match[str]],
+    unit_index: int,
+    first_word_start: int | None,
+    candidates: dict[tuple[str, ...], _Candidate],
+) -> None:
+    words = [_normal_word(match.group(0)) for match in run]
+    keys = [_singular(word) for word in words]
+    can_edge = [not is_stopword(word) and _is_wordlike(word) for word in words]
+    upper = [match.group(0)[0].isupper() for match in run]
+    for size in (1, 2, 3):
+        for first in range(len(run) - size + 1):
+            last = first + size - 1
+            if not (can_edge[first] and can_edge[last]) or len(words[first] * size) < 2:
+                continue  # single letters are no terms
+            if size == 3 and words[first + 1] in _CONJUNCTIONS:
+                continue
+            entry = candidates.setdefault(
+                tuple(keys[first : last + 1]), _Candidate(first_unit=unit_index)
+            )
+            entry.count += 1
+            entry.surfaces[" ".join(words[first : last + 1])] += 1
+            away_from_start = first_word_start not in (None, run[first].start())
+            if away_from_start and all(upper[first : last + 1]):
+                entry.capitalized += 1
+
+
+def _adjacent_word_runs(sentence: str) -> list[list[re.Match[str]]]:
+    """Words separated only by spaces; punctuation ends a run, so n-grams never span it."""
+    runs: list[list[re.Match[str]]] = []
+    previous_end = None
+    for match in _WORD.finditer(sentence):
+        if previous_end is not None and sentence[previous_end : match.start()].strip() == "":
+            runs[-1].append(match)
+        else:
+            runs.append([match])
+        previous_end = match.end()
+    return runs
+
+
+def _normal_word(word: str) -> str:
+    return _POSSESSIVE.sub("", word.lower()).replace("’", "'")
+
+
+def _singular(word: str) -> str:
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _is_wordlike(word: str) -> bool:
+    """Letters at least as many as digits: "3rd", "b2b" and "covid-19" are words, while
+    "1887" and a timestamp like "2026-03-14t10" are not."""
+    letters = sum(char.isalpha() for char in word)
+    return letters > 0 and letters >= sum(char.isdigit() for char in word)
+
+
+def _dedupe_phrases(scored: list[tuple[float, int, str, tuple[str, ...]]], limit: int) -> list[str]:
+    """Best first without overlap. A phrase inside a kept one, or sharing two words with one at
+    an edge (two windows over one long name), is dropped; a phrase holding kept ones replaces
+    them when it scores nearly as well ("eiffel tower" over "tower")."""
+    kept: list[tuple[tuple[str, ...], str, float]] = []  # (key, surface, score)
+    for negative_score, _, surface, key in scored:
+        score = -negative_score
+        if any(_contains(other, key) or _edges_overlap(key, other) for other, _, _ in kept):
+            continue
+        inside = [i for i, (other, _, _) in enumerate(kept) if _contains(key, other)]
+        if inside and score < _REPLACE_SHARE * max(kept[i][2] for i in inside):
+            continue
+        if inside:
+            kept[inside[0]] = (key, surface, score)
+            kept = [entry for i, entry in enumerate(kept) if i not in inside[1:]]
+        elif len(kept) < limit:
+            kept.append((key, surface, score))
+        else:
+            break
+    return [surface for _, surface, _ in kept]
+
+
+def _contains(phrase: tuple[str, ...], part: tuple[str, ...]) -> bool:
+    return any(phrase[i : i + len(part)] == part for i in range(len(phrase) - len(part) + 1))
+
+
+def _edges_overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """True when the last two or more words of one phrase are the first words of the other."""
+    for first, second in ((a, b), (b, a)):
+        for size in range(2, min(len(first), len(second))):
+            if first[-size:] == second[:size]:
+                return True
+    return False
+
+
+def _cjk_keywords(text: str, headers: list[str], limit: int) -> list[str]:
+    counts: Counter[str] = Counter()
+    first_seen: dict[str, int] = {}
+    for run in _CJK_RUN.finditer(text):
+        value = run.group(0)
+        if len(value) <= _CJK_WHOLE_RUN_MAX:
+            grams = [value]
+        else:
+            grams = [value[i : i + 2] for i in range(len(value) - 1)]
+        for gram in grams:
+            counts[gram] += 1
+            first_seen.setdefault(gram, run.start())
+    header_text = " ".join(headers)
+
+    def rank(gram: str) -> tuple[float, int, str]:
+        in_header = 2.0 if gram in header_text else 1.0
+        return (-counts[gram] * (1 + 0.2 * len(gram)) * in_header, first_seen[gram], gram)
+
+    keywords: list[str] = []
+    for gram in sorted(counts, key=rank):
+        if not any(gram in kept or kept in gram for kept in keywords):
+            keywords.append(gram)
+        if len(keywords) == limit:
+            break
+    return keywords

