@@ -1,0 +1,152 @@
+"""README.md text for one directory, composed from its own description and its children's.
+
+Format (seed 000 §3.2): a "# Title" line, a 2-3 sentence description, then "## Contents" with one
+bullet per subdirectory ("- **name/**: description") and per memory ("- **file.md**: tldr").
+READMEs are written bottom-up, so a parent can be described from its children's descriptions
+with `describe_directory` when the plan gave it none. Deterministic: same input, same text.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memory_bank.schemas import DirectoryNode
+from memory_bank.taxonomy.naming import (
+    describe,
+    end_sentence,
+    humanize,
+    join_words,
+    one_line,
+)
+from memory_bank.taxonomy.terms import tokenize
+
+DEFAULT_STORE_TITLE = "Memory Bank"
+LISTED_NAMES = 7  # names quoted in the structure sentence before "and N more"
+KEY_TERMS = 3
+
+
+@dataclass(frozen=True)
+class ReadmeFileEntry:
+    """One memory file of the directory."""
+
+    name: str  # file name, e.g. "python_gil_threading.md"
+    title: str
+    tldr: str
+
+
+def readme_title(node: DirectoryNode, store_title: str | None = None) -> str:
+    """"neural_networks" -> "Neural Networks"; the root is the store's title."""
+    if node.path == "/" or not node.name:
+        return one_line(store_title or "") or DEFAULT_STORE_TITLE
+    return " ".join(word.capitalize() for word in node.name.split("_") if word)
+
+
+def _child_texts(
+    child_dirs: Sequence[DirectoryNode], files: Sequence[ReadmeFileEntry]
+) -> list[str]:
+    return [f"{child.name} {child.description}" for child in child_dirs] + [
+        f"{entry.title} {entry.tldr}" for entry in files
+    ]
+
+
+def _key_terms(texts: Sequence[str], min_children: int = 1) -> list[str]:
+    """Terms ranked by how many children use them, then by count, then alphabetically."""
+    children_using: Counter[str] = Counter()
+    occurrences: Counter[str] = Counter()
+    for text in texts:
+        terms = tokenize(text)
+        occurrences.update(terms)
+        children_using.update(set(terms))
+    ranked = sorted(children_using, key=lambda t: (-children_using[t], -occurrences[t], t))
+    return [term for term in ranked if children_using[term] >= min_children]
+
+
+def describe_directory(
+    child_dirs: Sequence[DirectoryNode], files: Sequence[ReadmeFileEntry]
+) -> str:
+    """A one-sentence description of a directory built from its children (bottom-up)."""
+    terms = _key_terms(_child_texts(child_dirs, files))
+    if files:
+        return describe(terms, files[0].tldr)
+    if child_dirs:
+        shown = terms[:KEY_TERMS]
+        topic = f"Memories about {join_words(shown)}" if shown else "Memories"
+        return f"{topic}, grouped into {len(child_dirs)} subdirectories."
+    return "An empty directory."
+
+
+def _listed(names: Sequence[str]) -> str:
+    shown = list(names[:LISTED_NAMES])
+    if len(names) > LISTED_NAMES:
+        shown.append(f"{len(names) - LISTED_NAMES} more")
+    return join_words(shown)
+
+
+def _structure_sentence(
+    child_dirs: Sequence[DirectoryNode], files: Sequence[ReadmeFileEntry]
+) -> str:
+    dir_names = [humanize(child.name) for child in child_dirs]
+    titles = [humanize(entry.title) or entry.name for entry in files]
+    memories = f"{len(files)} memor{'y' if len(files) == 1 else 'ies'}"
+    if child_dirs and files:
+        return f"It has {len(child_dirs)} subdirectories ({_listed(dir_names)}) and {memories}."
+    if child_dirs:
+        kind = "subdirectory" if len(child_dirs) == 1 else "subdirectories"
+        return f"It is organized into {len(child_dirs)} {kind}: {_listed(dir_names)}."
+    if files:
+        return f"It holds {memories}: {_listed(titles)}."
+    return "It holds no memories yet."
+
+
+def _memory_count(node: DirectoryNode) -> int:
+    return sum(len(leaf.chunk_indices) for leaf in node.leaves())
+
+
+def _closing_sentence(
+    opening: str, child_dirs: Sequence[DirectoryNode], files: Sequence[ReadmeFileEntry]
+) -> str | None:
+    """Where the memories sit (for parents) or what several memories share (for leaves)."""
+    if child_dirs:
+        counts = [_memory_count(child) for child in child_dirs]
+        total = sum(counts) + len(files)
+        if not total or len(child_dirs) < 2:
+            return None
+        largest = max(range(len(counts)), key=lambda i: (counts[i], -i))
+        return (
+            f"Together they hold {total} memories, the most in "
+            f"{humanize(child_dirs[largest].name)} ({counts[largest]})."
+        )
+    mentioned = set(tokenize(opening))
+    shared = _key_terms(_child_texts(child_dirs, files), min_children=2)
+    fresh = [term for term in shared if term not in mentioned][:KEY_TERMS]
+    return f"Several of them mention {join_words(fresh)}." if fresh else None
+
+
+def _bullet(label: str, text: str) -> str:
+    return f"- **{label}**: {text}"
+
+
+def compose_readme(
+    node: DirectoryNode,
+    child_dirs: Sequence[DirectoryNode],
+    files: Sequence[ReadmeFileEntry],
+    store_title: str | None = None,
+) -> str:
+    """The README.md text of `node`, listing `child_dirs` first, then `files`, in given order."""
+    opening = one_line(node.description) or describe_directory(child_dirs, files)
+    sentences = [end_sentence(opening), _structure_sentence(child_dirs, files)]
+    extra = _closing_sentence(opening, child_dirs, files)
+    if extra:
+        sentences.append(extra)
+    lines = [f"# {readme_title(node, store_title)}", "", " ".join(sentences), "", "## Contents", ""]
+    for child in child_dirs:
+        text = one_line(child.description) or f"Memories on {humanize(child.name)}."
+        lines.append(_bullet(f"{child.name}/", text))
+    for entry in files:
+        text = one_line(entry.tldr) or f"{humanize(entry.title) or entry.name}."
+        lines.append(_bullet(entry.name, text))
+    if not child_dirs and not files:
+        lines.append("_No entries yet._")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,233 @@
+"""Taxonomy planning: the whole tree at once for small corpora, group by group for large ones."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memory_bank.config import TaxonomyConfig
+from memory_bank.errors import TaxonomyError
+from memory_bank.schemas import DirectoryNode
+from memory_bank.taxonomy.clustering import LeafBounds, grow_tree, single_threaded
+from memory_bank.taxonomy.coarse import (
+    assign_coarse,
+    fit_coarse,
+    merge_small_groups,
+    sample_rows,
+)
+from memory_bank.taxonomy.items import TaxonomyItem
+from memory_bank.taxonomy.labels import TreeLabeler, child_path
+from memory_bank.taxonomy.naming import (
+    DESCRIPTION_TERMS,
+    FALLBACK_STEM,
+    describe,
+    humanize,
+    join_words,
+    make_unique,
+    name_siblings,
+)
+from memory_bank.taxonomy.terms import RANKED_TERMS, GroupTerms, rank_terms
+
+SUMMARY_TERMS = 200  # terms a group summary keeps: enough to tell top-level groups apart
+EMPTY_STORE_DESCRIPTION = "No memories yet."
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """What `assemble_tree` needs to name a coarse group among the others, nothing per memory."""
+
+    size: int
+    term_counts: dict[str, float]  # the group's most frequent terms, weighted counts
+    term_item_counts: dict[str, int]  # for the same terms: memories using the term
+    spellings: dict[str, str]
+    central_tldr: str
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    node: DirectoryNode  # the group's subtree, rooted at "/<provisional name>"
+    summary: GroupSummary
+
+
+def _check_inputs(items: Sequence[TaxonomyItem], vectors: np.ndarray) -> np.ndarray:
+    data = np.asarray(vectors, dtype=np.float32)
+    if data.ndim != 2 or len(data) != len(items):
+        raise TaxonomyError(
+            f"need one vector per item: {len(items)} items, vectors of shape {data.shape}"
+        )
+    return data
+
+
+def plan_taxonomy(
+    items: Sequence[TaxonomyItem], vectors: np.ndarray, config: TaxonomyConfig
+) -> DirectoryNode:
+    """The full directory tree for `items` (rooted at "/"); deterministic.
+
+    Up to `config.coarse_threshold` memories are clustered in one call; above it the corpus is
+    split into coarse groups and planned group by group, exactly as a parallel caller would
+    (this needs `max_depth >= 2`: with one level, every directory is a leaf).
+    """
+    data = _check_inputs(items, vectors)
+    if not items:
+        return DirectoryNode(path="/", name="", description=EMPTY_STORE_DESCRIPTION)
+    if len(items) > config.coarse_threshold and config.max_depth >= 2:
+        return _plan_in_groups(items, data, config)
+    with single_threaded():
+        labeler = TreeLabeler.for_items(items, data)
+        clusters = grow_tree(data, config.max_depth, config, is_root=True)
+        return labeler.label(clusters, name="", path="/")
+
+
+def _plan_in_groups(
+    items: Sequence[TaxonomyItem], vectors: np.ndarray, config: TaxonomyConfig
+) -> DirectoryNode:
+    n_total = len(items)
+    model = fit_coarse(vectors[sample_rows(n_total, config)], n_total, config)
+    labels = assign_coarse(model, vectors)
+    merged = merge_small_groups(model, np.bincount(labels, minlength=model.size), n_total, config)
+    if merged.size != model.size:
+        labels = assign_coarse(merged, vectors)
+    order = np.argsort(labels, kind="stable")
+    boundaries = np.flatnonzero(np.diff(labels[order])) + 1
+    plans = [
+        plan_group(int(labels[rows[0]]), [items[row] for row in rows], vectors[rows], config)
+        for rows in np.split(order, boundaries)
+    ]
+    return assemble_tree([plan.node for plan in plans], config, [plan.summary for plan in plans])
+
+
+def plan_group(
+    group_id: int,
+    items: Sequence[TaxonomyItem],
+    vectors: np.ndarray,
+    config: TaxonomyConfig,
+    depth_budget: int | None = None,
+) -> GroupPlan:
+    """Plan one coarse group: its subtree (at most `depth_budget` levels below the group's own
+    directory, default `max_depth - 1`) and the summary that names it among the other groups."""
+    data = _check_inputs(items, vectors)
+    budget = config.max_depth - 1 if depth_budget is None else depth_budget
+    if not items:
+        raise TaxonomyError(f"coarse group {group_id} has no memories")
+    if not 0 <= budget <= config.max_depth - 1:
+        raise TaxonomyError(f"depth budget {budget} outside 0..{config.max_depth - 1}")
+    if budget == 0 and len(items) > LeafBounds.from_config(config).largest:
+        raise TaxonomyError(f"coarse group {group_id} is too large for a single directory")
+    with single_threaded():
+        labeler = TreeLabeler.for_items(items, data)
+        all_rows = np.arange(len(items))
+        ranked = labeler.rank([all_rows])[0]
+        name = name_siblings([ranked])[0] if ranked else f"{FALLBACK_STEM}_{group_id + 1}"
+        clusters = grow_tree(data, budget, config, is_root=False)
+        node = labeler.label(clusters, name=name, path=child_path("/", name))
+        return GroupPlan(node, _summarize(labeler, all_rows))
+
+
+def plan_subtree(
+    group_id: int,
+    items: Sequence[TaxonomyItem],
+    vectors: np.ndarray,
+    config: TaxonomyConfig,
+    depth_budget: int | None = None,
+) -> DirectoryNode:
+    """The subtree of one coarse group (see `plan_group`, which also returns its summary)."""
+    return plan_group(group_id, items, vectors, config, depth_budget).node
+
+
+def _summarize(labeler: TreeLabeler, rows: np.ndarray) -> GroupSummary:
+    terms = labeler.terms
+    group = GroupTerms.from_rows(terms, [rows])
+    top = np.argsort(-group.counts[0], kind="stable")[:SUMMARY_TERMS]
+    vocabulary = [str(group.vocabulary[i]) for i in top]
+    return GroupSummary(
+        size=len(rows),
+        term_counts={term: float(group.counts[0, i]) for term, i in zip(vocabulary, top)},
+        term_item_counts={term: int(group.item_counts[0, i]) for term, i in zip(vocabulary, top)},
+        spellings={term: terms.spelling(term) for term in vocabulary},
+        central_tldr=labeler.central_tldr(rows),
+    )
+
+
+def _group_terms(summaries: Sequence[GroupSummary]) -> GroupTerms:
+    vocabulary = sorted({term for summary in summaries for term in summary.term_counts})
+    column = {term: i for i, term in enumerate(vocabulary)}
+    counts = np.zeros((len(summaries), len(vocabulary)))
+    item_counts = np.zeros_like(counts)
+    for row, summary in enumerate(summaries):
+        for term, count in summary.term_counts.items():
+            counts[row, column[term]] = count
+            item_counts[row, column[term]] = summary.term_item_counts.get(term, 0)
+    return GroupTerms(
+        vocabulary=np.array(vocabulary, dtype=object),
+        counts=counts,
+        item_counts=item_counts,
+        sizes=np.array([summary.size for summary in summaries], dtype=np.float64),
+    )
+
+
+def _first_index(node: DirectoryNode) -> int:
+    return min((i for leaf in node.leaves() for i in leaf.chunk_indices), default=-1)
+
+
+def _rebase(node: DirectoryNode, path: str) -> DirectoryNode:
+    children = [_rebase(child, child_path(path, child.name)) for child in node.children]
+    return node.model_copy(update={"path": path, "children": children})
+
+
+def assemble_tree(
+    subtrees: Sequence[DirectoryNode],
+    config: TaxonomyConfig,
+    summaries: Sequence[GroupSummary] | None = None,
+) -> DirectoryNode:
+    """Graft group subtrees under one root, ordered by their first memory, paths recomputed.
+
+    With `summaries` (from `plan_group`), top-level names and descriptions are chosen by
+    c-TF-IDF across the groups; without, the subtrees' own names are kept and de-duplicated.
+    Raises `TaxonomyError` for a subtree too deep to graft below the root.
+    """
+    if summaries is not None and len(summaries) != len(subtrees):
+        raise TaxonomyError(f"{len(summaries)} summaries for {len(subtrees)} subtrees")
+    too_deep = [tree.name for tree in subtrees if tree.depth() + 1 > config.max_depth]
+    if too_deep:
+        raise TaxonomyError(f"subtrees deeper than max_depth {config.max_depth}: {too_deep}")
+    pairs = [
+        (tree, summaries[i] if summaries is not None else None)
+        for i, tree in enumerate(subtrees)
+        if _first_index(tree) >= 0
+    ]
+    pairs.sort(key=lambda pair: _first_index(pair[0]))
+    if not pairs:
+        return DirectoryNode(path="/", name="", description=EMPTY_STORE_DESCRIPTION)
+    trees = [tree for tree, _ in pairs]
+    group_summaries = [summary for _, summary in pairs if summary is not None]
+    if len(group_summaries) == len(trees):
+        rankings = rank_terms(_group_terms(group_summaries))
+        names = name_siblings(rankings)
+        descriptions = [
+            describe([s.spellings.get(t, t) for t in ranked], s.central_tldr)
+            for ranked, s in zip(rankings, group_summaries, strict=True)
+        ]
+        root_description = _root_description(group_summaries)
+    else:
+        names = make_unique([tree.name for tree in trees])
+        descriptions = [tree.description for tree in trees]
+        shown = [humanize(name) for name in names[:DESCRIPTION_TERMS]]
+        root_description = f"Memories in {len(trees)} topics, among them {join_words(shown)}."
+    children = [
+        _rebase(tree.model_copy(update={"name": name, "description": text}), child_path("/", name))
+        for tree, name, text in zip(trees, names, descriptions, strict=True)
+    ]
+    return DirectoryNode(path="/", name="", description=root_description, children=children)
+
+
+def _root_description(summaries: Sequence[GroupSummary]) -> str:
+    totals: dict[str, float] = {}
+    for summary in summaries:
+        for term, count in summary.term_counts.items():
+            totals[term] = totals.get(term, 0.0) + count
+    top = sorted(totals, key=lambda term: (-totals[term], term))[:RANKED_TERMS]
+    spellings = {t: s.spellings[t] for s in reversed(summaries) for t in top if t in s.spellings}
+    largest = max(summaries, key=lambda summary: summary.size)
+    return describe([spellings.get(term, term) for term in top], largest.central_tldr)

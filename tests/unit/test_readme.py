@@ -1,0 +1,122 @@
+"""README composition: the seed 000 §3.2 format, titles, bullets and bottom-up descriptions."""
+
+from __future__ import annotations
+
+from memory_bank.agents.readme import (
+    ReadmeFileEntry,
+    compose_readme,
+    describe_directory,
+    readme_title,
+)
+from memory_bank.schemas import DirectoryNode
+
+FILES = [
+    ReadmeFileEntry(
+        "postgresql_indexes.md",
+        "postgresql_indexes",
+        "PostgreSQL uses B-tree indexes to speed up SQL queries.",
+    ),
+    ReadmeFileEntry(
+        "mysql_innodb_transactions.md",
+        "mysql_innodb_transactions",
+        "MySQL's InnoDB engine gives ACID transactions\nwith row-level locking.",
+    ),
+    ReadmeFileEntry(
+        "sqlite_embedded.md", "sqlite_embedded", "SQLite is an embedded SQL database in one file."
+    ),
+]
+
+LEAF = DirectoryNode(
+    path="/storage/sql_databases",
+    name="sql_databases",
+    description="Memories about SQL, databases and indexes, including: PostgreSQL uses B-tree "
+    "indexes to speed up SQL queries.",
+    chunk_indices=[0, 1, 2],
+)
+OTHER_LEAF = DirectoryNode(
+    path="/storage/key_value_caches",
+    name="key_value_caches",
+    description="Memories about Redis, caches and keys,\nincluding: Redis keeps keys in memory.",
+    chunk_indices=[3, 4, 5, 6],
+)
+PARENT = DirectoryNode(
+    path="/storage", name="storage", description="", children=[LEAF, OTHER_LEAF]
+)
+
+
+def _description(readme: str) -> str:
+    return readme.split("\n\n")[1]
+
+
+def test_leaf_readme_has_the_exact_layout():
+    readme = compose_readme(LEAF, [], FILES)
+    assert readme == (
+        "# Sql Databases\n"
+        "\n"
+        "Memories about SQL, databases and indexes, including: PostgreSQL uses B-tree indexes to "
+        "speed up SQL queries. It holds 3 memories: postgresql indexes, mysql innodb "
+        "transactions and sqlite embedded.\n"
+        "\n"
+        "## Contents\n"
+        "\n"
+        "- **postgresql_indexes.md**: PostgreSQL uses B-tree indexes to speed up SQL queries.\n"
+        "- **mysql_innodb_transactions.md**: MySQL's InnoDB engine gives ACID transactions with "
+        "row-level locking.\n"
+        "- **sqlite_embedded.md**: SQLite is an embedded SQL database in one file.\n"
+    )
+
+
+def test_leaf_description_adds_terms_several_memories_share():
+    leaf = LEAF.model_copy(update={"description": "Memories about storage engines."})
+    description = _description(compose_readme(leaf, [], FILES))
+    assert description.endswith("sqlite embedded. Several of them mention sql.")
+
+
+def test_parent_readme_lists_subdirectories_and_is_described_from_them():
+    readme = compose_readme(PARENT, PARENT.children, [])
+    lines = readme.splitlines()
+    assert lines[0] == "# Storage"
+    assert lines[-2:] == [
+        f"- **sql_databases/**: {LEAF.description}",
+        "- **key_value_caches/**: Memories about Redis, caches and keys, including: Redis keeps "
+        "keys in memory.",
+    ]
+    description = _description(readme)
+    assert "\n" not in description
+    assert "2 subdirectories: sql databases and key value caches" in description
+    assert "7 memories, the most in key value caches (4)" in description
+    assert description.count(". ") + 1 in (2, 3)  # two or three sentences
+
+
+def test_root_title_defaults_to_memory_bank_or_the_store_title():
+    root = DirectoryNode(path="/", name="", description="Memories about storage.")
+    assert compose_readme(root, [PARENT], []).startswith("# Memory Bank\n\nMemories about storage.")
+    assert readme_title(root, "Team Notes") == "Team Notes"
+    assert readme_title(LEAF) == "Sql Databases"
+
+
+def test_bullets_never_span_lines_and_empty_texts_get_a_fallback():
+    odd = DirectoryNode(path="/a/b_c", name="b_c", description="  ", chunk_indices=[1])
+    readme = compose_readme(
+        PARENT, [odd], [ReadmeFileEntry("x_y.md", "x_y", "first line\n\nsecond line")]
+    )
+    bullets = [line for line in readme.splitlines() if line.startswith("- ")]
+    assert bullets == ["- **b_c/**: Memories on b c.", "- **x_y.md**: first line second line"]
+
+
+def test_describe_directory_builds_a_sentence_from_the_children():
+    from_files = describe_directory([], FILES)
+    assert from_files.startswith("Memories about sql")
+    assert "PostgreSQL uses B-tree indexes" in from_files
+    from_dirs = describe_directory([LEAF, OTHER_LEAF], [])
+    assert from_dirs.endswith("grouped into 2 subdirectories.")
+    assert describe_directory([], []) == "An empty directory."
+
+
+def test_empty_directory_and_determinism():
+    empty = DirectoryNode(path="/", name="", description="No memories yet.")
+    readme = compose_readme(empty, [], [])
+    assert readme.endswith("## Contents\n\n_No entries yet._\n")
+    assert compose_readme(PARENT, PARENT.children, FILES) == compose_readme(
+        PARENT, PARENT.children, FILES
+    )

