@@ -1,0 +1,296 @@
+"""The ingest stages as plain typed functions, and an in-process runner that chains them.
+
+The Ray pipeline (`pipeline/ingest.py`) calls the very same functions from its stages; the local
+runner exists for tests, small inputs and debugging (`memory-bank ingest --local`).
+
+Stages: read sources -> chunk -> embed (chunk + sentence vectors in one pass) -> memorize ->
+plan the taxonomy -> compose READMEs bottom-up -> write the store in one atomic swap.
+An ingest into an existing store keeps the stored memories and embeddings, skips documents
+whose content hash is already stored, and re-plans the tree over old and new memories.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from memory_bank.agents.memorize import memorize_offline
+from memory_bank.agents.readme import ReadmeFileEntry, compose_readme
+from memory_bank.config import AppConfig, ChunkConfig, MemorizeConfig, TaxonomyConfig
+from memory_bank.errors import NothingToIngestError
+from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding, Embedder
+from memory_bank.progress import NullProgress, ProgressSink
+from memory_bank.schemas import Chunk, DirectoryNode, Document, IngestSummary, MemorizedChunk
+from memory_bank.store.files import assign_chunk_paths
+from memory_bank.store.layout import is_store
+from memory_bank.store.reader import StoreReader
+from memory_bank.store.tables import (
+    SentenceRecord,
+    chunks_from_table,
+    documents_from_table,
+    memories_from_table,
+    sentences_from_table,
+)
+from memory_bank.store.writer import meta_extra_from_config, write_store
+from memory_bank.taxonomy import TaxonomyItem, flat_fallback, plan_taxonomy, validate_taxonomy
+from memory_bank.text.chunking import chunk_document
+from memory_bank.text.sources import SourceLoad, document_from_text, load_sources
+
+
+@dataclass
+class MemoryParts:
+    """Everything a store holds about a set of documents, in memory-index order."""
+
+    documents: list[Document] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)
+    memories: list[MemorizedChunk] = field(default_factory=list)
+    memory_vectors: np.ndarray = field(default_factory=lambda: _empty_vectors())
+    sentences: list[SentenceRecord] = field(default_factory=list)
+    sentence_vectors: np.ndarray = field(default_factory=lambda: _empty_vectors())
+
+    def extend(self, other: MemoryParts) -> None:
+        self.documents.extend(other.documents)
+        self.chunks.extend(other.chunks)
+        self.memories.extend(other.memories)
+        self.memory_vectors = np.concatenate([self.memory_vectors, other.memory_vectors])
+        self.sentences.extend(other.sentences)
+        self.sentence_vectors = np.concatenate([self.sentence_vectors, other.sentence_vectors])
+
+
+def _empty_vectors() -> np.ndarray:
+    return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+
+
+# --- stage functions ------------------------------------------------------------------------
+
+
+def read_inputs(files: Iterable[str | Path] | None, text: str | None) -> SourceLoad:
+    """Load every given file/directory and the raw text; bad files are skipped, not raised."""
+    loaded = load_sources(list(files or []))
+    raw = document_from_text(text) if text else None
+    if raw is not None and all(doc.document_id != raw.document_id for doc in loaded.documents):
+        loaded.documents.append(raw)
+    return loaded
+
+
+def chunk_documents(documents: Sequence[Document], config: ChunkConfig) -> list[Chunk]:
+    return [chunk for doc in documents for chunk in chunk_document(doc, config)]
+
+
+def memorize_encoded(
+    chunks: Sequence[Chunk],
+    encodings: Sequence[ChunkEncoding],
+    first_index: int,
+    config: MemorizeConfig,
+) -> MemoryParts:
+    """Memorize embedded chunks; memory indices start at `first_index`, in chunk order."""
+    memories = [
+        memorize_offline(chunk, encoding, first_index + offset, config)
+        for offset, (chunk, encoding) in enumerate(zip(chunks, encodings, strict=True))
+    ]
+    return assemble_parts(chunks, encodings, memories)
+
+
+def assemble_parts(
+    chunks: Sequence[Chunk], encodings: Sequence[ChunkEncoding], memories: Sequence[MemorizedChunk]
+) -> MemoryParts:
+    """Gather memorized chunks, their vectors and their sentence records, in the given order."""
+    parts = MemoryParts(chunks=list(chunks), memories=list(memories))
+    for chunk, encoding, memory in zip(chunks, encodings, memories, strict=True):
+        for number, span in enumerate(encoding.sentence_spans):
+            parts.sentences.append(
+                SentenceRecord(
+                    chunk_id=chunk.chunk_id,
+                    index=memory.index,
+                    sentence=number,
+                    start_char=span.start,
+                    end_char=span.end,
+                    text=chunk.text[span.start : span.end],
+                )
+            )
+    if encodings:
+        parts.memory_vectors = np.stack([e.vector for e in encodings]).astype(np.float32)
+        parts.sentence_vectors = np.concatenate([e.sentence_vectors for e in encodings]).astype(
+            np.float32
+        )
+    return parts
+
+
+def taxonomy_items(memories: Sequence[MemorizedChunk]) -> list[TaxonomyItem]:
+    return [TaxonomyItem.from_memory(memory) for memory in memories]
+
+
+def plan_tree(
+    memories: Sequence[MemorizedChunk], vectors: np.ndarray, config: TaxonomyConfig
+) -> DirectoryNode:
+    """Plan the whole tree in this process; falls back to a flat plan if validation fails."""
+    tree = plan_taxonomy(taxonomy_items(memories), vectors, config)
+    return ensure_valid_tree(tree, [memory.index for memory in memories], config)
+
+
+def ensure_valid_tree(
+    tree: DirectoryNode, indices: Sequence[int], config: TaxonomyConfig
+) -> DirectoryNode:
+    if validate_taxonomy(tree, len(indices), config):
+        return flat_fallback(indices, config)
+    return tree
+
+
+def compose_readmes(
+    node: DirectoryNode, memories: Sequence[MemorizedChunk], chunk_paths: dict[int, str]
+) -> dict[str, str]:
+    """README text for `node` and every directory below it (tree path -> text)."""
+    by_index = {memory.index: memory for memory in memories}
+    readmes: dict[str, str] = {}
+    for directory in node.iter_nodes():
+        files = [
+            ReadmeFileEntry(
+                name=chunk_paths[i].rsplit("/", 1)[-1], title=by_index[i].title, tldr=by_index[i].tldr
+            )
+            for i in directory.chunk_indices
+        ]
+        readmes[directory.path] = compose_readme(directory, directory.children, files)
+    return readmes
+
+
+# --- existing store -------------------------------------------------------------------------
+
+
+def load_existing(store: Path) -> MemoryParts:
+    """What a committed store already holds (empty parts when there is no store yet)."""
+    if not is_store(store):
+        return MemoryParts()
+    reader = StoreReader(store)
+    return MemoryParts(
+        documents=documents_from_table(reader.documents()),
+        chunks=chunks_from_table(reader.chunks()),
+        memories=memories_from_table(reader.memories()),
+        memory_vectors=reader.memory_vectors(),
+        sentences=sentences_from_table(reader.sentences()),
+        sentence_vectors=reader.sentence_vectors(),
+    )
+
+
+def new_documents(loaded: SourceLoad, existing: MemoryParts) -> tuple[list[Document], int]:
+    """Documents not stored yet, and how many given documents were already stored."""
+    known = {doc.document_id for doc in existing.documents}
+    fresh = [doc for doc in loaded.documents if doc.document_id not in known]
+    return fresh, len(loaded.documents) - len(fresh)
+
+
+def require_something(loaded: SourceLoad, files_given: bool) -> None:
+    """Raise only when files were given and not one of them could be read."""
+    if files_given and not loaded.documents and loaded.skipped:
+        reasons = "\n  ".join(loaded.skipped)
+        raise NothingToIngestError(f"nothing could be ingested:\n  {reasons}")
+
+
+def finish_store(
+    store: Path, parts: MemoryParts, tree: DirectoryNode, readmes: dict[str, str], config: AppConfig
+) -> int:
+    """Write the store atomically; returns the number of directories below the root."""
+    stats = write_store(
+        store,
+        documents=parts.documents,
+        chunks=parts.chunks,
+        memories=parts.memories,
+        memory_vectors=parts.memory_vectors,
+        sentences=parts.sentences,
+        sentence_vectors=parts.sentence_vectors,
+        tree=tree,
+        readmes=readmes,
+        meta_extra=meta_extra_from_config(config),
+    )
+    return stats.directories
+
+
+# --- in-process runner ----------------------------------------------------------------------
+
+
+class LocalIngest:
+    """Runs every stage in this process, one after the other."""
+
+    def __init__(self, config: AppConfig, embedder: Embedder | None = None) -> None:
+        self.config = config
+        self.embedder = embedder or Embedder(config.embedding)
+
+    def run(
+        self,
+        store: Path,
+        files: Sequence[str | Path] | None = None,
+        text: str | None = None,
+        progress: ProgressSink | None = None,
+    ) -> IngestSummary:
+        progress = progress or NullProgress()
+        timer = StageTimer(progress)
+        started = time.perf_counter()
+
+        with timer.stage("read"):
+            loaded = read_inputs(files, text)
+            require_something(loaded, bool(files))
+            existing = load_existing(store)
+            fresh, unchanged = new_documents(loaded, existing)
+        summary = IngestSummary(
+            store=str(store), documents=len(fresh), chunks=0, directories=0,
+            skipped=list(loaded.skipped), unchanged_documents=unchanged,
+        )
+        if not fresh:
+            summary.total_seconds = time.perf_counter() - started
+            summary.stage_seconds = timer.seconds
+            return summary
+
+        with timer.stage("chunk"):
+            chunks = chunk_documents(fresh, self.config.chunking)
+        with timer.stage("embed", total=len(chunks)):
+            encodings = self.embedder.encode_chunks([chunk.text for chunk in chunks])
+        with timer.stage("memorize", total=len(chunks)):
+            added = memorize_encoded(
+                chunks, encodings, len(existing.memories), self.config.memorize
+            )
+            added.documents = fresh
+        parts = existing
+        parts.extend(added)
+        with timer.stage("plan"):
+            tree = plan_tree(parts.memories, parts.memory_vectors, self.config.taxonomy)
+        with timer.stage("readme"):
+            readmes = compose_readmes(tree, parts.memories, assign_chunk_paths(tree, parts.memories))
+        with timer.stage("write"):
+            directories = finish_store(store, parts, tree, readmes, self.config)
+
+        summary.chunks = len(chunks)
+        summary.directories = directories
+        summary.stage_seconds = timer.seconds
+        summary.total_seconds = time.perf_counter() - started
+        return summary
+
+
+class StageTimer:
+    """Times stages and reports them to a progress sink."""
+
+    def __init__(self, progress: ProgressSink) -> None:
+        self.progress = progress
+        self.seconds: dict[str, float] = {}
+
+    def stage(self, name: str, total: int | None = None):
+        return _TimedStage(self, name, total)
+
+
+class _TimedStage:
+    def __init__(self, timer: StageTimer, name: str, total: int | None) -> None:
+        self.timer, self.name, self.total = timer, name, total
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+        self.timer.progress.start(self.name, self.total)
+
+    def __exit__(self, exc_type, *rest) -> None:
+        elapsed = time.perf_counter() - self.started
+        self.timer.seconds[self.name] = self.timer.seconds.get(self.name, 0.0) + elapsed
+        if exc_type is None:
+            if self.total:
+                self.timer.progress.advance(self.name, self.total)
+            self.timer.progress.finish(self.name, f"{elapsed:.1f}s")

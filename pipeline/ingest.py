@@ -1,0 +1,199 @@
+"""The ingest pipeline on Ray: Ray Data for read/chunk/embed/memorize, Ray tasks for planning
+and READMEs, a single writer (this driver) for the atomic store swap."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memory_bank.config import AppConfig
+from memory_bank.errors import NothingToIngestError, SourceError
+from memory_bank.ingest import (
+    MemoryParts,
+    StageTimer,
+    assemble_parts,
+    finish_store,
+    load_existing,
+)
+from memory_bank.progress import NullProgress, ProgressSink
+from memory_bank.schemas import Chunk, Document, IngestSummary, MemorizedChunk
+from memory_bank.store.files import assign_chunk_paths
+from memory_bank.text.sources import discover_files, document_from_text
+from pipeline.planning import compose_readmes_distributed, plan_tree_distributed
+from pipeline.runtime import ensure_ray
+from pipeline.stages import EmbedChunks, chunk_batch, decode_encoding, memorize_batch, read_batch
+
+
+class RayIngest:
+    """Runs an ingest on Ray (local or a cluster) and writes the store from the driver."""
+
+    def __init__(self, config: AppConfig) -> None:
+        self.config = config
+
+    def run(
+        self,
+        store: Path,
+        files: Sequence[str | Path] | None = None,
+        text: str | None = None,
+        progress: ProgressSink | None = None,
+    ) -> IngestSummary:
+        progress = progress or NullProgress()
+        timer = StageTimer(progress)
+        started = time.perf_counter()
+        with timer.stage("start ray"):
+            ensure_ray(self.config.ray)
+
+        with timer.stage("read"):
+            documents, skipped = self._read(files or [], text)
+            if files and not documents and skipped:
+                raise NothingToIngestError(
+                    "nothing could be ingested:\n  " + "\n  ".join(skipped)
+                )
+            existing = load_existing(store)
+            known = {doc.document_id for doc in existing.documents}
+            fresh = [doc for doc in documents if doc.document_id not in known]
+        summary = IngestSummary(
+            store=str(store), documents=len(fresh), chunks=0, directories=0,
+            skipped=skipped, unchanged_documents=len(documents) - len(fresh),
+        )
+        if not fresh:
+            summary.stage_seconds = timer.seconds
+            summary.total_seconds = time.perf_counter() - started
+            return summary
+
+        with timer.stage("chunk"):
+            chunks = self._chunk(fresh)
+        first_index = len(existing.memories)
+        with timer.stage("embed+memorize", total=len(chunks)):
+            added, busy = self._embed_and_memorize(chunks, first_index, progress)
+        added.documents = fresh
+        parts = existing
+        parts.extend(added)
+
+        resources = self.config.ray
+        with timer.stage("plan"):
+            tree = plan_tree_distributed(
+                parts.memories, parts.memory_vectors, self.config.taxonomy, resources.plan_task_cpus
+            )
+        with timer.stage("readme"):
+            chunk_paths = assign_chunk_paths(tree, parts.memories)
+            readmes = compose_readmes_distributed(
+                tree, parts.memories, chunk_paths, self.config.taxonomy, resources.plan_task_cpus
+            )
+        with timer.stage("write"):
+            summary.directories = finish_store(store, parts, tree, readmes, self.config)
+
+        summary.chunks = len(chunks)
+        summary.stage_seconds = {**timer.seconds, **{f"{k} busy": v for k, v in busy.items()}}
+        summary.total_seconds = time.perf_counter() - started
+        return summary
+
+    # --- stages -------------------------------------------------------------------------------
+
+    def _read(self, files: Sequence[str | Path], text: str | None) -> tuple[list[Document], list[str]]:
+        import ray.data
+
+        documents: list[Document] = []
+        skipped: list[str] = []
+        paths: list[Path] = []
+        for given in files:
+            try:
+                paths.extend(discover_files([given]))
+            except SourceError as exc:
+                skipped.append(str(exc))
+        if paths:
+            rows = [{"order": i, "path": str(path)} for i, path in enumerate(paths)]
+            read = ray.data.from_items(rows, override_num_blocks=_blocks(len(rows), 8)).map_batches(
+                read_batch, batch_size=8, num_cpus=self.config.ray.chunk.num_cpus
+            )
+            for row in sorted(read.take_all(), key=lambda r: r["order"]):
+                if row["error"]:
+                    skipped.append(row["error"])
+                else:
+                    documents.append(Document.model_validate_json(row["document"]))
+        raw = document_from_text(text) if text else None
+        if raw is not None:
+            documents.append(raw)
+        unique: dict[str, Document] = {}
+        for doc in documents:
+            unique.setdefault(doc.document_id, doc)
+        return list(unique.values()), skipped
+
+    def _chunk(self, documents: list[Document]) -> list[Chunk]:
+        import ray.data
+
+        stage = self.config.ray.chunk
+        rows = [{"order": i, "document": doc.model_dump_json()} for i, doc in enumerate(documents)]
+        chunked = ray.data.from_items(
+            rows, override_num_blocks=_blocks(len(rows), stage.batch_size)
+        ).map_batches(
+            chunk_batch,
+            fn_kwargs={"config": self.config.chunking},
+            batch_size=stage.batch_size,
+            num_cpus=stage.num_cpus,
+            compute=ray.data.TaskPoolStrategy(size=stage.concurrency),
+        )
+        ordered = [
+            (int(row["order"]), Chunk.model_validate_json(row["chunk"])) for row in chunked.take_all()
+        ]
+        ordered.sort(key=lambda pair: (pair[0], pair[1].position))
+        return [chunk for _, chunk in ordered]
+
+    def _embed_and_memorize(
+        self, chunks: list[Chunk], first_index: int, progress: ProgressSink
+    ) -> tuple[MemoryParts, dict[str, float]]:
+        import ray.data
+
+        embed, memorize = self.config.ray.embed, self.config.ray.memorize
+        rows = [
+            {"index": first_index + i, "chunk": chunk.model_dump_json()}
+            for i, chunk in enumerate(chunks)
+        ]
+        dataset = (
+            # Blocks of one embedding batch each, so results stream back as they are computed.
+            ray.data.from_items(rows, override_num_blocks=_blocks(len(rows), embed.batch_size))
+            .map_batches(
+                EmbedChunks,
+                fn_constructor_kwargs={"config": self.config.embedding},
+                batch_size=embed.batch_size,
+                num_cpus=embed.num_cpus,
+                compute=ray.data.ActorPoolStrategy(size=embed.concurrency),
+            )
+            .map_batches(
+                memorize_batch,
+                fn_kwargs={"config": self.config.memorize},
+                batch_size=memorize.batch_size,
+                num_cpus=memorize.num_cpus,
+                compute=ray.data.TaskPoolStrategy(size=memorize.concurrency),
+            )
+        )
+        collected: dict[int, tuple[MemorizedChunk, np.ndarray, bytes, bytes]] = {}
+        busy = {"embed": 0.0, "memorize": 0.0}
+        for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+            for row, index in enumerate(batch["index"]):
+                memory = MemorizedChunk.model_validate_json(str(batch["memory"][row]))
+                collected[int(index)] = (
+                    memory, batch["vector"][row], batch["spans"][row], batch["sentence_vectors"][row]
+                )
+            busy["embed"] += float(np.sum(batch["embed_s"]))
+            busy["memorize"] += float(np.sum(batch["memorize_s"]))
+            progress.advance("embed+memorize", len(batch["index"]))
+        return _assemble_parts(chunks, first_index, collected), busy
+
+
+def _blocks(rows: int, rows_per_block: int) -> int:
+    return max(1, -(-rows // max(1, rows_per_block)))
+
+
+def _assemble_parts(
+    chunks: list[Chunk], first_index: int, collected: dict[int, tuple]
+) -> MemoryParts:
+    memories, encodings = [], []
+    for offset in range(len(chunks)):
+        memory, vector, spans, sentence_vectors = collected[first_index + offset]
+        memories.append(memory)
+        encodings.append(decode_encoding(vector, spans, sentence_vectors))
+    return assemble_parts(chunks, encodings, memories)

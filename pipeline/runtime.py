@@ -1,0 +1,51 @@
+"""Starting or joining Ray for the driver."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from memory_bank.config import RayConfig
+
+logger = logging.getLogger(__name__)
+
+# Workers must never reach for a model hub: the model comes from the installed package.
+_WORKER_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def ensure_ray(config: RayConfig) -> bool:
+    """Connect to Ray: an already-initialized session, `config.address`, RAY_ADDRESS, or a new
+    local instance with the machine's CPUs. Returns True when this call started Ray."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    address = config.address or os.environ.get("RAY_ADDRESS")
+    runtime_env = {"env_vars": dict(_WORKER_ENV)}
+    if address:
+        logger.info("joining Ray at %s", address)
+        ray.init(
+            address=address, runtime_env=runtime_env, log_to_driver=False, logging_level=logging.WARNING
+        )
+    else:
+        ray.init(
+            num_cpus=config.num_cpus,
+            include_dashboard=False,
+            runtime_env=runtime_env,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
+    _quiet_ray_data()
+    return True
+
+
+def _quiet_ray_data() -> None:
+    """Ray Data prints its own progress bars; the CLI draws its own display instead."""
+    from ray.data import DataContext
+
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    context = DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+    if hasattr(context, "enable_operator_progress_bars"):
+        context.enable_operator_progress_bars = False

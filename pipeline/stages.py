@@ -1,0 +1,127 @@
+"""Ray Data stage adapters: batches (dicts of numpy arrays) in, domain calls, batches out.
+
+Rows carry pydantic models as JSON strings and variable-length vectors as raw float32 bytes,
+which every Ray Data block format moves without surprises. Each stage also records the seconds
+it spent per row (`<stage>_s`), so the driver can report per-stage busy time for a streaming run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from memory_bank.agents.memorize import memorize_offline
+from memory_bank.config import ChunkConfig, EmbeddingConfig, MemorizeConfig
+from memory_bank.errors import SourceError
+from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding, Embedder
+from memory_bank.schemas import Chunk, Document
+from memory_bank.text.chunking import chunk_document
+from memory_bank.text.sentences import Span
+from memory_bank.text.sources import load_file
+
+Batch = dict[str, Any]
+
+
+def _strings(column: Any) -> list[str]:
+    return [str(value) for value in column]
+
+
+def read_batch(batch: Batch) -> Batch:
+    """Paths -> documents (JSON) or the reason a file was skipped."""
+    started = time.perf_counter()
+    documents, errors = [], []
+    for path in _strings(batch["path"]):
+        try:
+            documents.append(load_file(path).model_dump_json())
+            errors.append("")
+        except SourceError as exc:
+            documents.append("")
+            errors.append(str(exc))
+    return {
+        "order": np.asarray(batch["order"]),
+        "document": np.array(documents, dtype=object),
+        "error": np.array(errors, dtype=object),
+        "read_s": _per_row(started, len(documents)),
+    }
+
+
+def chunk_batch(batch: Batch, config: ChunkConfig) -> Batch:
+    """Documents -> chunks; output rows keep the document's order for a deterministic merge."""
+    started = time.perf_counter()
+    orders, chunks = [], []
+    for order, document_json in zip(batch["order"], _strings(batch["document"]), strict=True):
+        for chunk in chunk_document(Document.model_validate_json(document_json), config):
+            orders.append(int(order))
+            chunks.append(chunk.model_dump_json())
+    return {
+        "order": np.array(orders, dtype=np.int64),
+        "chunk": np.array(chunks, dtype=object),
+        "chunk_s": _per_row(started, len(chunks)),
+    }
+
+
+class EmbedChunks:
+    """Actor-pool stage: loads the model once per actor, embeds chunks in batches."""
+
+    def __init__(self, config: EmbeddingConfig) -> None:
+        # Ray sets OMP_NUM_THREADS=1 in workers; the model is the hot path and may use the cores.
+        threads = config.num_threads or os.cpu_count() or 1
+        self.embedder = Embedder(config.model_copy(update={"num_threads": threads}))
+        self.embedder.model  # noqa: B018 - load now, not inside the first batch
+
+    def __call__(self, batch: Batch) -> Batch:
+        started = time.perf_counter()
+        chunks = [Chunk.model_validate_json(text) for text in _strings(batch["chunk"])]
+        encodings = self.embedder.encode_chunks([chunk.text for chunk in chunks])
+        return {
+            "index": np.asarray(batch["index"]),
+            "chunk": np.asarray(batch["chunk"], dtype=object),
+            "vector": np.stack([encoding.vector for encoding in encodings]),
+            "spans": np.array(
+                [np.asarray(e.sentence_spans, dtype=np.int64).tobytes() for e in encodings],
+                dtype=object,
+            ),
+            "sentence_vectors": np.array(
+                [e.sentence_vectors.astype(np.float32).tobytes() for e in encodings], dtype=object
+            ),
+            "embed_s": _per_row(started, len(chunks)),
+        }
+
+
+def decode_encoding(vector: np.ndarray, spans: bytes, sentence_vectors: bytes) -> ChunkEncoding:
+    span_array = np.frombuffer(spans, dtype=np.int64).reshape(-1, 2)
+    return ChunkEncoding(
+        vector=np.asarray(vector, dtype=np.float32),
+        sentence_spans=[Span(int(start), int(end)) for start, end in span_array],
+        sentence_vectors=np.frombuffer(sentence_vectors, dtype=np.float32).reshape(-1, EMBEDDING_DIM),
+    )
+
+
+def memorize_batch(batch: Batch, config: MemorizeConfig) -> Batch:
+    """Embedded chunks -> memories (JSON), passing the vectors through."""
+    started = time.perf_counter()
+    memories = []
+    for index, chunk_json, vector, spans, sentence_vectors in zip(
+        batch["index"], _strings(batch["chunk"]), batch["vector"], batch["spans"],
+        batch["sentence_vectors"], strict=True,
+    ):
+        encoding = decode_encoding(vector, spans, sentence_vectors)
+        chunk = Chunk.model_validate_json(chunk_json)
+        memories.append(memorize_offline(chunk, encoding, int(index), config).model_dump_json())
+    return {
+        "index": np.asarray(batch["index"]),
+        "chunk": np.asarray(batch["chunk"], dtype=object),
+        "memory": np.array(memories, dtype=object),
+        "vector": np.asarray(batch["vector"], dtype=np.float32),
+        "spans": np.asarray(batch["spans"], dtype=object),
+        "sentence_vectors": np.asarray(batch["sentence_vectors"], dtype=object),
+        "embed_s": np.asarray(batch["embed_s"], dtype=np.float64),
+        "memorize_s": _per_row(started, len(memories)),
+    }
+
+
+def _per_row(started: float, rows: int) -> np.ndarray:
+    return np.full(rows, (time.perf_counter() - started) / max(rows, 1), dtype=np.float64)

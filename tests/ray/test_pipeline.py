@@ -1,0 +1,77 @@
+"""The Ray pipeline end to end on a small corpus, and the distributed planning path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory_bank.config import AppConfig
+from memory_bank.ingest import LocalIngest
+from memory_bank.schemas import MemorizedChunk
+from memory_bank.store.reader import StoreReader
+from memory_bank.taxonomy import validate_taxonomy
+from pipeline.ingest import RayIngest
+from pipeline.planning import compose_readmes_distributed, plan_tree_distributed
+from memory_bank.store.files import assign_chunk_paths
+from tests.support import shared_embedder
+from tests.unit.test_ingest import assert_valid_store
+
+pytestmark = pytest.mark.ray
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
+SMALL_CORPUS = [
+    SAMPLE / "articles/machine_learning/transformers_and_attention.md",
+    SAMPLE / "notes/home/sourdough_baking.md",
+    SAMPLE / "meetings/2026-03-14_tidepool_launch_planning.json",
+    SAMPLE / "articles/history/lighthouse_keeping_19th_century.pdf",
+]
+
+
+def test_ray_pipeline_matches_the_in_process_run(ray_cluster, tmp_path):
+    config = AppConfig()
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 truncated")
+    files = [*map(str, SMALL_CORPUS), str(tmp_path / "broken.pdf")]
+
+    summary = RayIngest(config).run(tmp_path / "ray_store", files=files)
+    LocalIngest(config, shared_embedder()).run(tmp_path / "local_store", files=files)
+
+    meta = assert_valid_store(tmp_path / "ray_store")
+    assert summary.documents == 4 and meta["total_documents"] == 4
+    assert any("broken.pdf" in line for line in summary.skipped)
+    assert {"chunk", "embed+memorize", "plan", "write", "embed busy"} <= set(summary.stage_seconds)
+    ray_reader, local_reader = StoreReader(tmp_path / "ray_store"), StoreReader(tmp_path / "local_store")
+    ray_rows = ray_reader.memories().drop_columns(["embedding"]).to_pylist()
+    local_rows = local_reader.memories().drop_columns(["embedding"]).to_pylist()
+    assert [r["title"] for r in ray_rows] == [r["title"] for r in local_rows]
+    assert [r["path"] for r in ray_rows] == [r["path"] for r in local_rows]
+    np.testing.assert_allclose(ray_reader.memory_vectors(), local_reader.memory_vectors(), atol=1e-4)
+    kinds = {json.loads(Path(tmp_path / "ray_store/.gam_meta.json").read_text())["backend"]}
+    assert kinds == {"offline"}
+
+
+def test_distributed_planning_covers_a_large_corpus(ray_cluster):
+    config = AppConfig().taxonomy.model_copy(update={"coarse_threshold": 100})
+    rng = np.random.default_rng(7)
+    centers = rng.normal(size=(12, 384))
+    labels = rng.integers(0, 12, size=900)
+    vectors = centers[labels] + 0.3 * rng.normal(size=(900, 384))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    memories = [
+        MemorizedChunk(
+            index=i, title=f"topic_{labels[i]}_note_{i}", memory=f"Topic {labels[i]} word{labels[i]} detail {i}.",
+            tldr=f"Detail {i} of topic {labels[i]}.", keywords=[f"word{labels[i]}"],
+        )
+        for i in range(900)
+    ]
+
+    tree = plan_tree_distributed(memories, vectors, config, task_cpus=1)
+    readmes = compose_readmes_distributed(
+        tree, memories, assign_chunk_paths(tree, memories), config, task_cpus=1
+    )
+
+    assert validate_taxonomy(tree, 900, config) == []
+    assert set(readmes) == {node.path for node in tree.iter_nodes()}
+    assert readmes["/"].startswith("# ")
