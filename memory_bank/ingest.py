@@ -208,15 +208,19 @@ def finish_store(
     return stats.directories
 
 
-# --- in-process runner ----------------------------------------------------------------------
+# --- runners --------------------------------------------------------------------------------
 
 
-class LocalIngest:
-    """Runs every stage in this process, one after the other."""
+class IngestRunner:
+    """The ingest skeleton shared by the in-process and the Ray runner.
 
-    def __init__(self, config: AppConfig, embedder: Embedder | None = None) -> None:
+    Subclasses supply how sources are read, how chunks become memories, and how the tree and its
+    READMEs are planned; reading the existing store, the summary and the single atomic write are
+    common.
+    """
+
+    def __init__(self, config: AppConfig) -> None:
         self.config = config
-        self.embedder = embedder or Embedder(config.embedding)
 
     def run(
         self,
@@ -225,12 +229,11 @@ class LocalIngest:
         text: str | None = None,
         progress: ProgressSink | None = None,
     ) -> IngestSummary:
-        progress = progress or NullProgress()
-        timer = StageTimer(progress)
+        timer = StageTimer(progress or NullProgress())
         started = time.perf_counter()
-
+        self.start(timer)
         with timer.stage("read"):
-            loaded = read_inputs(files, text)
+            loaded = self.read(files or [], text)
             require_something(loaded, bool(files))
             existing = load_existing(store)
             fresh, unchanged = new_documents(loaded, existing)
@@ -238,34 +241,56 @@ class LocalIngest:
             store=str(store), documents=len(fresh), chunks=0, directories=0,
             skipped=list(loaded.skipped), unchanged_documents=unchanged,
         )
-        if not fresh:
-            summary.total_seconds = time.perf_counter() - started
-            summary.stage_seconds = timer.seconds
-            return summary
-
-        with timer.stage("chunk"):
-            chunks = chunk_documents(fresh, self.config.chunking)
-        with timer.stage("embed", total=len(chunks)):
-            encodings = self.embedder.encode_chunks([chunk.text for chunk in chunks])
-        with timer.stage("memorize", total=len(chunks)):
-            added = memorize_encoded(
-                chunks, encodings, len(existing.memories), self.config.memorize
-            )
+        if fresh:
+            added = self.memorize(fresh, len(existing.memories), timer)
             added.documents = fresh
-        parts = existing
-        parts.extend(added)
-        with timer.stage("plan"):
-            tree = plan_tree(parts.memories, parts.memory_vectors, self.config.taxonomy)
-        with timer.stage("readme"):
-            readmes = compose_readmes(tree, parts.memories, assign_chunk_paths(tree, parts.memories))
-        with timer.stage("write"):
-            directories = finish_store(store, parts, tree, readmes, self.config)
-
-        summary.chunks = len(chunks)
-        summary.directories = directories
+            parts = existing
+            parts.extend(added)
+            with timer.stage("plan"):
+                tree = self.plan(parts.memories, parts.memory_vectors)
+            with timer.stage("readme"):
+                readmes = self.readmes(tree, parts.memories, assign_chunk_paths(tree, parts.memories))
+            with timer.stage("write"):
+                summary.directories = finish_store(store, parts, tree, readmes, self.config)
+            summary.chunks = len(added.chunks)
         summary.stage_seconds = timer.seconds
         summary.total_seconds = time.perf_counter() - started
         return summary
+
+    # --- hooks --------------------------------------------------------------------------------
+
+    def start(self, timer: StageTimer) -> None:
+        """Acquire what the runner needs before reading (e.g. a Ray connection)."""
+
+    def read(self, files: Sequence[str | Path], text: str | None) -> SourceLoad:
+        return read_inputs(files, text)
+
+    def memorize(self, documents: list[Document], first_index: int, timer: StageTimer) -> MemoryParts:
+        raise NotImplementedError
+
+    def plan(self, memories: Sequence[MemorizedChunk], vectors: np.ndarray) -> DirectoryNode:
+        return plan_tree(memories, vectors, self.config.taxonomy)
+
+    def readmes(
+        self, tree: DirectoryNode, memories: Sequence[MemorizedChunk], chunk_paths: dict[int, str]
+    ) -> dict[str, str]:
+        return compose_readmes(tree, memories, chunk_paths)
+
+
+class LocalIngest(IngestRunner):
+    """Runs every stage in this process, one after the other."""
+
+    def __init__(self, config: AppConfig, embedder: Embedder | None = None) -> None:
+        super().__init__(config)
+        self.embedder = embedder or Embedder(config.embedding)
+
+    def memorize(self, documents: list[Document], first_index: int, timer: StageTimer) -> MemoryParts:
+        with timer.stage("chunk"):
+            chunks = chunk_documents(documents, self.config.chunking)
+        with timer.stage("embed", total=len(chunks)):
+            encodings = self.embedder.encode_chunks([chunk.text for chunk in chunks])
+        with timer.stage("memorize", total=len(chunks)):
+            return memorize_encoded(chunks, encodings, first_index, self.config.memorize)
 
 
 class StageTimer:
@@ -274,6 +299,10 @@ class StageTimer:
     def __init__(self, progress: ProgressSink) -> None:
         self.progress = progress
         self.seconds: dict[str, float] = {}
+
+    def add(self, name: str, seconds: float) -> None:
+        """Record time measured elsewhere (e.g. busy seconds summed over Ray workers)."""
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
 
     def stage(self, name: str, total: int | None = None):
         return _TimedStage(self, name, total)

@@ -3,93 +3,52 @@ and READMEs, a single writer (this driver) for the atomic store swap."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from memory_bank.config import AppConfig
-from memory_bank.errors import NothingToIngestError, SourceError
-from memory_bank.ingest import (
-    MemoryParts,
-    StageTimer,
-    assemble_parts,
-    finish_store,
-    load_existing,
-)
-from memory_bank.progress import NullProgress, ProgressSink
-from memory_bank.schemas import Chunk, Document, IngestSummary, MemorizedChunk
-from memory_bank.store.files import assign_chunk_paths
-from memory_bank.text.sources import discover_files, document_from_text
+from memory_bank.errors import SourceError
+from memory_bank.ingest import IngestRunner, MemoryParts, StageTimer, assemble_parts
+from memory_bank.progress import ProgressSink
+from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
+from memory_bank.text.sources import SourceLoad, discover_files, document_from_text
 from pipeline.planning import compose_readmes_distributed, plan_tree_distributed
 from pipeline.runtime import ensure_ray
 from pipeline.stages import EmbedChunks, chunk_batch, decode_encoding, memorize_batch, read_batch
 
 
-class RayIngest:
+class RayIngest(IngestRunner):
     """Runs an ingest on Ray (local or a cluster) and writes the store from the driver."""
 
-    def __init__(self, config: AppConfig) -> None:
-        self.config = config
-
-    def run(
-        self,
-        store: Path,
-        files: Sequence[str | Path] | None = None,
-        text: str | None = None,
-        progress: ProgressSink | None = None,
-    ) -> IngestSummary:
-        progress = progress or NullProgress()
-        timer = StageTimer(progress)
-        started = time.perf_counter()
+    def start(self, timer: StageTimer) -> None:
         with timer.stage("start ray"):
             ensure_ray(self.config.ray)
 
-        with timer.stage("read"):
-            documents, skipped = self._read(files or [], text)
-            if files and not documents and skipped:
-                raise NothingToIngestError(
-                    "nothing could be ingested:\n  " + "\n  ".join(skipped)
-                )
-            existing = load_existing(store)
-            known = {doc.document_id for doc in existing.documents}
-            fresh = [doc for doc in documents if doc.document_id not in known]
-        summary = IngestSummary(
-            store=str(store), documents=len(fresh), chunks=0, directories=0,
-            skipped=skipped, unchanged_documents=len(documents) - len(fresh),
-        )
-        if not fresh:
-            summary.stage_seconds = timer.seconds
-            summary.total_seconds = time.perf_counter() - started
-            return summary
+    def read(self, files: Sequence[str | Path], text: str | None) -> SourceLoad:
+        documents, skipped = self._read(files, text)
+        return SourceLoad(documents=documents, skipped=skipped)
 
+    def memorize(self, documents: list[Document], first_index: int, timer: StageTimer) -> MemoryParts:
         with timer.stage("chunk"):
-            chunks = self._chunk(fresh)
-        first_index = len(existing.memories)
+            chunks = self._chunk(documents)
         with timer.stage("embed+memorize", total=len(chunks)):
-            added, busy = self._embed_and_memorize(chunks, first_index, progress)
-        added.documents = fresh
-        parts = existing
-        parts.extend(added)
+            added, busy = self._embed_and_memorize(chunks, first_index, timer.progress)
+        for stage, seconds in busy.items():
+            timer.add(f"{stage} busy", seconds)
+        return added
 
-        resources = self.config.ray
-        with timer.stage("plan"):
-            tree = plan_tree_distributed(
-                parts.memories, parts.memory_vectors, self.config.taxonomy, resources.plan_task_cpus
-            )
-        with timer.stage("readme"):
-            chunk_paths = assign_chunk_paths(tree, parts.memories)
-            readmes = compose_readmes_distributed(
-                tree, parts.memories, chunk_paths, self.config.taxonomy, resources.plan_task_cpus
-            )
-        with timer.stage("write"):
-            summary.directories = finish_store(store, parts, tree, readmes, self.config)
+    def plan(self, memories: Sequence[MemorizedChunk], vectors: np.ndarray) -> DirectoryNode:
+        return plan_tree_distributed(
+            memories, vectors, self.config.taxonomy, self.config.ray.plan_task_cpus
+        )
 
-        summary.chunks = len(chunks)
-        summary.stage_seconds = {**timer.seconds, **{f"{k} busy": v for k, v in busy.items()}}
-        summary.total_seconds = time.perf_counter() - started
-        return summary
+    def readmes(
+        self, tree: DirectoryNode, memories: Sequence[MemorizedChunk], chunk_paths: dict[int, str]
+    ) -> dict[str, str]:
+        return compose_readmes_distributed(
+            tree, memories, chunk_paths, self.config.taxonomy, self.config.ray.plan_task_cpus
+        )
 
     # --- stages -------------------------------------------------------------------------------
 

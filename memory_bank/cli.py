@@ -1,0 +1,191 @@
+"""The `memory-bank` command line: ingest, ask, search, tree, serve.
+
+Errors from the domain arrive as MemoryBankError and become one red line plus a non-zero exit
+code here, at the edge.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from memory_bank.errors import MemoryBankError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+_err = Console(stderr=True)
+_out = Console()
+
+StoreOption = Annotated[Path, typer.Option("--store", help="Store directory.")]
+ConfigOption = Annotated[
+    Optional[Path], typer.Option("--config", help="YAML config (default: built-in defaults).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object/list on stdout.")]
+
+
+def _fail(message: str) -> None:
+    _err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code=1)
+
+
+def _bank(store: Path, config: Optional[Path], runner: str = "ray"):
+    from memory_bank.bank import MemoryBank
+    from memory_bank.config import load_config
+
+    return MemoryBank(store, config=load_config(config), runner=runner)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files and directories to ingest.")],
+    store: StoreOption,
+    config: ConfigOption = None,
+    address: Annotated[
+        Optional[str], typer.Option("--address", help="Join this Ray cluster (else RAY_ADDRESS).")
+    ] = None,
+    local: Annotated[
+        bool, typer.Option("--local", help="Run in-process without Ray (small inputs, debugging).")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Ingest sources into the store: chunk, memorize, embed, organize, write."""
+    from memory_bank.cli_progress import IngestProgress
+
+    try:
+        bank = _bank(store, config, runner="local" if local else "ray")
+        if address:
+            bank.config.ray.address = address
+        with IngestProgress(_err, enabled=not as_json) as progress:
+            summary = bank.add(files=[str(p) for p in paths], progress=progress)
+    except MemoryBankError as exc:
+        _fail(str(exc))
+        return
+    for line in summary.skipped:
+        _err.print(f"[yellow]skipped[/] {line}", highlight=False)
+    if as_json:
+        print(summary.model_dump_json())
+        return
+    table = Table(title=f"ingested into {summary.store}", show_header=False)
+    table.add_row("documents", str(summary.documents))
+    if summary.unchanged_documents:
+        table.add_row("unchanged documents", str(summary.unchanged_documents))
+    table.add_row("chunks", str(summary.chunks))
+    table.add_row("directories", str(summary.directories))
+    for stage, seconds in summary.stage_seconds.items():
+        table.add_row(f"{stage} (s)", f"{seconds:.2f}")
+    table.add_row("total (s)", f"{summary.total_seconds:.2f}")
+    _out.print(table)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    store: StoreOption,
+    max_iterations: Annotated[int, typer.Option("--max-iterations", min=1)] = 10,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Answer a question from the store, citing the memory files used."""
+    try:
+        result = _bank(store, config).request(question, max_iterations=max_iterations)
+    except MemoryBankError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        print(result.model_dump_json())
+        return
+    _out.print(f"[bold]Q:[/] {result.question}", highlight=False)
+    _out.print(f"[bold]A:[/] {result.answer}", highlight=False)
+    _out.print(f"[dim]confidence {result.confidence:.2f}[/]")
+    for source in result.sources:
+        _out.print(f"  [cyan]- {source}[/]", highlight=False)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="Search text.")],
+    store: StoreOption,
+    top_k: Annotated[int, typer.Option("--top-k", min=1)] = 5,
+    mode: Annotated[str, typer.Option("--mode", help="hybrid | bm25 | vector | tree")] = "hybrid",
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Rank memories for a query (no answer synthesis)."""
+    if mode not in {"hybrid", "bm25", "vector", "tree"}:
+        _fail(f"unknown mode {mode!r}; choose hybrid, bm25, vector or tree")
+    try:
+        hits = _bank(store, config).search(query, top_k=top_k, mode=mode)
+    except MemoryBankError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        print(json.dumps([hit.model_dump() for hit in hits]))
+        return
+    table = Table("score", "chunk", "source")
+    for hit in hits:
+        table.add_row(f"{hit.score:.3f}", hit.chunk_path, hit.source)
+    _out.print(table)
+
+
+@app.command()
+def tree(store: StoreOption, as_json: JsonOption = False) -> None:
+    """Show the store's directory tree."""
+    try:
+        root = _bank(store, None).tree()
+    except MemoryBankError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        print(root.model_dump_json())
+        return
+    view = Tree(f"[bold]{store}[/]")
+
+    def add(node, branch) -> None:
+        for child in node.children:
+            sub = branch.add(f"[bold]{child.name}/[/] [dim]({len(child.chunk_indices) or ''})[/]")
+            add(child, sub)
+
+    add(root, view)
+    _out.print(view)
+
+
+@app.command()
+def serve(
+    store: StoreOption,
+    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 8000,
+    config: ConfigOption = None,
+) -> None:
+    """Serve the store over HTTP with Ray Serve (POST /query, POST /search, GET /tree)."""
+    try:
+        from actors.serve_app import run_blocking
+
+        run_blocking(store, host=host, port=port, config_path=config)
+    except MemoryBankError as exc:
+        _fail(str(exc))
+
+
+def _quiet_libraries() -> None:
+    """Third-party loggers and progress bars that would drown the CLI's own output."""
+    for name in ("bm25s", "sentence_transformers", "transformers", "httpx", "filelock"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _quiet_libraries()
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,467 @@
+"""The offline navigation agent: explores the store with its tools and answers with citations.
+
+It follows the exploration guidelines of seed 000 §6.2 without an LLM:
+
+1. read the root README;
+2. jump: one hybrid search for candidate chunks, and a grep for each exact entity of the
+   question (acronyms, names, numbers, quoted strings);
+3. descend the tree with a beam, scoring each child directory by the cosine of the question to
+   its README, the question terms its README mentions, and the best search candidate inside it;
+   the best child's README is read at each level;
+4. read the most promising chunk files until the evidence covers the question or the budget of
+   tool calls (`max_iterations`) is spent;
+5. answer extractively: the best sentences of the chunks read (precomputed sentence vectors from
+   `.bank/sentences.parquet`, so nothing is embedded per sentence at query time), citing the
+   chunk files they came from. Confidence comes from how close the best evidence is to the
+   question and how many of the question's content terms it covers; below NOT_FOUND_THRESHOLD
+   the answer says the memory does not hold the information.
+
+The per-question cost is one query embedding, one BM25 pass, one faiss scan, a few greps over a
+cached corpus and a handful of file reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memory_bank.config import RetrievalConfig
+from memory_bank.errors import ToolError
+from memory_bank.index.bm25 import tokenize
+from memory_bank.index.retrieval import Retriever, TextEncoder
+from memory_bank.schemas import ChatResult, DirectoryNode
+from memory_bank.store.files import parse_chunk_file, readme_relative_path
+from memory_bank.text.sentences import split_sentences
+from memory_bank.tools import StoreTools
+
+NOT_FOUND_THRESHOLD = 0.3
+NOT_FOUND_ANSWER = "The memory does not contain information to answer this question."
+# Words that shape a question but say nothing about its topic.
+QUESTION_WORDS = frozenset(
+    "explain describe compare comparison difference differences tell give show work works "
+    "mean means meaning use used happen happens example examples versus vs list summarize "
+    "summary overview please know".split()
+)
+MAX_GREPS = 3
+MIN_CHUNK_READS = 3  # README reads and greps never eat into this share of the budget
+READ_CUTOFF = 0.6  # skip candidates ranked below this share of the best candidate's priority
+BEAM_CUTOFF = 0.6  # keep a child in the beam only within this share of the best child's score
+# A child directory's score: README cosine, share of question terms in its README, best hybrid
+# search score inside its subtree (the search sees every chunk, the README only a summary).
+DESCENT_WEIGHTS = (0.5, 0.2, 0.3)
+GREP_BONUS = 0.15  # priority per question entity a chunk file contains (up to two)
+BEAM_BONUS = 0.05  # priority for the best chunks of the directories the beam ended in
+MAX_ANSWER_SENTENCES = 4
+MAX_SENTENCES_PER_CHUNK = 2
+ANSWER_MARGIN = 0.2  # answer sentences score at least best - margin
+NEAR_DUPLICATE_COSINE = 0.92  # a sentence this close to a chosen one adds nothing
+SENTENCE_TERM_WEIGHT = 0.3  # sentence score = cosine + weight * share of question terms it has
+# Cosine of the best evidence mapped linearly onto 0..1 between these two points: below 0.2
+# all-MiniLM-L6-v2 pairs are unrelated, above 0.55 they are about the same thing.
+COSINE_FLOOR, COSINE_CEILING = 0.2, 0.55
+
+# Double quotes anywhere; single quotes only around a phrase, so "Rust's" is not a quote.
+_QUOTED = re.compile(r"[\"“”]([^\"“”]{2,60})[\"“”]|(?<!\w)['‘]([^'‘’]{2,60})['’](?!\w)")
+_WORD = re.compile(r"[^\W_](?:[\w.+#-]*[^\W_])?")
+_IDENTIFIER = re.compile(r"[a-z][A-Z]|\w_\w|[a-z]\.[a-z]")  # camelCase, snake_case, dotted.name
+
+
+@dataclass
+class _Run:
+    """The state of one question's exploration."""
+
+    question: str
+    budget: int
+    calls: int = 0
+    steps: list[str] = field(default_factory=list)
+    files_read: list[str] = field(default_factory=list)
+    dirs_explored: list[str] = field(default_factory=list)
+    evidence: dict[int, frozenset[str]] = field(default_factory=dict)  # stems of each chunk read
+
+    def can_call(self, reserve: int = 0) -> bool:
+        return self.calls + 1 + reserve <= self.budget
+
+    def call(self, line: str) -> None:
+        self.calls += 1
+        self.steps.append(f"[{self.calls}] {line}")
+
+    def note(self, line: str) -> None:
+        self.steps.append(line)
+
+    def read(self, path: str) -> None:
+        _add_unique(self.files_read, path)
+
+    def explore(self, directory: str) -> None:
+        _add_unique(self.dirs_explored, directory)
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    chunk: int  # memory index
+    number: int  # sentence number within the chunk
+    text: str
+    vector: np.ndarray
+    score: float
+    stems: frozenset[str]
+
+
+class NavigationAgent:
+    """Answers questions about one store (see the module docstring for the strategy)."""
+
+    def __init__(
+        self,
+        tools: StoreTools,
+        retriever: Retriever,
+        embedder: TextEncoder | None = None,
+        config: RetrievalConfig | None = None,
+    ) -> None:
+        self.tools = tools
+        self.retriever = retriever
+        self.embedder = embedder or retriever.embedder
+        self.config = config or retriever.config
+        self._readme_stems: list[frozenset[str]] | None = None
+
+    def request(self, question: str, max_iterations: int | None = None) -> ChatResult:
+        """Explore the store for `question` with at most `max_iterations` tool calls and answer."""
+        if not question.strip():
+            raise ToolError("the question must not be empty")
+        budget = self.config.max_iterations if max_iterations is None else max_iterations
+        if budget < 1:
+            raise ToolError(f"max_iterations must be at least 1, got {budget}")
+        run = _Run(question, budget)
+        terms = content_terms(question)
+        self._read_root(run)
+        if self.retriever.num_chunks == 0:
+            run.note("the store holds no memories")
+            return self._not_found(run, "the store is empty")
+        if not run.can_call():
+            return self._not_found(run, f"stopped at max_iterations={run.budget} before reading any memory")
+
+        query_vector = self.retriever.encode_query(question)
+        bm25_scores = self.retriever.bm25_scores(question)
+        found = self.retriever.hybrid_candidates(question, query_vector, bm25_scores=bm25_scores)
+        best = f", best {self.retriever.chunk_path(found[0][0])} ({found[0][1]:.2f})" if found else ""
+        run.call(f"search {question!r} (hybrid) -> {len(found)} candidates{best}")
+        grep_counts = self._grep_entities(run, question_entities(question))
+        leaves = self._descend(run, query_vector, terms, self._best_by_directory(found))
+        ranked = self._rank_candidates(query_vector, bm25_scores, found, grep_counts, leaves)
+        read = self._read_chunks(run, ranked, terms)
+        return self._answer(run, read, query_vector, terms)
+
+    # --- exploration steps ------------------------------------------------------------------
+
+    def _read_root(self, run: _Run) -> None:
+        run.explore("/")
+        try:
+            overview = self.tools.cat("README.md")
+        except ToolError:
+            run.call("cat README.md -> missing")
+            return
+        run.call(f"cat README.md ({len(overview.splitlines())} lines)")
+        run.read("README.md")
+
+    def _grep_entities(self, run: _Run, entities: list[str]) -> dict[int, int]:
+        """Grep each entity (within the budget); count, per chunk, the entities it contains."""
+        counts: dict[int, int] = {}
+        for entity in entities[:MAX_GREPS]:
+            if not run.can_call(reserve=MIN_CHUNK_READS):
+                break
+            whole_word = re.compile(rf"(?<!\w){re.escape(entity)}(?!\w)", re.IGNORECASE)
+            files = sorted({
+                match.file
+                for match in self.tools.grep(entity)
+                if whole_word.search(match.line) and self.retriever.index_of_path(match.file) is not None
+            })
+            run.call(f"grep {entity!r} -> {len(files)} file{'s' if len(files) != 1 else ''}")
+            for path in files:
+                index = self.retriever.index_of_path(path)
+                counts[index] = counts.get(index, 0) + 1
+        return counts
+
+    def _descend(
+        self,
+        run: _Run,
+        query_vector: np.ndarray,
+        terms: list[str],
+        best_found: dict[str, float],
+    ) -> list[DirectoryNode]:
+        """Beam descent from the root; returns the directories the beam ends in."""
+        directories = self.retriever.directories()
+        readme_stems = self._directory_stems()
+        frontier: list[tuple[DirectoryNode, float]] = [(self.retriever.reader.tree(), 1.0)]
+        while any(node.children for node, _ in frontier):
+            scored = [(node, score) for node, score in frontier if not node.children]
+            for node, _ in frontier:
+                for child in node.children:
+                    position = directories.position[child.path]
+                    cosine_weight, terms_weight, found_weight = DESCENT_WEIGHTS
+                    score = (
+                        cosine_weight * float(directories.vectors[position] @ query_vector)
+                        + terms_weight * term_coverage(terms, readme_stems[position])
+                        + found_weight * best_found.get(child.path, 0.0)
+                    )
+                    scored.append((child, score))
+            scored.sort(key=lambda item: (-item[1], item[0].path))
+            best = scored[0][1]
+            previous = {node.path for node, _ in frontier}
+            frontier = [item for item in scored[: self.config.beam_width] if item[1] >= best * BEAM_CUTOFF]
+            for node, score in frontier:
+                if node.path not in previous:
+                    run.note(f"descend -> {node.path} (score {score:.2f})")
+                    run.explore(node.path)
+            top = frontier[0][0]
+            if top.path not in previous and run.can_call(reserve=MIN_CHUNK_READS):
+                readme = readme_relative_path(top.path)
+                self.tools.cat(readme)
+                run.call(f"cat {readme}")
+                run.read(readme)
+        return [node for node, _ in frontier]
+
+    def _rank_candidates(
+        self,
+        query_vector: np.ndarray,
+        bm25_scores: np.ndarray,
+        found: list[tuple[int, float]],
+        grep_counts: dict[int, int],
+        leaves: list[DirectoryNode],
+    ) -> list[tuple[int, float]]:
+        """Chunks worth reading, best first: search hits, grep hits and the beam's best chunks."""
+        directories = self.retriever.directories()
+        in_beam: set[int] = set()
+        for leaf in leaves:
+            if leaf.path == "/":  # a store whose memories all sit at the root
+                members = list(range(self.retriever.num_chunks))
+            else:
+                members = directories.subtree_chunks[directories.position[leaf.path]]
+            cosines = self.retriever.cosines(query_vector, members)
+            in_beam.update(members[int(j)] for j in np.argsort(-cosines, kind="stable")[:2])
+        candidates = sorted({i for i, _ in found[:2 * self.config.top_k]} | set(grep_counts) | in_beam)
+        scores = self.retriever.hybrid_scores(bm25_scores, query_vector, candidates)
+        priority = {
+            index: float(score)
+            + GREP_BONUS * min(grep_counts.get(index, 0), 2)
+            + (BEAM_BONUS if index in in_beam else 0.0)
+            for index, score in zip(candidates, scores, strict=True)
+        }
+        return sorted(priority.items(), key=lambda item: (-item[1], item[0]))
+
+    def _read_chunks(self, run: _Run, ranked: list[tuple[int, float]], terms: list[str]) -> dict[int, str]:
+        """Read chunk files best first until the evidence covers the question or the budget ends.
+
+        Returns the memory text of each file read, by memory index, in reading order.
+        """
+        read: dict[int, str] = {}
+        covered: set[str] = set()
+        best_priority = ranked[0][1] if ranked else 0.0
+        for index, priority in ranked:
+            if not run.can_call():
+                run.note(f"budget of {run.budget} tool calls spent")
+                break
+            if read and priority < best_priority * READ_CUTOFF:
+                break
+            path = self.retriever.chunk_path(index)
+            _, read[index] = parse_chunk_file(self.tools.cat(path))
+            run.call(f"cat {path} (priority {priority:.2f})")
+            run.read(path)
+            run.explore(_directory_of(path))
+            evidence = self._evidence_stems(run, index, read[index])
+            covered.update(term for term in terms if term in evidence)
+            if len(read) >= 2 and len(covered) == len(terms):
+                run.note("evidence covers every question term")
+                break
+        return read
+
+    # --- the answer -------------------------------------------------------------------------
+
+    def _answer(self, run: _Run, read: dict[int, str], query_vector: np.ndarray, terms: list[str]) -> ChatResult:
+        sentences = self._score_sentences(read, query_vector, terms)
+        if not sentences:
+            return self._not_found(run, "no readable evidence")
+        chosen = select_sentences(sentences, terms)
+        evidence_stems = frozenset().union(*run.evidence.values())
+        chunk_cosines = self.retriever.cosines(query_vector, sorted({s.chunk for s in chosen}))
+        best_cosine = max(max(float(s.vector @ query_vector) for s in chosen), float(chunk_cosines.max()))
+        confidence = calibrate_confidence(best_cosine, term_coverage(terms, evidence_stems) if terms else None)
+        if confidence < NOT_FOUND_THRESHOLD:
+            closest = ", ".join(run.files_read[-2:])
+            return self._not_found(run, f"closest material read: {closest}", confidence)
+        chunk_order = list(dict.fromkeys(s.chunk for s in chosen))
+        ordered = sorted(chosen, key=lambda s: (chunk_order.index(s.chunk), s.number))
+        sources = [self.retriever.chunk_path(index) for index in chunk_order]
+        final = self.tools.answer(" ".join(s.text for s in ordered), confidence, sources)
+        run.note(f"answer: {len(ordered)} sentences from {len(sources)} files (confidence {final.confidence:.2f})")
+        return self._result(run, final.text, final.sources, final.confidence, f"{run.calls} tool calls")
+
+    def _score_sentences(
+        self, read: dict[int, str], query_vector: np.ndarray, terms: list[str]
+    ) -> list[_Sentence]:
+        scored = []
+        for index, memory_text in read.items():
+            texts, vectors = self._chunk_sentences(index, memory_text)
+            cosines = vectors @ query_vector if texts else np.zeros(0)
+            for number, (text, vector, cosine) in enumerate(zip(texts, vectors, cosines, strict=True)):
+                stems = stem_all(tokenize(text))
+                score = float(cosine) + SENTENCE_TERM_WEIGHT * term_coverage(terms, stems)
+                scored.append(_Sentence(index, number, text, vector, score, stems))
+        return sorted(scored, key=lambda s: (-s.score, s.chunk, s.number))
+
+    def _chunk_sentences(self, index: int, memory_text: str) -> tuple[list[str], np.ndarray]:
+        """The chunk's stored sentences and vectors (the raw text behind the memory); a store
+        without them falls back to embedding the sentences of the memory text that was read."""
+        texts, vectors = self.retriever.chunk_sentences(index)
+        if texts:
+            return texts, vectors
+        texts = split_sentences(memory_text)
+        if not texts or self.embedder is None:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return texts, np.asarray(self.embedder.encode(texts), dtype=np.float32)
+
+    def _evidence_stems(self, run: _Run, index: int, memory_text: str) -> frozenset[str]:
+        if index not in run.evidence:
+            texts, _ = self.retriever.chunk_sentences(index)
+            run.evidence[index] = stem_all(tokenize(" ".join(texts) or memory_text))
+        return run.evidence[index]
+
+    def _directory_stems(self) -> list[frozenset[str]]:
+        if self._readme_stems is None:
+            self._readme_stems = [stem_all(terms) for terms in self.retriever.directories().readme_terms]
+        return self._readme_stems
+
+    def _best_by_directory(self, found: list[tuple[int, float]]) -> dict[str, float]:
+        """The best search score inside each directory's subtree (directories with a hit only)."""
+        best: dict[str, float] = {}
+        for index, score in found:
+            directory = _directory_of(self.retriever.chunk_path(index))
+            while directory != "/":
+                best[directory] = max(best.get(directory, 0.0), score)
+                directory = directory.rsplit("/", 1)[0] or "/"
+        return best
+
+    def _not_found(self, run: _Run, reason: str, confidence: float = 0.0) -> ChatResult:
+        run.note(f"answer: not found ({reason})")
+        return self._result(run, NOT_FOUND_ANSWER, [], min(confidence, NOT_FOUND_THRESHOLD - 0.01), reason)
+
+    def _result(self, run: _Run, answer: str, sources: list[str], confidence: float, notes: str) -> ChatResult:
+        return ChatResult(
+            question=run.question,
+            answer=answer,
+            sources=sources,
+            confidence=round(max(confidence, 0.0), 3),
+            files_read=run.files_read,
+            dirs_explored=run.dirs_explored,
+            trajectory="\n".join(run.steps),
+            notes=notes,
+        )
+
+
+def select_sentences(sentences: list[_Sentence], terms: list[str]) -> list[_Sentence]:
+    """The best sentences within a margin of the best, a few per chunk, no near-duplicates; then
+    for every question term still uncovered, the best sentence that covers it (comparisons)."""
+    best = sentences[0].score
+    chosen: list[_Sentence] = []
+    per_chunk: dict[int, int] = {}
+
+    def take(sentence: _Sentence) -> None:
+        chosen.append(sentence)
+        per_chunk[sentence.chunk] = per_chunk.get(sentence.chunk, 0) + 1
+
+    for sentence in sentences:
+        if len(chosen) >= MAX_ANSWER_SENTENCES or sentence.score < best - ANSWER_MARGIN:
+            break
+        if per_chunk.get(sentence.chunk, 0) < MAX_SENTENCES_PER_CHUNK and not _near_duplicate(sentence, chosen):
+            take(sentence)
+    for term in terms:
+        if any(term in s.stems for s in chosen):
+            continue
+        covering = next((s for s in sentences if term in s.stems), None)
+        if covering is not None and covering not in chosen:
+            take(covering)
+    return chosen
+
+
+def _near_duplicate(sentence: _Sentence, chosen: Iterable[_Sentence]) -> bool:
+    return any(float(sentence.vector @ other.vector) > NEAR_DUPLICATE_COSINE for other in chosen)
+
+
+def calibrate_confidence(best_cosine: float, coverage: float | None) -> float:
+    """0..1 from the best evidence's cosine to the question and its coverage of the question's
+    content terms (None when the question has no content terms: the cosine alone decides)."""
+    semantic = float(np.clip((best_cosine - COSINE_FLOOR) / (COSINE_CEILING - COSINE_FLOOR), 0.0, 1.0))
+    if coverage is None:
+        return semantic
+    return 0.5 * semantic + 0.5 * coverage
+
+
+def content_terms(question: str) -> list[str]:
+    """The question's topical terms, light-stemmed: BM25 tokens minus question words, unique."""
+    return list(dict.fromkeys(light_stem(term) for term in tokenize(question) if term not in QUESTION_WORDS))
+
+
+def term_coverage(terms: Sequence[str], stems: AbstractSet[str]) -> float:
+    """Share of the (stemmed) `terms` among `stems`, the stemmed vocabulary of some evidence."""
+    if not terms:
+        return 0.0
+    return sum(1 for term in terms if term in stems) / len(terms)
+
+
+def stem_all(tokens: Iterable[str]) -> frozenset[str]:
+    return frozenset(light_stem(token) for token in tokens)
+
+
+def light_stem(word: str) -> str:
+    """Strip one common English inflection (plural, -ed, -ing) when a 4-letter stem remains.
+
+    Only for judging whether evidence mentions a question term; BM25 itself does not stem.
+    """
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def question_entities(question: str) -> list[str]:
+    """Exact strings worth a grep, in order: quoted phrases, names (runs of capitalized words,
+    "North Carolina"), acronyms, numbers and code identifiers (useState, asyncio.gather).
+
+    The question's first word is capitalized by grammar, so alone it is not taken as a name.
+    """
+    entities = [(match.group(1) or match.group(2)).strip() for match in _QUOTED.finditer(question)]
+    run: list[re.Match[str]] = []
+
+    def close_run() -> None:
+        if run:
+            entities.append(question[run[0].start() : run[-1].end()])
+            run.clear()
+
+    for position, match in enumerate(_WORD.finditer(question)):
+        word = match.group(0)
+        is_acronym = sum(char.isupper() for char in word) >= 2
+        if word[0].isupper() and (position > 0 or is_acronym) and word.lower() not in QUESTION_WORDS:
+            if run and question[run[-1].end() : match.start()] != " ":
+                close_run()
+            run.append(match)
+            continue
+        close_run()
+        if any(char.isdigit() for char in word) or _IDENTIFIER.search(word):
+            entities.append(word)
+    close_run()
+    return list(dict.fromkeys(entities))
+
+
+def _directory_of(chunk_path: str) -> str:
+    """Tree directory of a store-relative file path: "a/b/x.md" -> "/a/b", "x.md" -> "/"."""
+    parent, _, _ = chunk_path.rpartition("/")
+    return f"/{parent}"
+
+
+def _add_unique(items: list[str], item: str) -> None:
+    if item not in items:
+        items.append(item)

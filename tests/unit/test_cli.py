@@ -1,0 +1,88 @@
+"""The `memory-bank` command line, in-process (`--local` ingest, no Ray)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memory_bank.cli import app
+from memory_bank.store.reader import StoreReader
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    store = tmp_path_factory.mktemp("cli") / "store"
+    files = [
+        SAMPLE / "articles/machine_learning/transformers_and_attention.md",
+        SAMPLE / "notes/home/sourdough_baking.md",
+        SAMPLE / "notes/engineering/python_concurrency.md",
+    ]
+    result = CliRunner().invoke(app, ["ingest", *map(str, files), "--store", str(store), "--local", "--json"])
+    assert result.exit_code == 0, result.output
+    return store
+
+
+def _json_stdout(result) -> object:
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_ingest_json_summary(store):
+    meta = json.loads((store / ".gam_meta.json").read_text())
+    assert meta["total_documents"] == 3
+    result = CliRunner().invoke(
+        app, ["ingest", str(SAMPLE / "notes/home/sourdough_baking.md"), "--store", str(store), "--local", "--json"]
+    )
+    assert result.exit_code == 0
+    summary = _json_stdout(result)
+    assert summary["unchanged_documents"] == 1 and summary["documents"] == 0
+
+
+def test_search_json_records(store):
+    result = CliRunner().invoke(
+        app, ["search", "BERT masked language model", "--store", str(store), "--top-k", "3", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    hits = _json_stdout(result)
+    assert 1 <= len(hits) <= 3
+    assert {"chunk_path", "chunk_id", "source", "document_id", "score", "text"} <= set(hits[0])
+    assert hits[0]["source"].endswith("transformers_and_attention.md")
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+
+
+def test_ask_json_chat_result(store):
+    result = CliRunner().invoke(
+        app, ["ask", "How long does a sourdough starter take to become active?", "--store", str(store), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    answer = _json_stdout(result)
+    assert answer["confidence"] > 0.5
+    source_of = {
+        row["path"]: row["source"] for row in StoreReader(store).memories().select(["path", "source"]).to_pylist()
+    }
+    assert answer["sources"]
+    assert source_of[answer["sources"][0]].endswith("sourdough_baking.md")
+
+
+def test_unknown_mode_is_a_clear_error(store):
+    result = CliRunner().invoke(app, ["search", "x", "--store", str(store), "--mode", "fuzzy"])
+    assert result.exit_code != 0
+    assert "unknown mode" in result.output
+
+
+def test_nothing_ingestible_exits_non_zero(tmp_path):
+    (tmp_path / "blank.md").write_text("\n\n")
+    result = CliRunner().invoke(app, ["ingest", str(tmp_path / "blank.md"), "--store", str(tmp_path / "s"), "--local"])
+    assert result.exit_code == 1
+    assert "blank.md" in result.output
+    assert not (tmp_path / "s").exists()
+
+
+def test_missing_store_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(app, ["ask", "anything?", "--store", str(tmp_path / "nowhere")])
+    assert result.exit_code == 1
+    assert "no memory store" in result.output

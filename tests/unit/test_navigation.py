@@ -1,0 +1,164 @@
+"""The offline navigation agent on real stores (seed 000 §11.2)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from memory_bank.config import RetrievalConfig
+from memory_bank.index.retrieval import Retriever
+from memory_bank.navigation import (
+    NOT_FOUND_ANSWER,
+    NavigationAgent,
+    calibrate_confidence,
+    content_terms,
+    question_entities,
+    stem_all,
+    term_coverage,
+)
+from memory_bank.store import StoreReader
+from memory_bank.text.sentences import split_sentences
+from memory_bank.tools import StoreTools
+from tests.unit.query_fixtures import ML_TECH_STORE, PYTHON_ONLY_STORE, build_store, shared_embedder
+
+
+class CountingEncoder:
+    """The real embedder, counting how many texts each request embeds."""
+
+    def __init__(self) -> None:
+        self.texts = 0
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return shared_embedder().encode(texts)
+
+
+def make_agent(store, encoder=None, config=None) -> NavigationAgent:
+    reader = StoreReader(store)
+    retriever = Retriever(reader, encoder or shared_embedder(), config or RetrievalConfig())
+    return NavigationAgent(StoreTools(store, reader, retriever), retriever)
+
+
+@pytest.fixture(scope="module")
+def tech_store(tmp_path_factory):
+    return build_store(tmp_path_factory.mktemp("nav") / "tech", ML_TECH_STORE, shared_embedder())
+
+
+@pytest.fixture(scope="module")
+def tech_agent(tech_store):
+    return make_agent(tech_store)
+
+
+@pytest.fixture(scope="module")
+def python_agent(tmp_path_factory):
+    return make_agent(build_store(tmp_path_factory.mktemp("nav") / "python", PYTHON_ONLY_STORE, shared_embedder()))
+
+
+def tool_calls(trajectory: str) -> list[str]:
+    return [line for line in trajectory.splitlines() if re.match(r"\[\d+\] ", line)]
+
+
+def test_basic_question_is_answered_from_the_stored_memories(tech_agent):
+    result = tech_agent.request("How do React hooks work?")
+    assert result.confidence > 0.5
+    assert result.sources and all(path.startswith("programming/react/") for path in result.sources)
+    assert set(result.sources) <= set(result.files_read)
+    assert "hook" in result.answer.lower() and "React" in result.answer
+    stored = " ".join(note.text for note in ML_TECH_STORE["/programming/react"][1])
+    assert all(sentence in stored for sentence in split_sentences(result.answer))  # extractive
+
+
+def test_exploration_reads_the_root_readme_first_and_descends(tech_agent):
+    result = tech_agent.request("Explain transformer attention")
+    assert result.files_read[0] == "README.md"
+    assert tool_calls(result.trajectory)[0] == "[1] cat README.md (9 lines)"
+    assert "descend -> /ml/transformers" in result.trajectory
+    lines = result.trajectory.splitlines()
+    descent = next(i for i, line in enumerate(lines) if line.startswith("descend -> /ml/transformers"))
+    first_chunk_read = next(i for i, line in enumerate(lines) if re.match(r"\[\d+\] cat ml/transformers/\w+\.md", line))
+    assert descent < first_chunk_read
+    assert result.dirs_explored[:3] == ["/", "/ml", "/ml/transformers"]
+    assert result.sources and all(path.startswith("ml/transformers/") for path in result.sources)
+    assert result.confidence > 0.5
+
+
+def test_a_question_the_store_cannot_answer_says_so(python_agent):
+    result = python_agent.request("How does Rust's borrow checker work?")
+    assert result.answer == NOT_FOUND_ANSWER
+    assert result.confidence < 0.3
+    assert result.sources == []
+    assert "grep 'Rust' -> 0 files" in result.trajectory
+
+
+def test_comparison_cites_files_from_two_directories(tech_agent):
+    result = tech_agent.request("Compare CNNs and RNNs")
+    directories = {path.rsplit("/", 1)[0] for path in result.sources}
+    assert {"ml/vision", "ml/sequence"} <= directories
+    assert {"/ml/vision", "/ml/sequence"} <= set(result.dirs_explored)
+    assert "CNNs" in result.answer and "RNNs" in result.answer
+    assert result.confidence > 0.5
+
+
+def test_grep_locates_an_exact_entity(tech_agent):
+    result = tech_agent.request("What is BERT?")
+    assert "grep 'BERT' -> 1 file" in result.trajectory
+    assert result.sources == ["ml/transformers/bert_pretraining.md"]
+    assert "BERT is a bidirectional transformer encoder" in result.answer
+    assert len(tool_calls(result.trajectory)) <= 6  # far fewer than the store's 25 files
+
+
+def test_max_iterations_bounds_the_tool_calls(tech_agent):
+    for budget in (1, 2, 4, 10):
+        result = tech_agent.request("How does asyncio schedule coroutines?", max_iterations=budget)
+        assert len(tool_calls(result.trajectory)) <= budget
+    assert tech_agent.request("How does asyncio schedule coroutines?", max_iterations=1).answer == NOT_FOUND_ANSWER
+    answered = tech_agent.request("How does asyncio schedule coroutines?", max_iterations=4)
+    assert answered.sources == ["programming/python/python_asyncio_event_loop.md"]
+
+
+def test_a_single_directory_store_is_navigated(python_agent):
+    result = python_agent.request("What does the GIL do?")
+    assert result.sources == ["python/python_gil_threading.md"]
+    assert result.dirs_explored == ["/", "/python"]
+    assert result.confidence > 0.5
+
+
+def test_an_empty_store_answers_not_found(tmp_path):
+    result = make_agent(build_store(tmp_path / "empty", {}, shared_embedder())).request("What is BERT?")
+    assert (result.answer, result.confidence, result.sources) == (NOT_FOUND_ANSWER, 0.0, [])
+    assert result.files_read == ["README.md"]
+
+
+def test_a_question_embeds_only_the_question(tech_store):
+    encoder = CountingEncoder()
+    agent = make_agent(tech_store, encoder)
+    agent.request("Compare CNNs and RNNs")  # the first question also embeds the READMEs once
+    before = encoder.texts
+    agent.request("How does multi-head attention work?")
+    assert encoder.texts - before == 1
+
+
+def test_question_entities_and_terms():
+    assert question_entities("What is BERT?") == ["BERT"]
+    assert question_entities("Compare CNNs and RNNs") == ["CNNs", "RNNs"]
+    assert question_entities("How does Rust's borrow checker work?") == ["Rust"]
+    assert question_entities('What happened in 2018 to "masked language modeling"?') == [
+        "masked language modeling", "2018",
+    ]
+    assert question_entities("Who shot a film in Leland, North Carolina?") == ["Leland", "North Carolina"]
+    assert question_entities("BERT or GPT: which uses useState and asyncio.gather?") == [
+        "BERT", "GPT", "useState", "asyncio.gather",
+    ]
+    assert content_terms("How do React hooks work?") == ["react", "hook"]
+    assert content_terms("Why were CNNs published?") == ["cnn", "publish"]
+    evidence = stem_all(["hook", "published", "python"])
+    assert term_coverage(content_terms("hooks published in Rust"), evidence) == pytest.approx(2 / 3)
+
+
+def test_confidence_grows_with_similarity_and_coverage():
+    assert calibrate_confidence(0.1, 0.0) == 0.0
+    assert calibrate_confidence(0.8, 1.0) == 1.0
+    assert calibrate_confidence(0.4, 0.5) < calibrate_confidence(0.5, 0.5) < calibrate_confidence(0.5, 1.0)
+    assert calibrate_confidence(0.5, None) == pytest.approx((0.5 - 0.2) / 0.35)

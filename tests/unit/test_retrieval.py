@@ -1,0 +1,121 @@
+"""BM25 tokenization and index, and the Retriever's four search modes on a real store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory_bank.config import RetrievalConfig
+from memory_bank.errors import ConfigError, ToolError
+from memory_bank.index.bm25 import Bm25Index, tokenize, top_positive
+from memory_bank.index.retrieval import Retriever
+from memory_bank.store import StoreReader
+from tests.unit.query_fixtures import ML_TECH_STORE, build_store, shared_embedder
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    return StoreReader(build_store(tmp_path_factory.mktemp("retrieval") / "store", ML_TECH_STORE, shared_embedder()))
+
+
+@pytest.fixture(scope="module")
+def retriever(reader):
+    return Retriever(reader, shared_embedder(), RetrievalConfig())
+
+
+def test_tokenize_lowercases_and_drops_stopwords_and_single_letters():
+    assert tokenize("The GIL is a lock in CPython's interpreter (PEP 484, Python 3.11)") == [
+        "gil", "lock", "cpython", "interpreter", "pep", "484", "python", "3", "11",
+    ]
+    assert tokenize("snake_case_title") == ["snake", "case", "title"]
+
+
+def test_tokenize_turns_japanese_into_character_bigrams():
+    assert tokenize("注意機構") == ["注意", "意機", "機構"]
+    assert tokenize("BERTは言語モデル") == ["bert", "は言", "言語", "語モ", "モデ", "デル"]
+
+
+def test_bm25_index_ranks_by_term_relevance_and_finds_japanese():
+    documents = [
+        "Python threads and the GIL",
+        "React hooks: useState and useEffect hooks",
+        "注意機構はトランスフォーマーの中心です",
+        "",
+    ]
+    index = Bm25Index.build(documents)
+    assert [i for i, _ in index.top_k("hooks", 3)] == [1]
+    assert [i for i, _ in index.top_k("GIL threads python", 3)] == [0]
+    assert [i for i, _ in index.top_k("注意機構", 3)] == [2]
+    assert index.top_k("rust borrow checker", 3) == []
+    assert Bm25Index.build([]).top_k("anything", 3) == []
+
+
+def test_top_positive_orders_by_score_then_index():
+    scores = np.array([0.5, 2.0, 0.0, 2.0, 1.0], dtype=np.float32)
+    assert top_positive(scores, 4) == [(1, 2.0), (3, 2.0), (4, 1.0), (0, 0.5)]
+    assert top_positive(scores, 10)[-1] == (0, 0.5)
+
+
+@pytest.mark.parametrize("mode", ["bm25", "vector", "hybrid", "tree"])
+def test_every_mode_returns_well_formed_hits_best_first(reader, retriever, mode):
+    hits = retriever.search("How does BERT use masked language modeling?", top_k=4, mode=mode)
+    assert 0 < len(hits) <= 4
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+    memories = {row["path"]: row for row in reader.memories().drop_columns(["embedding"]).to_pylist()}
+    for hit in hits:
+        assert (reader.root / hit.chunk_path).is_file()
+        if hit.kind == "chunk":
+            row = memories[hit.chunk_path]
+            assert (hit.chunk_id, hit.document_id, hit.text) == (row["chunk_id"], row["document_id"], row["memory"])
+            assert hit.source == row["source"] == f"docs/{hit.chunk_path}"  # the path given to ingest
+    chunk_hits = [hit for hit in hits if hit.kind == "chunk"]
+    assert chunk_hits[0].chunk_path == "ml/transformers/bert_pretraining.md"
+    assert chunk_hits[0].source == "docs/ml/transformers/bert_pretraining.md"
+
+
+def test_hybrid_score_is_the_documented_mix_of_normalized_bm25_and_cosine(reader, retriever):
+    query = "recurrent hidden state vanishing gradients"
+    hits = retriever.search(query, top_k=3, mode="hybrid")
+    bm25 = retriever.bm25_scores(query)
+    query_vector = shared_embedder().encode([query])[0]
+    for hit in hits:
+        index = retriever.index_of_path(hit.chunk_path)
+        expected = 0.5 * bm25[index] / bm25.max() + 0.5 * float(reader.memory_vectors()[index] @ query_vector)
+        assert hit.score == pytest.approx(expected, abs=1e-4)
+    assert hits[0].chunk_path == "ml/sequence/rnn_hidden_state.md"
+
+
+def test_alpha_moves_hybrid_between_vector_and_bm25_rankings(reader):
+    query = "multiversion concurrency control readers writers"
+    only_bm25 = Retriever(reader, shared_embedder(), RetrievalConfig(alpha=1.0))
+    only_vector = Retriever(reader, shared_embedder(), RetrievalConfig(alpha=0.0))
+    bm25_paths = [hit.chunk_path for hit in only_bm25.search(query, top_k=3, mode="bm25")]
+    vector_paths = [hit.chunk_path for hit in only_vector.search(query, top_k=3, mode="vector")]
+    assert [hit.chunk_path for hit in only_bm25.search(query, top_k=len(bm25_paths), mode="hybrid")] == bm25_paths
+    assert [hit.chunk_path for hit in only_vector.search(query, top_k=3, mode="hybrid")] == vector_paths
+
+
+def test_tree_mode_returns_a_matching_readme_with_its_subtree_chunks(retriever):
+    hits = retriever.search("convolutional neural networks for images", top_k=5, mode="tree")
+    readmes = [hit for hit in hits if hit.kind == "readme"]
+    assert "ml/vision/README.md" in [hit.chunk_path for hit in readmes]
+    vision = next(hit for hit in readmes if hit.chunk_path == "ml/vision/README.md")
+    assert vision.chunk_id == "/ml/vision" and vision.text.startswith("# Vision")
+    chunk_paths = {hit.chunk_path for hit in hits if hit.kind == "chunk"}
+    assert {"ml/vision/cnn_convolution_layers.md", "ml/vision/cnn_pooling_resnet.md"} <= chunk_paths
+
+
+def test_blank_queries_unknown_modes_and_missing_embedder(reader, retriever):
+    assert retriever.search("   ", mode="hybrid") == []
+    with pytest.raises(ToolError, match="unknown search mode"):
+        retriever.search("attention", mode="fuzzy")
+    lexical_only = Retriever(reader, embedder=None)
+    assert lexical_only.search("attention heads", mode="bm25")
+    with pytest.raises(ConfigError, match="embedding model"):
+        lexical_only.search("attention heads", mode="hybrid")
+
+
+def test_an_empty_store_has_no_hits(tmp_path):
+    empty = Retriever(StoreReader(build_store(tmp_path / "empty", {}, shared_embedder())), shared_embedder())
+    for mode in ("bm25", "vector", "hybrid", "tree"):
+        assert empty.search("anything at all", mode=mode) == []
