@@ -1,0 +1,222 @@
+"""The HTTP API: a Ray Serve deployment with a FastAPI ingress over one memory store.
+
+    POST /query   {"question": ..., "max_iterations": 10}            -> ChatResult
+    POST /search  {"query": ..., "top_k": 5, "mode": "hybrid"}       -> list[SearchHit]
+    GET  /tree                                                     -> DirectoryNode
+    GET  /healthz                                                  -> {"status", "store_version"}
+    GET  /docs, /openapi.json                                      (FastAPI defaults)
+
+Each replica opens the store read-only through one `QueryService`, built and warmed up in the
+constructor, so the model and the indexes load once per replica; a new ingest is picked up by
+the service itself when the store version on disk changes.
+
+Three ways to run it:
+- `memory-bank serve --store DIR` (`run_blocking` below),
+- `serve run actors.serve_app:build_app store=DIR [config=FILE] [num_replicas=N]`,
+- `serve deploy configs/serve.yaml`.
+"""
+
+# No `from __future__ import annotations` here: Serve's ingress rebuilds the handler signatures
+# outside this module, so FastAPI could not resolve string annotations and would take the
+# request models for query parameters.
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from ray import serve
+from ray.serve import Application
+
+from memory_bank.config import AppConfig, load_config
+from memory_bank.errors import ConfigError, MemoryBankError, StoreError, ToolError
+from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
+
+APP_NAME = "memory-bank"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+# A query embeds a handful of words: one torch thread is as fast as two here and leaves the
+# other core to the Serve proxy and to a second replica (see bench/query.py).
+REPLICA_TORCH_THREADS = 1
+# Asked once per replica before it takes traffic: the first question builds what plain search
+# does not need (README vectors of every directory, the grep corpus, the sentence table), which
+# takes seconds at 1k chunks and minutes at 10k.
+WARM_UP_QUESTION = "What does this memory hold?"
+
+
+# --- request and response models ----------------------------------------------------------------
+
+
+class QueryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, description="The question to answer from the store.")
+    max_iterations: int = Field(10, ge=1, le=50, description="Navigation steps at most.")
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, question: str) -> str:
+        if not question.strip():
+            raise ValueError("question must not be blank")
+        return question
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(description="Search text; a blank query finds nothing.")
+    top_k: int = Field(5, ge=1, le=100)
+    mode: Literal["hybrid", "bm25", "vector", "tree"] = "hybrid"
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+    store_version: str
+
+
+class ErrorBody(BaseModel):
+    error: str  # the error class, e.g. "StoreError"
+    detail: str  # a message meant for the caller
+
+
+# --- domain errors as JSON ----------------------------------------------------------------------
+
+app = FastAPI(
+    title="memory-bank",
+    summary="Ask and search a hierarchical memory store.",
+    version="0.1.0",
+)
+
+# A store being replaced or missing is the server's problem and may pass (503); bad arguments
+# are the caller's (400). Anything else from the domain is still reported, without a traceback.
+_ERROR_STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
+    (StoreError, 503),
+    (ToolError, 400),
+    (ConfigError, 400),
+)
+_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "Invalid arguments."},
+    503: {"model": ErrorBody, "description": "The store is missing or being replaced."},
+}
+
+
+def error_status(exc: MemoryBankError) -> int:
+    return next((status for kind, status in _ERROR_STATUS if isinstance(exc, kind)), 500)
+
+
+@app.exception_handler(MemoryBankError)
+async def _domain_error(_: Request, exc: MemoryBankError) -> JSONResponse:
+    body = ErrorBody(error=type(exc).__name__, detail=str(exc))
+    return JSONResponse(status_code=error_status(exc), content=body.model_dump())
+
+
+# --- the deployment -----------------------------------------------------------------------------
+
+
+@serve.deployment(name="MemoryBank", ray_actor_options={"num_cpus": 1})
+@serve.ingress(app)
+class MemoryBankServer:
+    """One replica: a warmed-up QueryService over an absolute store path."""
+
+    def __init__(self, store: str, config: dict[str, Any] | None = None) -> None:
+        import torch
+
+        from memory_bank.query import QueryService
+
+        torch.set_num_threads(REPLICA_TORCH_THREADS)
+        self._service = QueryService(Path(store), AppConfig.model_validate(config or {}))
+        self._service.warm_up()
+        self._service.ask(WARM_UP_QUESTION, max_iterations=3)
+        # FastAPI runs these handlers on a thread pool; the embedding model's tokenizer must not
+        # be entered by two threads at once, so domain calls take turns within a replica (the
+        # work is CPU-bound on one core anyway). Scale out with num_replicas instead.
+        self._turn = threading.Lock()
+
+    @app.post("/query", response_model=ChatResult, responses=_ERROR_RESPONSES)
+    def query(self, request: QueryRequest) -> ChatResult:
+        with self._turn:
+            return self._service.ask(request.question, max_iterations=request.max_iterations)
+
+    @app.post("/search", response_model=list[SearchHit], responses=_ERROR_RESPONSES)
+    def search(self, request: SearchRequest) -> list[SearchHit]:
+        with self._turn:
+            return self._service.search(request.query, top_k=request.top_k, mode=request.mode)
+
+    @app.get("/tree", response_model=DirectoryNode, responses=_ERROR_RESPONSES)
+    def tree(self) -> DirectoryNode:
+        return self._service.tree()
+
+    @app.get("/healthz", response_model=Health, responses=_ERROR_RESPONSES)
+    def healthz(self) -> Health:
+        return Health(store_version=self._service.store_version)
+
+
+# --- building and running the application -------------------------------------------------------
+
+
+class AppArgs(BaseModel):
+    """Arguments of `build_app` (`serve run ... key=value` or the `args:` of configs/serve.yaml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    config: str | None = None  # YAML validated by AppConfig; None = built-in defaults
+    num_replicas: int = Field(1, ge=1)
+
+
+def build_app(args: dict[str, Any]) -> Application:
+    """The Serve application for one store; the config is read here, in the driver, once."""
+    try:
+        parsed = AppArgs.model_validate(args)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid serve arguments:\n{exc}") from exc
+    return build_app_for(parsed.store, load_config(parsed.config), parsed.num_replicas)
+
+
+def build_app_for(store: str | Path, config: AppConfig, num_replicas: int = 1) -> Application:
+    from memory_bank.store.layout import is_store
+
+    # Replicas may run in another working directory (or on another node): hand them an
+    # absolute path, and refuse a missing store here rather than in a crash-looping replica.
+    store_path = Path(store).expanduser().resolve()
+    if not is_store(store_path):
+        raise StoreError(f"no memory store at {store_path} (run `memory-bank ingest` first)")
+    deployment = MemoryBankServer.options(num_replicas=num_replicas)
+    return deployment.bind(str(store_path), config.model_dump(mode="json"))
+
+
+def start(store: str | Path, config: AppConfig, host: str, port: int) -> str:
+    """Start Serve's HTTP proxy on host:port and deploy the app; returns the base URL.
+
+    Ray must already be initialized (the caller owns it).
+    """
+    serve.start(http_options={"host": host, "port": port})
+    serve.run(build_app_for(store, config), name=APP_NAME, route_prefix="/")
+    return f"http://{host}:{port}"
+
+
+def run_blocking(
+    store: str | Path,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    config_path: str | Path | None = None,
+) -> None:
+    """`memory-bank serve`: join or start Ray, serve the store, block until Ctrl-C."""
+    import ray
+
+    from pipeline.runtime import ensure_ray
+
+    config = load_config(config_path)
+    started_ray = ensure_ray(config.ray)
+    try:
+        url = start(store, config, host, port)
+        print(f"memory-bank is serving {Path(store).resolve()} at {url} (API docs: {url}/docs)")
+        print("Press Ctrl-C to stop.")
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        serve.shutdown()
+        if started_ray:
+            ray.shutdown()

@@ -1,0 +1,208 @@
+"""The Serve app over real HTTP on 127.0.0.1: a small store ingested from Markdown files, one
+replica, and every endpoint, including error bodies and picking up a second ingest."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memory_bank.bank import MemoryBank
+from memory_bank.config import AppConfig
+from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
+from memory_bank.store.reader import StoreReader
+
+pytestmark = [pytest.mark.ray, pytest.mark.serve]
+
+DOCUMENTS = {
+    "python_concurrency.md": """# Python concurrency
+
+The Global Interpreter Lock (GIL) in CPython allows only one thread to execute Python bytecode
+at a time. Threads still help for I/O-bound work because the GIL is released while a thread
+waits on sockets and files. CPU-bound code should use multiprocessing, which runs one
+interpreter per process, each with its own GIL.
+
+asyncio runs coroutines on a single-threaded event loop. An await expression suspends the
+coroutine until the awaited future completes, so other tasks can run in the meantime.
+asyncio.gather schedules several coroutines concurrently and collects their results in order.
+""",
+    "transformers.md": """# Transformer models
+
+The transformer architecture replaces recurrence with self-attention. Each token is projected
+to a query, a key and a value; the attention weights are the softmax of the scaled dot
+products of queries and keys. Multi-head attention runs several heads in parallel.
+
+BERT is a bidirectional transformer encoder published by Google in 2018. It is pretrained with
+masked language modeling, predicting 15 percent of tokens that are masked out, and with next
+sentence prediction, and it is then fine-tuned on downstream tasks such as question answering.
+""",
+    "sourdough.md": """# Baking sourdough bread
+
+A sourdough starter is a culture of wild yeast and lactic acid bacteria kept in flour and
+water. Feeding the starter twice a day keeps it active; it is ready to bake with when it
+doubles in size within six hours of a feeding.
+
+The dough rests in bulk fermentation for four to six hours at room temperature, with a few
+sets of stretch and folds. Shaped loaves proof overnight in the fridge and bake in a covered
+Dutch oven at 250 degrees Celsius, uncovered for the last twenty minutes.
+""",
+}
+
+ADDED_DOCUMENT = (
+    "rust_ownership.md",
+    """# Rust ownership
+
+Rust's borrow checker enforces ownership rules at compile time: every value has exactly one
+owner, and a value may have either one mutable reference or any number of shared references,
+never both at once. When the owner goes out of scope the value is dropped, so Rust needs no
+garbage collector and has no data races in safe code.
+""",
+)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict[str, Path]:
+    directory = tmp_path_factory.mktemp("corpus")
+    return {name: _write(directory, name, text) for name, text in DOCUMENTS.items()}
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory, corpus) -> MemoryBank:
+    memory_bank = MemoryBank(tmp_path_factory.mktemp("serve") / "store", runner="local")
+    memory_bank.add(files=sorted(corpus.values()))
+    return memory_bank
+
+
+@pytest.fixture(scope="module")
+def client(ray_cluster, bank):
+    from ray import serve
+
+    from actors.serve_app import start
+
+    base_url = start(bank.store, AppConfig(), host="127.0.0.1", port=_free_port())
+    try:
+        with httpx.Client(base_url=base_url, timeout=60.0) as http:
+            yield http
+    finally:
+        serve.shutdown()
+
+
+def test_healthz_reports_the_store_version(client, bank):
+    response = client.get("/healthz")
+
+    assert response.status_code == 200, response.text
+    assert response.json() == {"status": "ok", "store_version": StoreReader(bank.store).store_version}
+
+
+def test_query_answers_with_cited_sources_and_confidence(client):
+    response = client.post("/query", json={"question": "What does the Global Interpreter Lock allow?"})
+
+    assert response.status_code == 200, response.text
+    result = ChatResult.model_validate(response.json())
+    assert result.question == "What does the Global Interpreter Lock allow?"
+    assert result.sources, "an answerable question cites the chunk files it used"
+    assert all(source.endswith(".md") for source in result.sources)
+    assert result.confidence > 0.5
+    assert "one thread" in result.answer
+
+
+def test_query_about_an_absent_topic_has_low_confidence(client):
+    response = client.post(
+        "/query", json={"question": "How does Kubernetes schedule pods onto nodes?", "max_iterations": 5}
+    )
+
+    assert response.status_code == 200, response.text
+    assert response.json()["confidence"] < 0.3
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "vector", "tree"])
+def test_search_hits_carry_the_ingested_file_path(client, corpus, mode):
+    response = client.post("/search", json={"query": "sourdough starter feeding", "top_k": 3, "mode": mode})
+
+    assert response.status_code == 200, response.text
+    hits = [SearchHit.model_validate(hit) for hit in response.json()]
+    assert 1 <= len(hits) <= 3
+    chunk_hits = [hit for hit in hits if hit.kind == "chunk"]
+    assert chunk_hits[0].source == str(corpus["sourdough.md"])
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+
+
+def test_tree_covers_every_chunk(client, bank):
+    response = client.get("/tree")
+
+    assert response.status_code == 200, response.text
+    tree = DirectoryNode.model_validate(response.json())
+    assert tree.path == "/"
+    indices = sorted(i for node in tree.iter_nodes() for i in node.chunk_indices)
+    assert indices == list(range(StoreReader(bank.store).meta["total_chunks"]))
+
+
+def test_openapi_schema_and_docs_are_served(client):
+    schema = client.get("/openapi.json")
+    docs = client.get("/docs")
+
+    assert schema.status_code == 200
+    assert {"/query", "/search", "/tree", "/healthz"} <= set(schema.json()["paths"])
+    assert docs.status_code == 200
+    assert "swagger" in docs.text.lower()
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/query", {"question": ""}, "question"),
+        ("/query", {"question": "   "}, "question"),
+        ("/query", {"question": "gil?", "max_iterations": 0}, "max_iterations"),
+        ("/search", {"query": "gil", "mode": "fuzzy"}, "mode"),
+        ("/search", {"query": "gil", "top_k": 1000}, "top_k"),
+    ],
+)
+def test_invalid_requests_are_rejected_with_the_offending_field(client, path, body, field):
+    response = client.post(path, json=body)
+
+    assert response.status_code == 422
+    problems = response.json()["detail"]
+    assert any(field in problem["loc"] and problem["msg"] for problem in problems)
+
+
+def test_a_missing_store_is_a_503_with_a_message(client, bank):
+    moved = bank.store.with_name("store_moved_away")
+    bank.store.rename(moved)
+    try:
+        response = client.post("/search", json={"query": "gil"})
+    finally:
+        moved.rename(bank.store)
+
+    assert response.status_code == 503
+    body = response.json()
+    assert body["error"] == "StoreError"
+    assert "no memory store" in body["detail"]
+    assert "Traceback" not in response.text
+
+
+def test_a_second_ingest_is_picked_up_by_the_next_request(client, bank, tmp_path):
+    before = client.get("/healthz").json()["store_version"]
+    added = _write(tmp_path, *ADDED_DOCUMENT)
+
+    bank.add(files=[added])
+    response = client.post("/search", json={"query": "borrow checker ownership", "top_k": 1})
+
+    after = client.get("/healthz").json()["store_version"]
+    assert after != before
+    assert after == StoreReader(bank.store).store_version
+    assert response.status_code == 200, response.text
+    assert response.json()[0]["source"] == str(added)
