@@ -1,9 +1,11 @@
 """README.md text for one directory, composed from its own description and its children's.
 
-Format (seed 000 §3.2): a "# Title" line, a 2-3 sentence description, then "## Contents" with one
+Format (seed 000 §3.2): a "# Title" line, a 1-3 sentence description, then "## Contents" with one
 bullet per subdirectory ("- **name/**: description") and per memory ("- **file.md**: tldr").
-READMEs are written bottom-up, so a parent can be described from its children's descriptions
-with `describe_directory` when the plan gave it none. Deterministic: same input, same text.
+READMEs are written bottom-up, so a parent can be described from its children with
+`describe_directory` when the plan gave it none. A parent description that already lists its
+subdirectories with their sizes (as the planner's do) is not followed by a second listing.
+Deterministic: same input, same text.
 """
 
 from __future__ import annotations
@@ -14,17 +16,24 @@ from dataclasses import dataclass
 
 from memory_bank.schemas import DirectoryNode
 from memory_bank.taxonomy.naming import (
+    DESCRIPTION_TERMS,
+    LISTED_CHILDREN,
     describe,
+    describe_parent,
+    distinct_terms,
     end_sentence,
     humanize,
     join_words,
+    list_children,
     one_line,
 )
 from memory_bank.taxonomy.terms import tokenize
 
 DEFAULT_STORE_TITLE = "Memory Bank"
-LISTED_NAMES = 7  # names quoted in the structure sentence before "and N more"
 KEY_TERMS = 3
+PARENT_KEY_TERMS = 2
+# Words of the description templates themselves ("Memories about ...", "in 3 subdirectories").
+_TEMPLATE_WORDS = frozenset({"memories", "memory", "subdirectories", "subdirectory"})
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,7 @@ def _key_terms(texts: Sequence[str], min_children: int = 1) -> list[str]:
     children_using: Counter[str] = Counter()
     occurrences: Counter[str] = Counter()
     for text in texts:
-        terms = tokenize(text)
+        terms = [term for term in tokenize(text) if term not in _TEMPLATE_WORDS]
         occurrences.update(terms)
         children_using.update(set(terms))
     ranked = sorted(children_using, key=lambda t: (-children_using[t], -occurrences[t], t))
@@ -67,20 +76,24 @@ def describe_directory(
     child_dirs: Sequence[DirectoryNode], files: Sequence[ReadmeFileEntry]
 ) -> str:
     """A one-sentence description of a directory built from its children (bottom-up)."""
-    terms = _key_terms(_child_texts(child_dirs, files))
     if files:
-        return describe(terms, files[0].tldr)
+        terms = _key_terms(_child_texts(child_dirs, files))
+        return describe(distinct_terms(terms, DESCRIPTION_TERMS), files[0].tldr)
     if child_dirs:
-        shown = terms[:KEY_TERMS]
-        topic = f"Memories about {join_words(shown)}" if shown else "Memories"
-        return f"{topic}, grouped into {len(child_dirs)} subdirectories."
+        # Only terms several subdirectories share say what the directory as a whole is about.
+        shared = _key_terms(_child_texts(child_dirs, files), min_children=2)
+        return describe_parent(shared[:PARENT_KEY_TERMS], _subdirectory_sizes(child_dirs))
     return "An empty directory."
 
 
+def _subdirectory_sizes(child_dirs: Sequence[DirectoryNode]) -> list[tuple[str, int]]:
+    return [(humanize(child.name), _memory_count(child)) for child in child_dirs]
+
+
 def _listed(names: Sequence[str]) -> str:
-    shown = list(names[:LISTED_NAMES])
-    if len(names) > LISTED_NAMES:
-        shown.append(f"{len(names) - LISTED_NAMES} more")
+    shown = list(names[:LISTED_CHILDREN])
+    if len(names) > LISTED_CHILDREN:
+        shown.append(f"{len(names) - LISTED_CHILDREN} more")
     return join_words(shown)
 
 
@@ -124,6 +137,11 @@ def _closing_sentence(
     return f"Several of them mention {join_words(fresh)}." if fresh else None
 
 
+def _lists_subdirectories(opening: str, child_dirs: Sequence[DirectoryNode]) -> bool:
+    """True when `opening` already names the subdirectories with their sizes."""
+    return bool(child_dirs) and list_children(_subdirectory_sizes(child_dirs)) in opening
+
+
 def _bullet(label: str, text: str) -> str:
     return f"- **{label}**: {text}"
 
@@ -136,10 +154,12 @@ def compose_readme(
 ) -> str:
     """The README.md text of `node`, listing `child_dirs` first, then `files`, in given order."""
     opening = one_line(node.description) or describe_directory(child_dirs, files)
-    sentences = [end_sentence(opening), _structure_sentence(child_dirs, files)]
-    extra = _closing_sentence(opening, child_dirs, files)
-    if extra:
-        sentences.append(extra)
+    sentences = [end_sentence(opening)]
+    if not _lists_subdirectories(opening, child_dirs) or files:
+        sentences.append(_structure_sentence(child_dirs, files))
+        extra = _closing_sentence(opening, child_dirs, files)
+        if extra:
+            sentences.append(extra)
     lines = [f"# {readme_title(node, store_title)}", "", " ".join(sentences), "", "## Contents", ""]
     for child in child_dirs:
         text = one_line(child.description) or f"Memories on {humanize(child.name)}."

@@ -1,48 +1,140 @@
 """Directory names and descriptions from ranked terms.
 
-Names join the one to three most distinctive terms of a group ("neural_networks_training"); they
-are lowercase ASCII, start with a letter, are at most 60 characters and unique among siblings.
+A name joins one or two terms, each a word or a two-word key phrase ("neural_networks",
+"coffee_sourdough"); names are lowercase ASCII, start with a letter, are at most 60 characters
+and unique among siblings. Leaves are described by their terms and most central memory, parents
+by their subdirectories and sizes.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from memory_bank.taxonomy.terms import RankedTerm
 
 MAX_NAME_LENGTH = 60
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
-TERMS_PER_NAME = 2  # a third term is added only to tell two siblings apart
-MAX_TERMS_PER_NAME = 3
+TERMS_PER_NAME = 2
+# A group whose best term is used by this share of its memories is named after that term.
+UMBRELLA_COVERAGE = 0.6
+# The runner-up term joins the name only when it scores at least this share of the best one.
+SECOND_TERM_SHARE = 0.5
 DESCRIPTION_TERMS = 3
+SPARE_TERMS = 3  # further terms kept to tell clashing siblings apart
+LISTED_CHILDREN = 7  # subdirectories a description names before "and N more"
 MAX_TLDR_CHARS = 200
 FALLBACK_STEM = "topic"  # for groups without any ASCII term (e.g. Japanese text)
+
+Theme = tuple[str, int]  # a subgroup's best term and its number of memories
 
 
 def is_valid_name(name: str) -> bool:
     return len(name) <= MAX_NAME_LENGTH and NAME_PATTERN.fullmatch(name) is not None
 
 
-def _is_variant(term: str, chosen: Sequence[str]) -> bool:
-    """True for near-duplicates such as "database"/"databases" or "test"/"testing"."""
-    for other in chosen:
-        shorter, longer = sorted((term.lower(), other.lower()), key=len)
-        if len(shorter) >= 4 and longer.startswith(shorter) and len(longer) - len(shorter) <= 3:
-            return True
-    return False
+NEAR_DUPLICATE_STEM = 4  # "database"/"databases", "branches"/"branching" share 4+ letters
+NEAR_DUPLICATE_ENDING = 3  # ... and differ in endings of at most 3 letters
+
+
+def _near_duplicate(lowered: str, other: str) -> bool:
+    """Two forms of one word: a shared stem and short endings (see the constants above)."""
+    stem = len(os.path.commonprefix([lowered, other]))
+    longest_ending = max(len(lowered), len(other)) - stem
+    return stem >= NEAR_DUPLICATE_STEM and longest_ending <= NEAR_DUPLICATE_ENDING
 
 
 def distinct_terms(ranked: Sequence[str], count: int) -> list[str]:
-    """The first `count` terms that are not variants of an earlier one and fit in a name."""
+    """The first `count` terms that are not variants of an earlier one: no near-duplicate
+    ("databases" after "database") and no shared word ("network" after "neural network")."""
     chosen: list[str] = []
+    chosen_words: set[str] = set()
+    # Near-duplicates share their first letters: compare only terms opening the same way.
+    by_opening: dict[str, list[str]] = {}
     for term in ranked:
         if len(chosen) == count:
             break
-        if _is_variant(term, chosen):
+        lowered = term.lower()
+        words = lowered.split()
+        if not chosen_words.isdisjoint(words):
             continue
-        if len("_".join([*chosen, term])) > MAX_NAME_LENGTH:
+        opening = lowered[:NEAR_DUPLICATE_STEM]
+        similar = by_opening.setdefault(opening, [])
+        if any(_near_duplicate(lowered, other) for other in similar):
             continue
         chosen.append(term)
+        chosen_words.update(words)
+        similar.append(lowered)
     return chosen
+
+
+def choose_name_terms(ranked: Sequence[RankedTerm], themes: Sequence[Theme] = ()) -> list[str]:
+    """The one or two terms (keys) a group is named after, best first.
+
+    A group whose best term covers most of its memories is named after it, an umbrella such as
+    "neural network", plus the runner-up when that scores at least half as well. A group with
+    subgroups (`themes`) and no such term mixes topics: it is named after the best terms of its
+    two largest subgroups ("coffee_sourdough"), since a word spread thinly over several themes
+    says less than the themes themselves.
+    """
+    if themes and (not ranked or ranked[0].coverage < UMBRELLA_COVERAGE):
+        largest_first = sorted(themes, key=lambda theme: -theme[1])  # stable: ties keep order
+        named = distinct_terms([term for term, _ in largest_first], TERMS_PER_NAME)
+        if len(named) == TERMS_PER_NAME:
+            return named
+    if not ranked:
+        return []
+    strong = [item.term for item in ranked if item.score >= SECOND_TERM_SHARE * ranked[0].score]
+    return distinct_terms(strong, TERMS_PER_NAME)
+
+
+@dataclass(frozen=True)
+class NameChoice:
+    """The display terms a directory is named after, and further ones to tell siblings apart."""
+
+    terms: tuple[str, ...]
+    spares: tuple[str, ...] = ()
+
+
+def name_choice(
+    ranked: Sequence[RankedTerm], themes: Sequence[Theme], spell: Callable[[str], str]
+) -> NameChoice:
+    """`choose_name_terms`, spelled for display, with the other ranked terms as spares."""
+    chosen = choose_name_terms(ranked, themes)
+    spares = [item.term for item in ranked if item.term not in chosen][:SPARE_TERMS]
+    return NameChoice(tuple(map(spell, chosen)), tuple(map(spell, spares)))
+
+
+def name_from_terms(terms: Sequence[str]) -> str:
+    """"neural networks", "B-tree" -> "neural_networks_b_tree"; trailing terms that do not fit
+    in `MAX_NAME_LENGTH` are left out. Empty when no term is given."""
+    parts = [term.lower().replace(" ", "_").replace("-", "_") for term in terms if term]
+    while len(parts) > 1 and len("_".join(parts)) > MAX_NAME_LENGTH:
+        parts.pop()
+    return "_".join(parts)[:MAX_NAME_LENGTH].rstrip("_")
+
+
+def name_siblings(choices: Sequence[NameChoice]) -> list[str]:
+    """One valid, sibling-unique name per choice.
+
+    Siblings whose names clash get their first spare term that is not a variant of their own;
+    if that still clashes (or none is left), a numeric suffix. Choices without terms are called
+    "topic_<n>" by position.
+    """
+    names = [
+        name_from_terms(choice.terms) or f"{FALLBACK_STEM}_{position}"
+        for position, choice in enumerate(choices, start=1)
+    ]
+    clashing = {name for name in names if names.count(name) > 1}
+    for position, choice in enumerate(choices):
+        if names[position] not in clashing or not choice.terms:
+            continue
+        extra = distinct_terms([*choice.terms, *choice.spares], len(choice.terms) + 1)
+        if len(extra) > len(choice.terms):
+            names[position] = name_from_terms(extra)
+    return make_unique(names)
 
 
 def _with_suffix(base: str, taken: set[str]) -> str:
@@ -53,25 +145,6 @@ def _with_suffix(base: str, taken: set[str]) -> str:
         if candidate not in taken:
             return candidate
         number += 1
-
-
-def name_siblings(rankings: Sequence[Sequence[str]]) -> list[str]:
-    """One valid, sibling-unique name per group from its ranked distinctive terms.
-
-    Two terms by default; groups whose names clash get their next distinctive term, and only
-    if that still clashes (or no term is left) a numeric suffix. Groups without terms are called
-    "topic_<n>" by position.
-    """
-    names: list[str] = []
-    for position, ranked in enumerate(rankings, start=1):
-        terms = distinct_terms(ranked, TERMS_PER_NAME)
-        names.append("_".join(terms) if terms else f"{FALLBACK_STEM}_{position}")
-    clashing = {name for name in names if names.count(name) > 1}
-    for position, ranked in enumerate(rankings):
-        if names[position] in clashing and ranked:
-            longer = distinct_terms(ranked, MAX_TERMS_PER_NAME)
-            names[position] = "_".join(longer)
-    return make_unique(names)
 
 
 def make_unique(names: Sequence[str]) -> list[str]:
@@ -112,12 +185,11 @@ def end_sentence(text: str) -> str:
     return line if not line or line[-1] in ".!?。！？…" else line + "."
 
 
-def describe(terms: Sequence[str], central_tldr: str | None) -> str:
-    """ "Memories about X, Y and Z, including: <tldr of the most central memory>."
+def describe(shown: Sequence[str], central_tldr: str | None) -> str:
+    """A leaf: "Memories about X, Y and Z, including: <tldr of the most central memory>."
 
-    `terms` are ranked, already spelled for display; variants of earlier terms are skipped.
+    `shown` are the terms to name, spelled for display (see `distinct_terms`).
     """
-    shown = distinct_terms([term for term in terms if term], DESCRIPTION_TERMS)
     example = clip_sentence(central_tldr) if central_tldr and central_tldr.strip() else ""
     if shown and example:
         return f"Memories about {join_words(shown)}, including: {example}"
@@ -126,6 +198,31 @@ def describe(terms: Sequence[str], central_tldr: str | None) -> str:
     if example:
         return f"Memories such as: {example}"
     return "Memories grouped by similarity."
+
+
+def count_memories(count: int) -> str:
+    return f"{count:,} memor{'y' if count == 1 else 'ies'}"
+
+
+def list_children(children: Sequence[Theme]) -> str:
+    """"a (8), b (7) and c (6)": labels with sizes, largest first, at most `LISTED_CHILDREN`."""
+    largest_first = sorted(children, key=lambda child: -child[1])  # stable: ties keep order
+    shown = [f"{label} ({size:,})" for label, size in largest_first[:LISTED_CHILDREN]]
+    if len(children) > LISTED_CHILDREN:
+        shown.append(f"{len(children) - LISTED_CHILDREN} more")
+    return join_words(shown)
+
+
+def describe_parent(about: Sequence[str], children: Sequence[Theme]) -> str:
+    """A parent or the root: "21 memories about coffee and sourdough in 3 subdirectories:
+    sourdough starter (8), photosynthesis (7) and coffee beans (6)."
+
+    `about` are display terms (none for the root); `children` are (label, memory count) pairs.
+    """
+    total = sum(size for _, size in children)
+    topic = f" about {join_words(list(about))}" if about else ""
+    kind = "subdirectory" if len(children) == 1 else "subdirectories"
+    return f"{count_memories(total)}{topic} in {len(children)} {kind}: {list_children(children)}."
 
 
 def humanize(name: str) -> str:

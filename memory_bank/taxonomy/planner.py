@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -22,13 +23,23 @@ from memory_bank.taxonomy.labels import TreeLabeler, child_path
 from memory_bank.taxonomy.naming import (
     DESCRIPTION_TERMS,
     FALLBACK_STEM,
+    NameChoice,
+    Theme,
     describe,
+    describe_parent,
+    distinct_terms,
     humanize,
-    join_words,
     make_unique,
+    name_choice,
     name_siblings,
 )
-from memory_bank.taxonomy.terms import RANKED_TERMS, GroupTerms, rank_terms
+from memory_bank.taxonomy.terms import (
+    GroupTerms,
+    RankedTerm,
+    group_spread,
+    phrase_mask,
+    rank_terms,
+)
 
 SUMMARY_TERMS = 200  # terms a group summary keeps: enough to tell top-level groups apart
 EMPTY_STORE_DESCRIPTION = "No memories yet."
@@ -39,10 +50,11 @@ class GroupSummary:
     """What `assemble_tree` needs to name a coarse group among the others, nothing per memory."""
 
     size: int
-    term_counts: dict[str, float]  # the group's most frequent terms, weighted counts
-    term_item_counts: dict[str, int]  # for the same terms: memories using the term
-    spellings: dict[str, str]
+    term_item_counts: dict[str, int]  # the group's best-supported terms: memories using each
+    term_curated_counts: dict[str, int]  # same terms: memories whose title or keywords hold it
+    spellings: dict[str, str]  # display forms of these terms and of the themes
     central_tldr: str
+    themes: tuple[Theme, ...] = ()  # best term and size of each top-level subdirectory
 
 
 @dataclass(frozen=True)
@@ -77,7 +89,7 @@ def plan_taxonomy(
     with single_threaded():
         labeler = TreeLabeler.for_items(items, data)
         clusters = grow_tree(data, config.max_depth, config, is_root=True)
-        return labeler.label(clusters, name="", path="/")
+        return labeler.label_root(clusters)
 
 
 def _plan_in_groups(
@@ -117,12 +129,9 @@ def plan_group(
         raise TaxonomyError(f"coarse group {group_id} is too large for a single directory")
     with single_threaded():
         labeler = TreeLabeler.for_items(items, data)
-        all_rows = np.arange(len(items))
-        ranked = labeler.rank([all_rows])[0]
-        name = name_siblings([ranked])[0] if ranked else f"{FALLBACK_STEM}_{group_id + 1}"
         clusters = grow_tree(data, budget, config, is_root=False)
-        node = labeler.label(clusters, name=name, path=child_path("/", name))
-        return GroupPlan(node, _summarize(labeler, all_rows))
+        node = labeler.label_group(clusters, fallback_name=f"{FALLBACK_STEM}_{group_id + 1}")
+        return GroupPlan(node, _summarize(labeler, clusters.rows, labeler.themes(clusters)))
 
 
 def plan_subtree(
@@ -136,34 +145,41 @@ def plan_subtree(
     return plan_group(group_id, items, vectors, config, depth_budget).node
 
 
-def _summarize(labeler: TreeLabeler, rows: np.ndarray) -> GroupSummary:
+def _summarize(labeler: TreeLabeler, rows: np.ndarray, themes: list[Theme]) -> GroupSummary:
     terms = labeler.terms
     group = GroupTerms.from_rows(terms, [rows])
-    top = np.argsort(-group.counts[0], kind="stable")[:SUMMARY_TERMS]
+    support = group.item_counts[0] + group.curated_counts[0]
+    top = np.argsort(-support, kind="stable")[:SUMMARY_TERMS]
     vocabulary = [str(group.vocabulary[i]) for i in top]
     return GroupSummary(
         size=len(rows),
-        term_counts={term: float(group.counts[0, i]) for term, i in zip(vocabulary, top)},
         term_item_counts={term: int(group.item_counts[0, i]) for term, i in zip(vocabulary, top)},
-        spellings={term: terms.spelling(term) for term in vocabulary},
+        term_curated_counts={
+            term: int(group.curated_counts[0, i]) for term, i in zip(vocabulary, top)
+        },
+        spellings={term: terms.spelling(term) for term in [*vocabulary, *(t for t, _ in themes)]},
         central_tldr=labeler.central_tldr(rows),
+        themes=tuple(themes),
     )
 
 
 def _group_terms(summaries: Sequence[GroupSummary]) -> GroupTerms:
-    vocabulary = sorted({term for summary in summaries for term in summary.term_counts})
+    vocabulary = sorted({term for summary in summaries for term in summary.term_item_counts})
     column = {term: i for i, term in enumerate(vocabulary)}
-    counts = np.zeros((len(summaries), len(vocabulary)))
-    item_counts = np.zeros_like(counts)
+    item_counts = np.zeros((len(summaries), len(vocabulary)))
+    curated_counts = np.zeros_like(item_counts)
     for row, summary in enumerate(summaries):
-        for term, count in summary.term_counts.items():
-            counts[row, column[term]] = count
-            item_counts[row, column[term]] = summary.term_item_counts.get(term, 0)
+        for term, count in summary.term_item_counts.items():
+            item_counts[row, column[term]] = count
+            curated_counts[row, column[term]] = summary.term_curated_counts.get(term, 0)
+    terms = np.array(vocabulary, dtype=object)
     return GroupTerms(
-        vocabulary=np.array(vocabulary, dtype=object),
-        counts=counts,
+        vocabulary=terms,
         item_counts=item_counts,
+        curated_counts=curated_counts,
         sizes=np.array([summary.size for summary in summaries], dtype=np.float64),
+        phrases=phrase_mask(terms),
+        spread=group_spread(item_counts),
     )
 
 
@@ -183,8 +199,9 @@ def assemble_tree(
 ) -> DirectoryNode:
     """Graft group subtrees under one root, ordered by their first memory, paths recomputed.
 
-    With `summaries` (from `plan_group`), top-level names and descriptions are chosen by
-    c-TF-IDF across the groups; without, the subtrees' own names are kept and de-duplicated.
+    With `summaries` (from `plan_group`), top-level names are chosen from the groups' terms
+    scored against each other (and their themes); without, the subtrees' own names and
+    descriptions are kept, names de-duplicated. The root is described by its directories.
     Raises `TaxonomyError` for a subtree too deep to graft below the root.
     """
     if summaries is not None and len(summaries) != len(subtrees):
@@ -204,30 +221,43 @@ def assemble_tree(
     group_summaries = [summary for _, summary in pairs if summary is not None]
     if len(group_summaries) == len(trees):
         rankings = rank_terms(_group_terms(group_summaries))
-        names = name_siblings(rankings)
-        descriptions = [
-            describe([s.spellings.get(t, t) for t in ranked], s.central_tldr)
-            for ranked, s in zip(rankings, group_summaries, strict=True)
+        choices = [
+            name_choice(ranked, summary.themes, partial(_spelling, summary))
+            for ranked, summary in zip(rankings, group_summaries, strict=True)
         ]
-        root_description = _root_description(group_summaries)
+        names = name_siblings(choices)
+        descriptions = [
+            _group_description(tree, choice, ranked, summary)
+            for tree, choice, ranked, summary in zip(
+                trees, choices, rankings, group_summaries, strict=True
+            )
+        ]
     else:
         names = make_unique([tree.name for tree in trees])
         descriptions = [tree.description for tree in trees]
-        shown = [humanize(name) for name in names[:DESCRIPTION_TERMS]]
-        root_description = f"Memories in {len(trees)} topics, among them {join_words(shown)}."
     children = [
         _rebase(tree.model_copy(update={"name": name, "description": text}), child_path("/", name))
         for tree, name, text in zip(trees, names, descriptions, strict=True)
     ]
-    return DirectoryNode(path="/", name="", description=root_description, children=children)
+    top_level = [(humanize(child.name), _memory_count(child)) for child in children]
+    return DirectoryNode(
+        path="/", name="", description=describe_parent([], top_level), children=children
+    )
 
 
-def _root_description(summaries: Sequence[GroupSummary]) -> str:
-    totals: dict[str, float] = {}
-    for summary in summaries:
-        for term, count in summary.term_counts.items():
-            totals[term] = totals.get(term, 0.0) + count
-    top = sorted(totals, key=lambda term: (-totals[term], term))[:RANKED_TERMS]
-    spellings = {t: s.spellings[t] for s in reversed(summaries) for t in top if t in s.spellings}
-    largest = max(summaries, key=lambda summary: summary.size)
-    return describe([spellings.get(term, term) for term in top], largest.central_tldr)
+def _memory_count(node: DirectoryNode) -> int:
+    return sum(len(leaf.chunk_indices) for leaf in node.leaves())
+
+
+def _spelling(summary: GroupSummary, term: str) -> str:
+    return summary.spellings.get(term, term)
+
+
+def _group_description(
+    tree: DirectoryNode, choice: NameChoice, ranked: Sequence[RankedTerm], summary: GroupSummary
+) -> str:
+    if tree.children:
+        subdirectories = [(humanize(child.name), _memory_count(child)) for child in tree.children]
+        return describe_parent(choice.terms, subdirectories)
+    shown = distinct_terms([item.term for item in ranked], DESCRIPTION_TERMS)
+    return describe([_spelling(summary, term) for term in shown], summary.central_tldr)

@@ -1,4 +1,10 @@
-"""Terms of memories and class-based TF-IDF (c-TF-IDF) over groups of them.
+"""Name terms of memories and their scores over groups of memories.
+
+A term is a word ("kubernetes") or a two-word key phrase ("neural network"). Phrases come from
+the memories' keywords, which memorize already picked as key phrases; a memory uses a phrase when
+its text or keywords hold the two words side by side. Terms are keyed in lowercase with a
+plural "s" folded away, so "network" and "Networks" count as one; each key keeps its most common
+written form for display ("networks", "PostgreSQL").
 
 Directory names must be plain ASCII (`[a-z0-9_]`), so terms are ASCII words: accents are folded
 ("café" -> "cafe"), other scripts are dropped here (descriptions keep them via the tldrs).
@@ -11,34 +17,53 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain, pairwise
+from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 MIN_TERM_LENGTH = 3
 # Longer "words" are hashes, URLs or base64, never a good directory name.
 MAX_TERM_LENGTH = 30
-# Titles and keywords are already distilled by memorize, so they count twice as much as text.
-CURATED_TERM_REPEAT = 2
 RANKED_TERMS = 10  # candidates per group handed to naming and descriptions
+# A phrase that covers as many memories as its best word reads better than the word alone.
+PHRASE_BONUS = 1.25
+# Terms used in this share of all leaf groups or more are near the floor of the spread penalty.
+SPREAD_FLOOR = 0.05
+MIN_SPREAD_GROUPS = 4
+# A term siblings use as much as the group tells nothing apart, but it may still be all there is.
+DISTINCT_FLOOR = 0.05  # below this many groups, "spread across most groups" means nothing
 
-# Words that carry no topic in technical prose, on top of scikit-learn's English list.
+# scikit-learn's list holds a few words that are topics in their own right ("interest rates").
+_CONTENT_WORDS = frozenset({"bill", "computer", "detail", "fire", "interest", "system"})
+# Words that name no topic, on top of scikit-learn's English list: fillers of technical prose,
+# vague size and quality words, and time words (dates say when, not what about).
 _GENERIC_WORDS = frozenset(
-    {
-        "allow", "allows", "based", "called", "different", "example", "examples", "include",
-        "included", "includes", "including", "just", "like", "made", "make", "makes", "provide",
-        "provided", "provides", "use", "used", "uses", "using", "various", "way", "ways",
-    }
+    """
+    allow allows based called different example examples include included includes including
+    just like made make makes provide provided provides use used uses using various way ways
+    big bigger biggest small smaller smallest large larger largest high higher low lower long
+    longer short shorter new newer old older good better best great main major common general
+    important simple number numbers lot lots thing things kind kinds
+    time times year years month months week weeks day days hour hours minute minutes today
+    tomorrow yesterday date dates ago later early late recent recently annual daily weekly
+    monday tuesday wednesday thursday friday saturday sunday january february march april may
+    june july august september october november december
+    """.split()
 )
-STOPWORDS = frozenset(ENGLISH_STOP_WORDS) | _GENERIC_WORDS
+STOPWORDS = (frozenset(ENGLISH_STOP_WORDS) - _CONTENT_WORDS) | _GENERIC_WORDS
 
+# Letter-led words, or runs of anything that separates them except whitespace and hyphens:
+# two words are adjacent (may form a phrase) only with nothing but " " or "-" between them. A
+# single letter hyphenated to a word stays one word ("B-tree", "k-means", "t-SNE").
+_TOKEN = re.compile(r"[A-Za-z]-[A-Za-z][A-Za-z0-9]*|[A-Za-z][A-Za-z0-9]*|[^A-Za-z\s-]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-# The same words, with group 1 set when the word opens a sentence or a line: there a capital
-# letter says nothing about how the word is usually spelled.
-_WORD_AFTER_BREAK = re.compile(r"([.!?]\s+|\n\s*)?([A-Za-z][A-Za-z0-9]*)")
-
-
+# Capitalized words opening a sentence or a line: the capital says nothing about the word there.
+# (Two simple patterns: one alternation scanning every position was several times slower.)
+_SENTENCE_OPENER = re.compile(r"[.!?][ \t]+([A-Z][A-Za-z0-9]*)")
+_LINE_OPENER = re.compile(r"^[^A-Za-z\n]*([A-Z][A-Za-z0-9]*)", re.MULTILINE)
 _COMBINING_MARKS = re.compile(r"[\u0300-\u036f]")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
@@ -56,126 +81,299 @@ def _is_term(word: str) -> bool:
 
 
 def tokenize(text: str) -> list[str]:
-    """Lowercase ASCII terms of `text`: letters first, 3-30 characters, no stopwords."""
+    """Lowercase ASCII terms of `text`: letters first, 3-30 characters, no stop or generic words."""
     return [word.lower() for word in _WORD.findall(_fold_to_ascii(text)) if _is_term(word)]
 
 
-def _terms_and_spellings(text: str, spelling_counts: dict[str, Counter[str]]) -> list[str]:
-    """Lowercase terms of `text`; records the spelling of each term not opening a sentence."""
-    terms: list[str] = []
-    for position, (opener, word) in enumerate(_WORD_AFTER_BREAK.findall(_fold_to_ascii(text))):
-        term = word.lower()
-        if not MIN_TERM_LENGTH <= len(word) <= MAX_TERM_LENGTH or term in STOPWORDS:
-            continue
-        terms.append(term)
-        if not opener and position > 0:
-            spelling_counts[term][word] += 1
-    return terms
+def term_key(word: str) -> str:
+    """Lowercase `word` without a plural ending, so "Networks" and "network" count as one term.
+
+    A light rule, not a stemmer: only the display form is ever shown, so a wrong key merely keeps
+    two forms apart ("analysis" keeps its "s").
+    """
+    key = word.lower()
+    if len(key) < 4 or not key.endswith("s") or key.endswith(("ss", "us", "is")):
+        return key
+    if key.endswith("ies") and len(key) > 4:
+        return key[:-3] + "y"
+    if key.endswith(("sses", "xes", "shes", "zzes")):
+        return key[:-2]
+    return key[:-1]
 
 
-def _identity(tokens: list[str]) -> list[str]:
-    return tokens
+def is_phrase(term: str) -> bool:
+    return " " in term
+
+
+def phrase_mask(vocabulary: np.ndarray) -> np.ndarray:
+    return np.fromiter(map(is_phrase, vocabulary), dtype=bool, count=len(vocabulary))
+
+
+def _binary_matrix(rows: Sequence[set[str]], column: dict[str, int]) -> sparse.csr_matrix:
+    """rows x vocabulary matrix with a 1 where the row holds the term."""
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    indices = np.fromiter(
+        chain.from_iterable(map(column.__getitem__, row) for row in rows),
+        dtype=np.int64,
+        count=int(indptr[-1]),
+    )
+    matrix = sparse.csr_matrix(
+        (np.ones(len(indices)), indices, indptr), shape=(len(rows), len(column))
+    )
+    matrix.sort_indices()
+    return matrix
+
+
+class _Reader:
+    """Turns texts into term keys, remembering each word's key and how often each form occurs."""
+
+    # Joins a memory's keywords and title words into one text without making them adjacent.
+    CURATED_SEPARATOR = " | "
+
+    def __init__(self) -> None:
+        self._keys: dict[str, str | None] = {}
+        self._text_forms: Counter[str] = Counter()
+        self._openers: list[str] = []  # forms opening a sentence, not counted in the end
+        self._first_forms: dict[str, str] = {}  # key -> first form met, for words only in titles
+        self.phrase_forms: dict[str, Counter[str]] = defaultdict(Counter)  # from keywords
+
+    def curated_terms(self, title: str, keywords: Sequence[str]) -> set[str]:
+        """Words of a memory's keywords and title, and the two-word phrases of its keywords
+        (recorded with their form). A title chains several key phrases, so its words never make
+        a phrase here."""
+        parts = [*keywords, *title.split("_")]
+        tokens = _TOKEN.findall(_fold_to_ascii(self.CURATED_SEPARATOR.join(parts)))
+        keys = self._keys_of(tokens)
+        terms = set(filter(None, keys))
+        for position, (first, second) in enumerate(pairwise(keys)):
+            if first and second and first != second:
+                phrase = f"{first} {second}"
+                self.phrase_forms[phrase][f"{tokens[position]} {tokens[position + 1]}".lower()] += 1
+                terms.add(phrase)
+        return terms
+
+    def text_keys(self, text: str) -> list[str | None]:
+        """Key per token of `text`; None for separators and for words that are no terms."""
+        folded = _fold_to_ascii(text)
+        tokens = _TOKEN.findall(folded)
+        self._text_forms.update(tokens)  # counted in C; non-words are filtered out later
+        self._openers.extend(_SENTENCE_OPENER.findall(folded))
+        self._openers.extend(_LINE_OPENER.findall(folded))
+        return self._keys_of(tokens)
+
+    def _keys_of(self, tokens: Sequence[str]) -> list[str | None]:
+        known = self._keys
+        return [known[token] if token in known else self._learn(token) for token in tokens]
+
+    def _learn(self, token: str) -> str | None:
+        key = term_key(token) if token[0].isalpha() and _is_term(token) else None
+        self._keys[token] = key
+        if key:
+            self._first_forms.setdefault(key, token.lower())
+        return key
+
+    def spellings(self, vocabulary: set[str]) -> dict[str, str]:
+        """Display form of each term: `word_spellings`, and for a phrase the form its keywords
+        use most, with the words' own capitals ("PostgreSQL indexes", "build automation")."""
+        spellings = self.word_spellings({term for term in vocabulary if not is_phrase(term)})
+        for term in vocabulary:
+            if is_phrase(term):
+                words = _most_common(self.phrase_forms[term]).split(" ")
+                shown = [spellings[key] for key in term.split(" ")]
+                spellings[term] = " ".join(
+                    spelled if spelled.lower() == word else word
+                    for word, spelled in zip(words, shown, strict=True)
+                )
+        return spellings
+
+    def word_spellings(self, vocabulary: set[str]) -> dict[str, str]:
+        """Display form of each word key: its most common plural form, lowercase unless the word
+        is never written in lowercase ("PostgreSQL"); for words only met in titles and keywords,
+        the first form met."""
+        self._text_forms.subtract(self._openers)
+        self._openers = []
+        forms: dict[str, Counter[str]] = defaultdict(Counter)
+        for form, count in self._text_forms.items():
+            key = self._keys.get(form)
+            if count > 0 and key in vocabulary:
+                forms[key][form] += count
+        spellings = {key: self._first_forms[key] for key in vocabulary}
+        for key, counts in forms.items():
+            lowered: Counter[str] = Counter()
+            for form, count in counts.items():
+                lowered[form.lower()] += count
+            word = _most_common(lowered)
+            if word not in counts:  # never in lowercase: a name, keep how it is written
+                word = _most_common(Counter({f: c for f, c in counts.items() if f.lower() == word}))
+            spellings[key] = word
+        return spellings
+
+
+def _most_common(counts: Counter[str]) -> str:
+    """The most frequent entry, ties broken alphabetically for determinism."""
+    return min(counts.items(), key=lambda pair: (-pair[1], pair[0]))[0]
+
+
+def _phrases_among(keys: Sequence[str | None], phrases: dict[str, set[str]]) -> set[str]:
+    """The known phrases formed by two adjacent keys; `phrases` maps a first word to phrases."""
+    found: set[str] = set()
+    for first, second in pairwise(keys):
+        if first in phrases and second:
+            phrase = f"{first} {second}"
+            if phrase in phrases[first]:
+                found.add(phrase)
+    return found
 
 
 @dataclass
 class TermMatrix:
-    """Weighted term counts per memory (rows in planning order) plus each term's usual spelling."""
+    """Which memory (row, in planning order) uses which term, and each term's display form."""
 
-    counts: sparse.csr_matrix  # rows x terms
-    vocabulary: np.ndarray  # term strings, column order
-    spellings: dict[str, str] = field(default_factory=dict)
-    presence: sparse.csr_matrix = field(init=False)  # 1 where the memory uses the term
+    presence: sparse.csr_matrix  # rows x terms: 1 where the memory's text, title or keywords use it
+    curated: sparse.csr_matrix  # rows x terms: 1 where the memory's title or keywords hold it
+    vocabulary: np.ndarray  # term keys, alphabetical (so ties in scores resolve alphabetically)
+    spellings: dict[str, str]
+    phrase_mask: np.ndarray = field(init=False)  # True for the two-word terms
 
     def __post_init__(self) -> None:
-        self.presence = self.counts.copy()
-        self.presence.data[:] = 1.0
+        self.phrase_mask = phrase_mask(self.vocabulary)
 
     @classmethod
-    def build(cls, texts: Sequence[str], curated: Sequence[Sequence[str]]) -> TermMatrix:
-        """`texts[i]` is memory i's text; `curated[i]` its title words and keywords."""
-        spelling_counts: dict[str, Counter[str]] = defaultdict(Counter)
-        documents: list[list[str]] = []
-        for text, curated_terms in zip(texts, curated, strict=True):
-            tokens = _terms_and_spellings(text, spelling_counts)
-            tokens.extend(tokenize(" ".join(curated_terms)) * CURATED_TERM_REPEAT)
-            documents.append(tokens)
-        if not any(documents):  # e.g. every memory is Japanese: no ASCII terms at all
-            empty = sparse.csr_matrix((len(documents), 0), dtype=np.float64)
-            return cls(empty, np.array([], dtype=object))
-        vectorizer = CountVectorizer(analyzer=_identity, dtype=np.float64)
-        counts = vectorizer.fit_transform(documents).tocsr()
-        vocabulary = vectorizer.get_feature_names_out()
-        spellings = {
-            term: _usual_spelling(spelling_counts[term])
-            for term in vocabulary
-            if term in spelling_counts
-        }
-        return cls(counts, vocabulary, spellings)
+    def build(
+        cls, texts: Sequence[str], titles: Sequence[str], keywords: Sequence[Sequence[str]]
+    ) -> TermMatrix:
+        """`texts[i]`, `titles[i]` (snake_case) and `keywords[i]` describe memory i."""
+        reader = _Reader()
+        curated_rows = [
+            reader.curated_terms(title, row) for title, row in zip(titles, keywords, strict=True)
+        ]
+        phrases_by_first_word: dict[str, set[str]] = defaultdict(set)
+        for phrase in reader.phrase_forms:
+            phrases_by_first_word[phrase.split(" ", 1)[0]].add(phrase)
+        used_rows: list[set[str]] = []
+        for text, curated in zip(texts, curated_rows, strict=True):
+            text_keys = reader.text_keys(text)
+            used = set(filter(None, text_keys))
+            if phrases_by_first_word:
+                used |= _phrases_among(text_keys, phrases_by_first_word)
+            used_rows.append(used | curated)
+        if not any(used_rows):  # e.g. every memory is Japanese: no ASCII terms at all
+            empty = sparse.csr_matrix((len(used_rows), 0), dtype=np.float64)
+            return cls(empty, empty.copy(), np.array([], dtype=object), {})
+        vocabulary = np.array(sorted(set().union(*used_rows)), dtype=object)
+        column = {term: number for number, term in enumerate(vocabulary)}
+        presence = _binary_matrix(used_rows, column)
+        curated_matrix = _binary_matrix(curated_rows, column)
+        return cls(presence, curated_matrix, vocabulary, reader.spellings(set(vocabulary)))
 
     def spelling(self, term: str) -> str:
         return self.spellings.get(term, term)
 
 
-def _usual_spelling(counts: Counter[str]) -> str:
-    """Most frequent spelling ("PostgreSQL"), ties broken alphabetically for determinism."""
-    return min(counts.items(), key=lambda pair: (-pair[1], pair[0]))[0]
-
-
 @dataclass(frozen=True)
 class GroupTerms:
-    """Term statistics of sibling groups: what c-TF-IDF needs, nothing per memory."""
+    """Term statistics of sibling groups: what scoring needs, nothing per memory."""
 
-    vocabulary: np.ndarray  # term strings, column order
-    counts: np.ndarray  # groups x terms, weighted term counts
-    item_counts: np.ndarray  # groups x terms, number of the group's memories with the term
+    vocabulary: np.ndarray  # term keys, alphabetical
+    item_counts: np.ndarray  # groups x terms: the group's memories using the term
+    curated_counts: np.ndarray  # groups x terms: the group's memories whose title/keywords hold it
     sizes: np.ndarray  # memories per group
+    phrases: np.ndarray  # True for the two-word terms
+    # Per term, the share of the corpus's leaf groups that use it (None: not known).
+    spread: np.ndarray | None = None
 
     @classmethod
-    def from_rows(cls, matrix: TermMatrix, groups: Sequence[np.ndarray]) -> GroupTerms:
-        """Aggregate the rows of `matrix` belonging to each group (arrays of row numbers)."""
-        n_rows = matrix.counts.shape[0]
-        group_of_row = np.concatenate(
-            [np.full(len(rows), number) for number, rows in enumerate(groups)]
-        )
-        member_rows = np.concatenate([np.asarray(rows) for rows in groups])
-        membership = sparse.csr_matrix(
-            (np.ones(len(member_rows)), (group_of_row, member_rows)),
-            shape=(len(groups), n_rows),
-        )
-        counts = membership @ matrix.counts
+    def from_rows(
+        cls,
+        matrix: TermMatrix,
+        groups: Sequence[np.ndarray],
+        spread: np.ndarray | None = None,
+    ) -> GroupTerms:
+        """Aggregate the rows of `matrix` belonging to each group (arrays of row numbers);
+        `spread` is aligned with `matrix.vocabulary`."""
+        membership = group_membership(groups, matrix.presence.shape[0])
         item_counts = membership @ matrix.presence
+        curated_counts = membership @ matrix.curated
         # Only the terms these groups use: keeps the dense arrays small for big vocabularies.
-        used = np.unique(counts.indices)
+        used = np.unique(item_counts.indices)
         return cls(
             vocabulary=matrix.vocabulary[used],
-            counts=counts[:, used].toarray(),
             item_counts=item_counts[:, used].toarray(),
+            curated_counts=curated_counts[:, used].toarray(),
             sizes=np.array([len(rows) for rows in groups], dtype=np.float64),
+            phrases=matrix.phrase_mask[used],
+            spread=None if spread is None else spread[used],
         )
 
 
-def rank_terms(groups: GroupTerms, limit: int = RANKED_TERMS) -> list[list[str]]:
-    """The `limit` most distinctive terms of each group, best first.
-
-    c-TF-IDF (as in BERTopic): tf of the term in the group, times log(1 + A / f) with A the average
-    number of terms per group and f the term's count over all sibling groups. The score is further
-    scaled by the share of the group's memories that use the term, so one verbose memory cannot
-    name a whole directory. Ties are broken alphabetically.
-    """
-    if groups.counts.size == 0:
-        return [[] for _ in range(len(groups.sizes))]
-    totals = groups.counts.sum(axis=1, keepdims=True)
-    term_frequency = np.divide(
-        groups.counts, totals, out=np.zeros_like(groups.counts), where=totals > 0
+def group_membership(groups: Sequence[np.ndarray], n_rows: int) -> sparse.csr_matrix:
+    """groups x rows matrix with a 1 where the row belongs to the group."""
+    group_of_row = np.concatenate(
+        [np.full(len(rows), number) for number, rows in enumerate(groups)]
     )
-    average_terms = groups.counts.sum() / len(groups.counts)
-    idf = np.log1p(average_terms / np.maximum(groups.counts.sum(axis=0), 1e-12))
-    coverage = groups.item_counts / np.maximum(groups.sizes[:, None], 1.0)
-    scores = term_frequency * idf * coverage
-    # Alphabetical vocabulary order + stable sort = ties resolved by the term itself.
-    alphabetical = np.argsort(groups.vocabulary, kind="stable")
-    ranked: list[list[str]] = []
-    for group_scores in scores:
-        order = alphabetical[np.argsort(-group_scores[alphabetical], kind="stable")]
-        ranked.append([groups.vocabulary[i] for i in order[:limit] if group_scores[i] > 0])
-    return ranked
+    member_rows = np.concatenate([np.asarray(rows, dtype=np.int64) for rows in groups])
+    return sparse.csr_matrix(
+        (np.ones(len(member_rows)), (group_of_row, member_rows)), shape=(len(groups), n_rows)
+    )
+
+
+def group_spread(item_counts: np.ndarray | sparse.spmatrix) -> np.ndarray | None:
+    """Per term, the share of groups (rows) using it; None when there are too few groups."""
+    n_groups = item_counts.shape[0]
+    if n_groups < MIN_SPREAD_GROUPS:
+        return None
+    using = (item_counts > 0).sum(axis=0)
+    return np.asarray(using, dtype=np.float64).ravel() / n_groups
+
+
+class RankedTerm(NamedTuple):  # a tuple: thousands are made per planning call
+    term: str  # key, e.g. "neural network"
+    score: float
+    coverage: float  # share of the group's memories using the term
+
+
+def score_terms(groups: GroupTerms) -> np.ndarray:
+    """groups x terms: how well each term represents its group among the sibling groups.
+
+    support: share of the group's memories using the term, half of it only for terms that are
+    never in a title or keyword list (memorize's own picks are better names than any text word).
+    distinctiveness: 1 - p_siblings / p, with p the term's coverage in the group and p_siblings
+    its coverage over the siblings' memories: 1 for a term no sibling uses, `DISTINCT_FLOOR` for
+    one the siblings use as much (it tells nothing apart, but may be all a group has).
+    spread: terms used across most leaf groups of the corpus are generic there, so the score
+    falls with the square of that share. Two-word phrases get `PHRASE_BONUS`.
+    """
+    sizes = np.maximum(groups.sizes[:, None], 1.0)
+    coverage = groups.item_counts / sizes
+    scores = (coverage + groups.curated_counts / sizes) / 2.0
+    if len(groups.sizes) > 1:
+        other_sizes = np.maximum(groups.sizes.sum() - groups.sizes, 1.0)[:, None]
+        elsewhere = (groups.item_counts.sum(axis=0) - groups.item_counts) / other_sizes
+        lift = 1.0 - np.divide(elsewhere, coverage, out=np.ones_like(coverage), where=coverage > 0)
+        scores *= np.clip(lift, DISTINCT_FLOOR, 1.0)
+    if groups.spread is not None:
+        scores *= np.maximum(1.0 - groups.spread**2, SPREAD_FLOOR)
+    scores[:, groups.phrases] *= PHRASE_BONUS
+    return scores
+
+
+def rank_terms(groups: GroupTerms, limit: int = RANKED_TERMS) -> list[list[RankedTerm]]:
+    """The `limit` best terms of each group (see `score_terms`), best first, ties alphabetical."""
+    if groups.item_counts.size == 0:
+        return [[] for _ in range(len(groups.sizes))]
+    scores = score_terms(groups)
+    # The vocabulary is alphabetical and the sort stable: ties resolve by the term itself.
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :limit]
+    rows = np.arange(len(scores))[:, None]
+    best_scores = scores[rows, order].tolist()
+    coverage = (groups.item_counts[rows, order] / np.maximum(groups.sizes[:, None], 1.0)).tolist()
+    terms = groups.vocabulary[order].tolist()
+    return [
+        [
+            RankedTerm(term, score, share)
+            for term, score, share in zip(row_terms, row_scores, row_coverage, strict=True)
+            if score > 0
+        ]
+        for row_terms, row_scores, row_coverage in zip(terms, best_scores, coverage, strict=True)
+    ]

@@ -1,5 +1,5 @@
 """Taxonomy planning: real embeddings of 20 programming topics, synthetic corpora up to 100,000
-memories (coarse path), validation, the flat fallback and naming."""
+memories (coarse path), validation and the flat fallback (naming: test_taxonomy_naming.py)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,6 @@ from memory_bank.taxonomy import (
     sample_rows,
     validate_taxonomy,
 )
-from memory_bank.taxonomy.naming import name_siblings
-from memory_bank.taxonomy.terms import GroupTerms, TermMatrix, rank_terms, tokenize
 
 CONFIG = TaxonomyConfig()
 
@@ -249,6 +247,21 @@ def test_topic_plan_groups_related_memories(topic_corpus):
     assert "test" in testing.name
 
 
+def test_topic_plan_describes_parents_by_their_subdirectories(topic_corpus):
+    items, vectors = topic_corpus
+    tree = plan_taxonomy(items, vectors, CONFIG)
+    assert tree.description.startswith(f"20 memories in {len(tree.children)} subdirectories: ")
+    tldrs = [topic[1] for topic in TOPICS]
+    for node in tree.iter_nodes():
+        if node.children:  # parents list their subdirectories with sizes, and quote no memory
+            for child in node.children:
+                size = sum(len(leaf.chunk_indices) for leaf in child.leaves())
+                assert f"{child.name.replace('_', ' ')} ({size})" in node.description
+            assert not any(tldr in node.description for tldr in tldrs)
+        else:  # leaves quote their most central memory
+            assert any(tldr in node.description for tldr in tldrs)
+
+
 def test_topic_plan_is_deterministic(topic_corpus):
     items, vectors = topic_corpus
     first = plan_taxonomy(items, vectors, CONFIG)
@@ -294,6 +307,10 @@ def test_hundred_thousand_memories_use_the_coarse_path():
     assert tree.depth() == CONFIG.max_depth
     assert len(tree.children) == coarse_group_count(n, CONFIG) > 7
     assert max(len(leaf.chunk_indices) for leaf in tree.leaves()) <= CONFIG.max_leaf
+    assert tree.description.startswith(f"100,000 memories in {len(tree.children)} subdirectories")
+    group = tree.children[0]
+    size = sum(len(leaf.chunk_indices) for leaf in group.leaves())
+    assert group.description.startswith(f"{size:,} memories about ")
 
 
 def test_coarse_steps_compose_like_plan_taxonomy():
@@ -446,29 +463,3 @@ def test_flat_fallback_keeps_the_given_order_in_runs():
     tree = flat_fallback([4, 3, 2, 1, 0, 9, 8, 7, 6, 5], CONFIG)
     assert [leaf.chunk_indices for leaf in tree.leaves()] == [[4, 3, 2, 1, 0], [9, 8, 7, 6, 5]]
     assert [leaf.name for leaf in tree.leaves()] == ["part_1", "part_2"]
-
-
-def test_tokenize_keeps_ascii_content_words():
-    text = "The café runs 2024 PostgreSQL-15 queries on x86 at noon, 東京"
-    assert tokenize(text) == ["cafe", "runs", "postgresql", "queries", "x86", "noon"]
-
-
-def test_ctfidf_prefers_terms_that_tell_siblings_apart():
-    texts = [
-        "postgres database rows",
-        "postgres database index",
-        "redis database cache",
-        "redis database keys",
-    ]
-    terms = TermMatrix.build(texts, [[] for _ in texts])
-    ranked = rank_terms(GroupTerms.from_rows(terms, [np.array([0, 1]), np.array([2, 3])]))
-    assert ranked[0][0] == "postgres" and ranked[1][0] == "redis"
-
-
-def test_sibling_names_extend_then_suffix_then_fall_back():
-    assert name_siblings([["alpha", "beta", "gamma"], ["alpha", "beta", "delta"]]) == [
-        "alpha_beta_gamma",
-        "alpha_beta_delta",
-    ]
-    assert name_siblings([["alpha", "beta"], ["alpha", "beta"]]) == ["alpha_beta", "alpha_beta_2"]
-    assert name_siblings([["database", "databases", "sql"], []]) == ["database_sql", "topic_2"]
