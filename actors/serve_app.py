@@ -39,10 +39,6 @@ DEFAULT_PORT = 8000
 # A query embeds a handful of words: one torch thread is as fast as two here and leaves the
 # other core to the Serve proxy and to a second replica (see bench/query.py).
 REPLICA_TORCH_THREADS = 1
-# Asked once per replica before it takes traffic: the first question builds what plain search
-# does not need (README vectors of every directory, the grep corpus, the sentence table), which
-# takes seconds at 1k chunks and minutes at 10k.
-WARM_UP_QUESTION = "What does this memory hold?"
 
 
 # --- request and response models ----------------------------------------------------------------
@@ -126,8 +122,7 @@ class MemoryBankServer:
 
         torch.set_num_threads(REPLICA_TORCH_THREADS)
         self._service = QueryService(Path(store), AppConfig.model_validate(config or {}))
-        self._service.warm_up()
-        self._service.ask(WARM_UP_QUESTION, max_iterations=3)
+        self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
         # FastAPI runs these handlers on a thread pool; the embedding model's tokenizer must not
         # be entered by two threads at once, so domain calls take turns within a replica (the
         # work is CPU-bound on one core anyway). Scale out with num_replicas instead.

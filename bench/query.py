@@ -11,8 +11,12 @@ Stores are synthesized, not ingested (real ingestion embeds about 20 chunks/s he
 memory is 2-6 real sentences (HotpotQA Wikipedia paragraphs and QMSum meeting turns) sampled
 from a pool of POOL_SIZE sentences that is embedded once; each sentence reuses its real vector
 plus small Gaussian noise, the chunk vector is their normalized mean, and memorize, the
-taxonomy, the READMEs and `write_store` are the project's own. Pool and stores are cached under
-bench/out/. Questions are 10-word fragments of pool sentences.
+taxonomy, the READMEs, their vectors (as ingest embeds them) and `write_store` (an HNSW faiss
+index from 20k memories on) are the project's own. The 100k store, used only for in-process
+hybrid search, which never reads READMEs, skips the README vectors (21k READMEs, about half an
+hour on one thread). Pool and stores are cached under bench/out/. Questions are 10-word
+fragments of pool sentences, never the same text twice in one run: the retriever caches query
+vectors, and a repeated question would measure that cache rather than the model.
 """
 
 from __future__ import annotations
@@ -51,9 +55,11 @@ POOL_SIZE = 6000
 NOISE = 0.005  # per dimension: cosine to the real sentence vector about 0.995
 CHUNKS_PER_DOCUMENT = 8
 PLAN_LIMIT = 10_000  # above this, flat_fallback instead of plan_taxonomy (minutes otherwise)
-RECIPE = f"pool{POOL_SIZE}-noise{NOISE}-doc{CHUNKS_PER_DOCUMENT}-v1"
+RECIPE = f"pool{POOL_SIZE}-noise{NOISE}-doc{CHUNKS_PER_DOCUMENT}-v2"  # v2: README vectors, HNSW
+README_VECTORS_LIMIT = 10_000  # stores above this size are written without README vectors
 IN_PROCESS_SIZE = 100_000
 TARGETS = {"query_p50": 50.0, "query_p95": 150.0, "hybrid_100k_p50": 20.0}
+WARMUP_PER_CLIENT = 3  # untimed requests per client (or in-process) before timing starts
 
 
 # --- the sentence pool --------------------------------------------------------------------------
@@ -101,7 +107,7 @@ def _normalized(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)).astype(np.float32)
 
 
-def synthesize_store(store: Path, size: int, pool: Pool, config: AppConfig) -> str:
+def synthesize_store(store: Path, size: int, pool: Pool, config: AppConfig, embedder: Embedder) -> str:
     """Write a store of `size` memories (cached); returns how its tree was made."""
     tree_kind = "plan_taxonomy" if size <= PLAN_LIMIT else "flat_fallback"
     if is_store(store):
@@ -109,7 +115,7 @@ def synthesize_store(store: Path, size: int, pool: Pool, config: AppConfig) -> s
         if meta.get("bench_recipe") == RECIPE and meta.get("total_chunks") == size:
             return tree_kind
     from memory_bank.agents.memorize import memorize_offline
-    from memory_bank.ingest import assemble_parts, compose_readmes, ensure_valid_tree
+    from memory_bank.ingest import assemble_parts, compose_readmes, embed_readmes, ensure_valid_tree
     from memory_bank.store.files import assign_chunk_paths
     from memory_bank.store.writer import meta_extra_from_config, write_store
     from memory_bank.taxonomy import TaxonomyItem, flat_fallback, plan_taxonomy
@@ -155,13 +161,22 @@ def synthesize_store(store: Path, size: int, pool: Pool, config: AppConfig) -> s
     else:
         tree = flat_fallback(indices, config.taxonomy)
     readmes = compose_readmes(tree, parts.memories, assign_chunk_paths(tree, parts.memories))
+    readme_vectors = None
+    if size <= README_VECTORS_LIMIT:
+        embedding_started = time.perf_counter()
+        readme_vectors = embed_readmes(readmes, {}, embedder.encode)
+        print(f"  embedded {len(readmes)} READMEs in {time.perf_counter() - embedding_started:.0f} s",
+              flush=True)
+    writing_started = time.perf_counter()
     write_store(
         store, documents=parts.documents, chunks=parts.chunks, memories=parts.memories,
         memory_vectors=parts.memory_vectors, sentences=parts.sentences,
         sentence_vectors=parts.sentence_vectors, tree=tree, readmes=readmes,
+        readme_vectors=readme_vectors,
         meta_extra={**meta_extra_from_config(config), "bench_recipe": RECIPE},
         taxonomy_config=config.taxonomy,
     )
+    print(f"  write_store took {time.perf_counter() - writing_started:.0f} s", flush=True)
     print(f"synthesized {store.name}: {size} memories in {time.perf_counter() - started:.0f} s", flush=True)
     return tree_kind
 
@@ -174,10 +189,21 @@ def _document(chunk_texts: list[str], number: int) -> Document:
     return Document(document_id=document_id, source=source, title=source, kind="markdown", text=text)
 
 
-def questions(pool: Pool, count: int, seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
-    picks = rng.choice(len(pool.sentences), size=count, replace=count > len(pool.sentences))
-    return [" ".join(pool.sentences[i].split()[:10]) for i in picks]
+class Questions:
+    """10-word fragments of pool sentences in a seeded random order, each handed out once."""
+
+    def __init__(self, pool: Pool, seed: int) -> None:
+        order = np.random.default_rng(seed).permutation(len(pool.sentences))
+        fragments = (" ".join(pool.sentences[i].split()[:10]) for i in order)
+        self._unused = list(dict.fromkeys(fragments))  # sentences may share their first words
+        self._next = 0
+
+    def take(self, count: int) -> list[str]:
+        if self._next + count > len(self._unused):
+            raise SystemExit(f"the pool has too few sentences for {count} more distinct questions")
+        taken = self._unused[self._next : self._next + count]
+        self._next += count
+        return taken
 
 
 # --- measuring ----------------------------------------------------------------------------------
@@ -201,20 +227,22 @@ class Row:
         return float(np.percentile(self.latencies_ms, q))
 
 
-def time_http(url: str, bodies: list[dict], clients: int, warmup: int = 3) -> tuple[list[float], float]:
+def time_http(
+    url: str, bodies: list[dict], clients: int, warmup_bodies: list[dict]
+) -> tuple[list[float], float]:
     """POST each body once, spread over `clients` threads with one connection each.
 
-    Every thread first sends `warmup` untimed requests (opening its connection); the timed
-    part starts for all threads at once, and the returned seconds cover only that part.
+    Every thread first sends its share of `warmup_bodies` untimed (opening its connection); the
+    timed part starts for all threads at once, and the returned seconds cover only that part.
     """
     import httpx
 
     start_line = threading.Barrier(clients + 1, timeout=1800)
 
-    def worker(share: list[dict]) -> list[float]:
+    def worker(warmup: list[dict], share: list[dict]) -> list[float]:
         latencies = []
         with httpx.Client(timeout=600.0) as http:
-            for body in share[:warmup]:
+            for body in warmup:
                 http.post(url, json=body).raise_for_status()
             start_line.wait()
             for body in share:
@@ -223,17 +251,17 @@ def time_http(url: str, bodies: list[dict], clients: int, warmup: int = 3) -> tu
                 latencies.append((time.perf_counter() - started) * 1000)
         return latencies
 
-    shares = [bodies[i::clients] for i in range(clients)]
+    shares = [(warmup_bodies[i::clients], bodies[i::clients]) for i in range(clients)]
     with ThreadPoolExecutor(clients) as threads:
-        futures = [threads.submit(worker, share) for share in shares]
+        futures = [threads.submit(worker, *share) for share in shares]
         start_line.wait()
         started = time.perf_counter()
         results = [future.result() for future in futures]
     return [ms for share in results for ms in share], time.perf_counter() - started
 
 
-def time_calls(call: Callable[[str], object], inputs: list[str], warmup: int = 3) -> list[float]:
-    for text in inputs[:warmup]:
+def time_calls(call: Callable[[str], object], inputs: list[str], warmup_inputs: list[str]) -> list[float]:
+    for text in warmup_inputs:
         call(text)
     latencies = []
     for text in inputs:
@@ -284,15 +312,17 @@ def serve_rows(stores: dict[int, Path], pool: Pool, args: argparse.Namespace, co
             started = time.perf_counter()
             serve.run(build_app_for(store, config), name=APP_NAME, route_prefix="/")
             print(f"deployed the {size}-chunk store in {time.perf_counter() - started:.1f} s", flush=True)
-            texts = questions(pool, args.requests, seed=size)
-            endpoints = {
-                "floor {ok}": ("/floor/", [{} for _ in texts]),
-                "/search hybrid": ("/search", [{"query": text, "top_k": 5} for text in texts]),
-                "/query": ("/query", [{"question": f"What is said about {text}?"} for text in texts]),
+            questions = Questions(pool, seed=size)
+            endpoints: dict[str, tuple[str, Callable[[str], dict]]] = {
+                "floor {ok}": ("/floor/", lambda text: {}),
+                "/search hybrid": ("/search", lambda text: {"query": text, "top_k": 5}),
+                "/query": ("/query", lambda text: {"question": f"What is said about {text}?"}),
             }
-            for what, (path, bodies) in endpoints.items():
+            for what, (path, body) in endpoints.items():
                 for clients in args.clients:
-                    latencies, seconds = time_http(base + path, bodies, clients)
+                    warmup = [body(text) for text in questions.take(WARMUP_PER_CLIENT * clients)]
+                    bodies = [body(text) for text in questions.take(args.requests)]
+                    latencies, seconds = time_http(base + path, bodies, clients, warmup)
                     rows.append(Row(f"{size:,}", what, clients, latencies, seconds))
                     print("  " + "  ".join(rows[-1].cells()), flush=True)
     finally:
@@ -309,17 +339,20 @@ def in_process_rows(store: Path, pool: Pool, embedder: Embedder, requests: int) 
     retriever = Retriever(StoreReader(store), embedder, AppConfig().retrieval)
     retriever.search("warm up", top_k=5, mode="hybrid")
     print(f"opened the {store.name} store in-process in {time.perf_counter() - started:.1f} s", flush=True)
-    texts = questions(pool, requests, seed=7)
-    vectors = {text: retriever.encode_query(text) for text in texts}
+    questions = Questions(pool, seed=7)
+    # The parts get their query vectors straight from the model, so none of these texts is in
+    # the retriever's query cache when "hybrid search" (which embeds through it) is timed.
+    warmup, texts = questions.take(WARMUP_PER_CLIENT), questions.take(requests)
+    vectors = dict(zip(warmup + texts, embedder.encode(warmup + texts), strict=True))
     size = f"{retriever.num_chunks:,}"
     parts = {
         "hybrid search": lambda text: retriever.search(text, top_k=5, mode="hybrid"),
-        "  query embed": retriever.encode_query,
+        "  query embed": lambda text: embedder.encode([text]),
         "  bm25 scores": retriever.bm25_scores,
         "  faiss top-50": lambda text: retriever.vector_candidates(vectors[text], 50),
         "  hybrid rescore": lambda text: retriever.hybrid_candidates(text, vectors[text]),
     }
-    return [Row(size, what, "in-proc", time_calls(call, texts), 0.0) for what, call in parts.items()]
+    return [Row(size, what, "in-proc", time_calls(call, texts, warmup), 0.0) for what, call in parts.items()]
 
 
 def print_table(rows: list[Row]) -> None:
@@ -349,10 +382,10 @@ def main() -> None:
     pool = load_pool(embedder)
     sizes = sorted(set(args.sizes))
     stores = {size: OUT / f"store_{size}" for size in sizes}
-    made = {size: synthesize_store(store, size, pool, config) for size, store in stores.items()}
+    made = {size: synthesize_store(store, size, pool, config, embedder) for size, store in stores.items()}
     if not args.skip_100k:
         stores_100k = OUT / f"store_{IN_PROCESS_SIZE}"
-        made[IN_PROCESS_SIZE] = synthesize_store(stores_100k, IN_PROCESS_SIZE, pool, config)
+        made[IN_PROCESS_SIZE] = synthesize_store(stores_100k, IN_PROCESS_SIZE, pool, config, embedder)
 
     rows = serve_rows(stores, pool, args, config)
     if not args.skip_100k:

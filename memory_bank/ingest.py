@@ -12,7 +12,7 @@ whose content hash is already stored, and re-plans the tree over old and new mem
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -189,8 +189,41 @@ def require_something(loaded: SourceLoad, files_given: bool) -> None:
         raise NothingToIngestError(f"nothing could be ingested:\n  {reasons}")
 
 
+def stored_readme_vectors(store: Path) -> dict[str, np.ndarray]:
+    """README text -> vector in the live store (empty without a store or its readmes table)."""
+    if not is_store(store):
+        return {}
+    reader = StoreReader(store)
+    table = reader.readmes()
+    if table is None:
+        return {}
+    return dict(zip(table.column("text").to_pylist(), reader.readme_vectors(), strict=True))
+
+
+def embed_readmes(
+    readmes: Mapping[str, str],
+    known: Mapping[str, np.ndarray],
+    encode: Callable[[list[str]], np.ndarray],
+) -> dict[str, np.ndarray]:
+    """The vector of every README (tree path -> vector), as `Embedder.encode` gives it.
+
+    Texts found in `known` (text -> vector, e.g. `stored_readme_vectors`) are not embedded
+    again: a re-ingest that leaves most of the tree alone embeds only the READMEs that changed.
+    """
+    fresh = sorted({text for text in readmes.values() if text not in known})
+    vectors = dict(known)
+    if fresh:
+        vectors.update(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True))
+    return {directory: vectors[text] for directory, text in readmes.items()}
+
+
 def finish_store(
-    store: Path, parts: MemoryParts, tree: DirectoryNode, readmes: dict[str, str], config: AppConfig
+    store: Path,
+    parts: MemoryParts,
+    tree: DirectoryNode,
+    readmes: dict[str, str],
+    readme_vectors: Mapping[str, np.ndarray],
+    config: AppConfig,
 ) -> int:
     """Write the store atomically; returns the number of directories below the root."""
     stats = write_store(
@@ -203,6 +236,7 @@ def finish_store(
         sentence_vectors=parts.sentence_vectors,
         tree=tree,
         readmes=readmes,
+        readme_vectors=readme_vectors,
         meta_extra=meta_extra_from_config(config),
     )
     return stats.directories
@@ -250,8 +284,13 @@ class IngestRunner:
                 tree = self.plan(parts.memories, parts.memory_vectors)
             with timer.stage("readme"):
                 readmes = self.readmes(tree, parts.memories, assign_chunk_paths(tree, parts.memories))
+            with timer.stage("embed readmes", total=len(readmes)):
+                # Embedded here, once, so the query side does not embed them when it opens.
+                readme_vectors = embed_readmes(readmes, stored_readme_vectors(store), self.encode_texts)
             with timer.stage("write"):
-                summary.directories = finish_store(store, parts, tree, readmes, self.config)
+                summary.directories = finish_store(
+                    store, parts, tree, readmes, readme_vectors, self.config
+                )
             summary.chunks = len(added.chunks)
         summary.stage_seconds = timer.seconds
         summary.total_seconds = time.perf_counter() - started
@@ -276,6 +315,10 @@ class IngestRunner:
     ) -> dict[str, str]:
         return compose_readmes(tree, memories, chunk_paths)
 
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        """Embed short texts (READMEs) like `Embedder.encode`: (len(texts), 384) float32."""
+        raise NotImplementedError
+
 
 class LocalIngest(IngestRunner):
     """Runs every stage in this process, one after the other."""
@@ -291,6 +334,9 @@ class LocalIngest(IngestRunner):
             encodings = self.embedder.encode_chunks([chunk.text for chunk in chunks])
         with timer.stage("memorize", total=len(chunks)):
             return memorize_encoded(chunks, encodings, first_index, self.config.memorize)
+
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.encode(texts)
 
 
 class StageTimer:

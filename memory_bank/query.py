@@ -6,6 +6,7 @@ It opens the store read-only once and reopens it when the store version on disk 
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -15,9 +16,13 @@ from memory_bank.index.embedding import Embedder
 from memory_bank.index.retrieval import Retriever
 from memory_bank.navigation import NavigationAgent
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
-from memory_bank.store.layout import is_store
+from memory_bank.store.layout import META_FILE, is_store
 from memory_bank.store.reader import StoreReader
 from memory_bank.tools import StoreTools
+
+# What identifies one committed store on disk: (inode, mtime_ns, size) of its meta file.
+StoreStamp = tuple[int, int, int]
+WARM_UP_QUESTION = "What does this memory hold?"
 
 
 class _OpenStore:
@@ -36,6 +41,7 @@ class QueryService:
         self.config = config
         self.embedder = embedder or Embedder(config.embedding)
         self._open: _OpenStore | None = None
+        self._stamp: StoreStamp | None = None
         self._lock = threading.Lock()
 
     @property
@@ -43,19 +49,35 @@ class QueryService:
         return self._current().reader.store_version
 
     def _current(self) -> _OpenStore:
-        """The open store, reopened when the version on disk is not the one loaded."""
+        """The open store, reopened when the store on disk is not the one loaded.
+
+        A store is only ever replaced whole (a directory swap with a freshly written meta file),
+        so one stat of the meta file per request tells whether to look closer; the store is
+        reopened only when its version changed, not when identical content was rewritten. The
+        first request after a reopen loads the new store's indexes.
+        """
         with self._lock:
+            stamp = _meta_stamp(self.store)
+            if self._open is not None and stamp is not None and stamp == self._stamp:
+                return self._open
             if not is_store(self.store):
                 raise StoreError(f"no memory store at {self.store} (run `memory-bank ingest` first)")
-            on_disk = StoreReader(self.store).store_version
-            if self._open is None or self._open.reader.store_version != on_disk:
+            # The stamp is taken before the reader opens: a swap in between leaves a stale
+            # stamp, which only costs another look on the next request.
+            reader = StoreReader(self.store)
+            if self._open is None or self._open.reader.store_version != reader.store_version:
                 self._open = _OpenStore(self.store, self.config, self.embedder)
+            self._stamp = stamp
             return self._open
 
     def warm_up(self) -> None:
-        """Load the model and the indexes now rather than on the first request."""
+        """Load the model, the indexes and the grep corpus now rather than on the first request."""
         opened = self._current()
-        opened.retriever.search("warm up", top_k=1, mode="hybrid")
+        opened.retriever.warm_up()
+        opened.tools.warm_up()
+        # The agent and the search keep a few small structures of their own (README stems,
+        # title links) that only a question builds; with everything above loaded it is quick.
+        opened.agent.request(WARM_UP_QUESTION, max_iterations=3)
 
     def ask(self, question: str, max_iterations: int | None = None) -> ChatResult:
         iterations = max_iterations or self.config.retrieval.max_iterations
@@ -66,3 +88,11 @@ class QueryService:
 
     def tree(self) -> DirectoryNode:
         return self._current().reader.tree()
+
+
+def _meta_stamp(store: Path) -> StoreStamp | None:
+    try:
+        stat = os.stat(store / META_FILE)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size

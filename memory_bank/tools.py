@@ -126,15 +126,19 @@ class StoreTools:
         needle = pattern.lower()
         corpus = self._corpus()
         matches: list[GrepMatch] = []
-        for relative in corpus.files_containing(needle, self._relative(scope), scope.is_dir()):
+        for file in corpus.files_containing(needle, self._relative(scope), scope.is_dir()):
             if len(matches) >= limit:
                 break
-            for number, line in enumerate(self.cat(relative).splitlines(), start=1):
+            for number, line in enumerate(corpus.texts[file].splitlines(), start=1):
                 if needle in line.lower():
-                    matches.append(GrepMatch(file=relative, line_number=number, line=line))
+                    matches.append(GrepMatch(file=corpus.paths[file], line_number=number, line=line))
                     if len(matches) >= limit:
                         break
         return matches
+
+    def warm_up(self) -> None:
+        """Read every file for `grep` now rather than on the first grep."""
+        self._corpus()
 
     # --- search tools -----------------------------------------------------------------------
 
@@ -240,7 +244,7 @@ class StoreTools:
         return "" if relative == "." else relative
 
     def _corpus(self) -> _GrepCorpus:
-        """The lowercased text of every visible text file.
+        """The text of every visible text file, as `cat` returns it and lowercased.
 
         A committed store changes only by being swapped for a new one with a new meta file, so
         the corpus is cached until the meta file's identity (inode, mtime, size) changes; a
@@ -252,7 +256,8 @@ class StoreTools:
         files = []
         for relative in self._visible_files():
             try:
-                files.append((relative, (self.root / relative).read_text(encoding="utf-8").lower()))
+                with (self.root / relative).open(encoding="utf-8", newline="") as handle:
+                    files.append((relative, handle.read()))
             except (UnicodeDecodeError, OSError):
                 continue  # binary or vanished files have no lines to match
         corpus = _GrepCorpus(files)
@@ -279,18 +284,24 @@ class StoreTools:
 
 
 class _GrepCorpus:
-    """Lowercased file texts joined into one string, so finding the files that contain a
-    pattern is a few `str.find` scans rather than a Python loop over every file."""
+    """File texts, and their lowercased copies joined into one string, so finding the files that
+    contain a pattern is a few `str.find` scans rather than a Python loop over every file; the
+    matching lines then come from the kept texts, not from reading the files again."""
 
     _SEPARATOR = "\x00"  # never inside a pattern, so no match spans two files
 
     def __init__(self, files: list[tuple[str, str]]) -> None:
         self.paths = [path for path, _ in files]  # sorted, so a directory is a contiguous range
-        self.text = self._SEPARATOR.join(text for _, text in files)
-        self.starts = list(itertools.accumulate((len(text) + 1 for _, text in files[:-1]), initial=0))
+        self.texts = [text for _, text in files]
+        # Lowercased file by file: lowering may change a text's length, so the offsets of the
+        # joined string are those of the lowered texts, used only to find files.
+        lowered = [text.lower() for text in self.texts]
+        self.text = self._SEPARATOR.join(lowered)
+        self.starts = list(itertools.accumulate((len(text) + 1 for text in lowered[:-1]), initial=0))
 
-    def files_containing(self, needle: str, scope: str, scope_is_dir: bool) -> Iterator[str]:
-        """Paths (in sorted order) of the files in `scope` whose lowered text contains `needle`."""
+    def files_containing(self, needle: str, scope: str, scope_is_dir: bool) -> Iterator[int]:
+        """Positions in `paths` (ascending) of the files in `scope` whose lowered text contains
+        `needle`."""
         first, stop = self._range(scope, scope_is_dir)
         if first >= stop or self._SEPARATOR in needle:
             return
@@ -298,7 +309,7 @@ class _GrepCorpus:
         position = self.text.find(needle, self.starts[first], end)
         while position != -1:
             file = bisect.bisect_right(self.starts, position) - 1
-            yield self.paths[file]
+            yield file
             if file + 1 >= stop:
                 return
             position = self.text.find(needle, self.starts[file + 1], end)

@@ -3,12 +3,16 @@ and READMEs, a single writer (this driver) for the atomic store swap."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import ray
 
+from memory_bank.config import EmbeddingConfig
 from memory_bank.errors import SourceError
+from memory_bank.index.embedding import Embedder
 from memory_bank.ingest import IngestRunner, MemoryParts, StageTimer, assemble_parts
 from memory_bank.progress import ProgressSink
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
@@ -49,6 +53,13 @@ class RayIngest(IngestRunner):
         return compose_readmes_distributed(
             tree, memories, chunk_paths, self.config.taxonomy, self.config.ray.plan_task_cpus
         )
+
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        # A task rather than the driver: the driver never loads torch and the model (seconds and
+        # a few hundred MB), and on a cluster the work goes where the CPUs are. The task pays
+        # one model load per ingest; the embedding itself is ~2k READMEs per 10k chunks.
+        task = _encode_texts_task.options(num_cpus=self.config.ray.embed.num_cpus)
+        return ray.get(task.remote(texts, self.config.embedding))
 
     # --- stages -------------------------------------------------------------------------------
 
@@ -141,6 +152,13 @@ class RayIngest(IngestRunner):
             busy["memorize"] += float(np.sum(batch["memorize_s"]))
             progress.advance("embed+memorize", len(batch["index"]))
         return _assemble_parts(chunks, first_index, collected), busy
+
+
+@ray.remote
+def _encode_texts_task(texts: list[str], config: EmbeddingConfig) -> np.ndarray:
+    # Ray sets OMP_NUM_THREADS=1 in workers; like the embedding actors, use the task's cores.
+    threads = config.num_threads or os.cpu_count() or 1
+    return Embedder(config.model_copy(update={"num_threads": threads})).encode(texts)
 
 
 def _blocks(rows: int, rows_per_block: int) -> int:

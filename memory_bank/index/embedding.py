@@ -94,6 +94,8 @@ class Embedder:
         """
         if not texts:
             return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+        if len(texts) == 1:
+            return self._encode_one(texts[0])
         vectors = self.model.encode(
             texts,
             batch_size=self.config.batch_size,
@@ -102,6 +104,19 @@ class Embedder:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+    def _encode_one(self, text: str) -> np.ndarray:
+        """`encode([text])` as one forward pass: the query path. SentenceTransformer.encode
+        spends 2-7 ms per call on set-up (a device check over every parameter, length sorting,
+        batching) around a 10-20 ms forward pass of a short query on one thread."""
+        import torch
+
+        model = self.model
+        model.eval()
+        features = model.preprocess([text])  # the tokenization `encode` uses, truncation included
+        with torch.inference_mode():
+            vector = model(features)["sentence_embedding"]
+        return _l2_normalize(vector.float().numpy())
 
     def encode_chunks(self, texts: list[str]) -> list[ChunkEncoding]:
         """Embed whole chunks: one vector per chunk plus one per sentence, from one forward pass."""

@@ -32,6 +32,7 @@ from memory_bank.store.tables import (
     chunks_table,
     documents_table,
     memories_table,
+    readmes_table,
     sentences_table,
     write_faiss_index,
     write_parquet,
@@ -101,6 +102,12 @@ class StoreBuilder:
         }
         for relative, table in tables.items():
             write_parquet(table, self._bank_path(relative))
+
+    def write_readme_vectors(
+        self, readmes: Mapping[str, str], vectors: Mapping[str, np.ndarray]
+    ) -> None:
+        """Write `.bank/readmes.parquet`: each directory's README text and vector."""
+        write_parquet(readmes_table(readmes, vectors), self._bank_path(layout.READMES_FILE))
 
     def write_tree(self, tree: DirectoryNode) -> None:
         self._write_json(layout.TREE_FILE, tree.model_dump(mode="json"))

@@ -15,6 +15,8 @@ MEMORIES_FILE = f"{BANK_DIR}/memories.parquet"
 SENTENCES_FILE = f"{BANK_DIR}/sentences.parquet"
 TREE_FILE = f"{BANK_DIR}/tree.json"
 FAISS_FILE = f"{BANK_DIR}/vectors.faiss"
+# Optional: stores written before it existed lack it, and the query side then embeds the READMEs.
+READMES_FILE = f"{BANK_DIR}/readmes.parquet"
 BM25_DIR = f"{BANK_DIR}/bm25"
 ROOT_README = "README.md"
 

@@ -19,7 +19,9 @@ from memory_bank.store.atomic import safe_join
 from memory_bank.store.tables import (
     CHUNKS_SCHEMA,
     DOCUMENTS_SCHEMA,
+    EMBEDDING_DIM,
     MEMORIES_SCHEMA,
+    READMES_SCHEMA,
     SENTENCES_SCHEMA,
     embeddings_to_numpy,
     read_faiss_index,
@@ -109,6 +111,28 @@ class StoreReader:
     def sentence_vectors(self) -> np.ndarray:
         """(k, 384) float32, read-only, row j = row j of `sentences()`."""
         return self._cached("sentence_vectors", lambda: embeddings_to_numpy(self.sentences()))
+
+    def readmes(self) -> pa.Table | None:
+        """readmes.parquet (directory, text, embedding; sorted by directory), or None for a
+        store written without README vectors."""
+
+        def load() -> pa.Table | None:
+            if not (self.root / layout.READMES_FILE).is_file():
+                return None
+            return read_parquet(self._existing(layout.READMES_FILE), READMES_SCHEMA)
+
+        return self._cached("readmes", load)
+
+    def readme_vectors(self) -> np.ndarray:
+        """(d, 384) float32, read-only, row j = row j of `readmes()`; (0, 384) without it."""
+
+        def load() -> np.ndarray:
+            table = self.readmes()
+            if table is None:
+                return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+            return embeddings_to_numpy(table)
+
+        return self._cached("readme_vectors", load)
 
     def faiss_index(self) -> faiss.Index:
         def load() -> faiss.Index:

@@ -2,6 +2,16 @@
 
 Embeddings are stored as `fixed_size_list<float32>[384]`, which maps onto an (n, 384) numpy
 array without copying. Row i of `memories.parquet` and of the faiss index is memory index i.
+
+The faiss index is exact (IndexFlatIP) below HNSW_MIN_VECTORS memories and an HNSW graph from
+there on: a flat scan costs about 0.1 ms per 1k vectors per query (10-15 ms at 100k on this
+2-core machine), HNSW under 1 ms at 100k. Measured on the 100k synthetic store of
+bench/query.py with M=32, efConstruction=100: recall of the exact top-10 0.98 and top-50 0.94
+at efSearch=128, 0.9 ms (0.98/0.91 at 64, 0.4 ms); hybrid search re-scores every candidate
+exactly, so a neighbour missed near rank 50 rarely changes its top 5 (200 queries: the same
+top 1 for all, the same top 5 for 199, versus an exact index). The graph is built on one
+OpenMP thread so the same vectors always give the same index: 1-2 minutes at 100k here, small
+next to embedding 100k chunks.
 """
 
 from __future__ import annotations
@@ -21,6 +31,11 @@ from memory_bank.store.atomic import atomic_write_with
 
 EMBEDDING_DIM = 384
 EMBEDDING_TYPE = pa.list_(pa.float32(), EMBEDDING_DIM)
+
+HNSW_MIN_VECTORS = 20_000  # from this many memories on, the faiss index is HNSW
+HNSW_NEIGHBORS = 32  # M: links per vector in the graph
+HNSW_EF_CONSTRUCTION = 100
+HNSW_EF_SEARCH = 128  # candidates explored per query; faiss raises it to k when k is larger
 
 
 def _required(name: str, type_: pa.DataType) -> pa.Field:
@@ -74,6 +89,13 @@ SENTENCES_SCHEMA = pa.schema([
     _required("sentence", pa.int64()),
     _required("start_char", pa.int64()),
     _required("end_char", pa.int64()),
+    _required("text", pa.string()),
+    _required("embedding", EMBEDDING_TYPE),
+])
+
+
+READMES_SCHEMA = pa.schema([
+    _required("directory", pa.string()),  # tree path: "/" or "/a/b"
     _required("text", pa.string()),
     _required("embedding", EMBEDDING_TYPE),
 ])
@@ -185,6 +207,22 @@ def sentences_table(sentences: Sequence[SentenceRecord], vectors: np.ndarray) ->
     return _table_with_embeddings([s.model_dump() for s in sentences], matrix, SENTENCES_SCHEMA)
 
 
+def readmes_table(readmes: Mapping[str, str], vectors: Mapping[str, np.ndarray]) -> pa.Table:
+    """Build readmes.parquet: every directory's README text and vector, sorted by path."""
+    if set(vectors) != set(readmes):
+        unmatched = sorted(set(vectors) ^ set(readmes))
+        raise StoreError(f"README vectors and READMEs differ in directories: {unmatched[:5]}")
+    directories = sorted(readmes)
+    shapes = sorted({np.shape(vectors[directory]) for directory in directories})
+    if any(shape != (EMBEDDING_DIM,) for shape in shapes):
+        raise StoreError(f"README vectors must have shape ({EMBEDDING_DIM},), got {shapes}")
+    stacked = np.array([vectors[directory] for directory in directories], dtype=np.float32)
+    stacked = stacked.reshape(len(directories), EMBEDDING_DIM)
+    matrix = check_vectors(stacked, len(directories), "README vectors")
+    rows = [{"directory": directory, "text": readmes[directory]} for directory in directories]
+    return _table_with_embeddings(rows, matrix, READMES_SCHEMA)
+
+
 def _table_with_embeddings(rows: list[dict], matrix: np.ndarray, schema: pa.Schema) -> pa.Table:
     # The vectors go in as one column built from the array, not through Python lists per row.
     embedding_index = schema.get_field_index("embedding")
@@ -273,11 +311,25 @@ def read_parquet(path: Path, schema: pa.Schema) -> pa.Table:
     return table
 
 
-def build_faiss_index(vectors: np.ndarray) -> faiss.IndexFlatIP:
-    """Exact inner-product index (cosine on L2-normalized vectors); row i = memory index i."""
+def build_faiss_index(vectors: np.ndarray, hnsw_min_vectors: int = HNSW_MIN_VECTORS) -> faiss.Index:
+    """Inner-product index (cosine on L2-normalized vectors); row i = memory index i.
+
+    Exact (IndexFlatIP) below `hnsw_min_vectors` vectors, an HNSW graph from there on.
+    """
     matrix = check_vectors(vectors, len(vectors) if np.ndim(vectors) == 2 else -1, "faiss vectors")
-    index = faiss.IndexFlatIP(EMBEDDING_DIM)
-    index.add(matrix)
+    if len(matrix) < hnsw_min_vectors:
+        index = faiss.IndexFlatIP(EMBEDDING_DIM)
+        index.add(matrix)
+        return index
+    index = faiss.IndexHNSWFlat(EMBEDDING_DIM, HNSW_NEIGHBORS, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    index.hnsw.efSearch = HNSW_EF_SEARCH
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)  # parallel insertion may link the graph differently each run
+    try:
+        index.add(matrix)
+    finally:
+        faiss.omp_set_num_threads(threads)
     return index
 
 
@@ -289,6 +341,10 @@ def read_faiss_index(path: Path) -> faiss.Index:
     if not path.is_file():
         raise StoreError(f"faiss index {path} is missing")
     try:
-        return faiss.read_index(str(path))
+        index = faiss.read_index(str(path))
     except RuntimeError as exc:  # faiss reports every I/O and format problem as RuntimeError
         raise StoreError(f"faiss index {path} is unreadable: {exc}") from exc
+    if isinstance(index, faiss.IndexHNSW):
+        # Set on load, not only at build time, so a changed setting applies to existing stores.
+        index.hnsw.efSearch = HNSW_EF_SEARCH
+    return index

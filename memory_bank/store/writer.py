@@ -68,6 +68,7 @@ def write_store(
     readmes: Mapping[str, str],
     meta_extra: Mapping[str, Any],
     taxonomy_config: TaxonomyConfig | None = None,
+    readme_vectors: Mapping[str, np.ndarray] | None = None,
 ) -> StoreStats:
     """Write a complete store and make it the live one at `store_dir` in one swap.
 
@@ -75,6 +76,10 @@ def write_store(
     `validate_taxonomy` against `taxonomy_config` (default: the default TaxonomyConfig); nothing
     on disk changes unless the whole store was written. `readmes` maps tree paths ("/", "/a/b")
     to text. `created_at` is carried over from the store being replaced.
+
+    `readme_vectors` maps the same paths to each README's embedding (`Embedder.encode([text])`);
+    they are stored in `.bank/readmes.parquet` so the query side need not embed every README
+    when it opens the store. Without them that table is not written.
     """
     problems = find_store_problems(
         documents=documents,
@@ -86,6 +91,9 @@ def write_store(
         taxonomy_config=taxonomy_config or TaxonomyConfig(),
     )
     problems += _meta_extra_problems(meta_extra)
+    if readme_vectors is not None and set(readme_vectors) != set(readmes):
+        unmatched = sorted(set(readme_vectors) ^ set(readmes))
+        problems.append(f"README vectors and READMEs differ in directories: {unmatched[:5]}")
     if problems:
         raise StoreError("refusing to write an inconsistent store:\n- " + "\n- ".join(problems))
     memory_matrix = check_vectors(memory_vectors, len(memories), "memory vectors")
@@ -110,6 +118,8 @@ def write_store(
             sentence_vectors=sentence_matrix,
             chunk_paths=chunk_paths,
         )
+        if readme_vectors is not None:
+            builder.write_readme_vectors(readmes, readme_vectors)
         builder.write_tree(tree)
         builder.write_manifest(store_version, manifest_documents)
         builder.write_faiss(memory_matrix)

@@ -15,6 +15,7 @@ import numpy as np
 
 from memory_bank.config import AppConfig
 from memory_bank.index.embedding import Embedder
+from memory_bank.ingest import embed_readmes
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import SentenceRecord, meta_extra_from_config, write_store
 
@@ -116,8 +117,16 @@ def shared_embedder() -> Embedder:
     return embedder
 
 
-def build_store(store_dir: Path, layout: dict[str, tuple[str, list[Note]]], embedder: Embedder) -> Path:
-    """Write `layout` as a complete store at `store_dir` and return the directory."""
+def build_store(
+    store_dir: Path,
+    layout: dict[str, tuple[str, list[Note]]],
+    embedder: Embedder,
+    readme_vectors: bool = True,
+) -> Path:
+    """Write `layout` as a complete store at `store_dir` and return the directory.
+
+    `readme_vectors=False` writes a store as it was before ingest stored README vectors.
+    """
     documents: list[Document] = []
     chunks: list[Chunk] = []
     memories: list[MemorizedChunk] = []
@@ -152,6 +161,7 @@ def build_store(store_dir: Path, layout: dict[str, tuple[str, list[Note]]], embe
             sentence_vectors.append(encoding.sentence_vectors[number])
 
     tree = _tree(layout, placements)
+    readmes = _readmes(tree, layout, memories)
     write_store(
         store_dir,
         documents=documents,
@@ -161,7 +171,8 @@ def build_store(store_dir: Path, layout: dict[str, tuple[str, list[Note]]], embe
         sentences=sentences,
         sentence_vectors=np.array(sentence_vectors, dtype=np.float32).reshape(-1, 384),
         tree=tree,
-        readmes=_readmes(tree, layout, memories),
+        readmes=readmes,
+        readme_vectors=embed_readmes(readmes, {}, embedder.encode) if readme_vectors else None,
         meta_extra=meta_extra_from_config(AppConfig()),
     )
     return store_dir

@@ -61,6 +61,14 @@ def test_encode_returns_normalized_float32_rows(embedder: Embedder) -> None:
     assert embedder.encode([]).shape == (0, EMBEDDING_DIM)
 
 
+def test_one_text_is_encoded_as_it_is_in_a_batch(embedder: Embedder) -> None:
+    texts = [HIDDEN_FACT_QUERY, "word " * 400, ""]  # a query, one past the 256-piece limit, blank
+    batched = embedder.encode([*texts, BREAD_SENTENCES[0]])[: len(texts)]
+    alone = np.concatenate([embedder.encode([text]) for text in texts])
+    assert alone.dtype == np.float32 and alone.shape == (len(texts), EMBEDDING_DIM)
+    np.testing.assert_allclose(alone, batched, atol=1e-6)
+
+
 def test_encode_chunks_shapes_and_normalization(embedder: Embedder) -> None:
     texts = [
         "Python's GIL prevents true multi-threading. Only one thread runs bytecode at a time.",

@@ -6,13 +6,14 @@ import json
 import resource
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from memory_bank.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.errors import NothingToIngestError
-from memory_bank.ingest import LocalIngest
+from memory_bank.ingest import LocalIngest, embed_readmes
 from memory_bank.store.files import parse_chunk_file
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import validate_taxonomy
@@ -247,3 +248,51 @@ def test_hostile_text_cannot_break_frontmatter_or_escape_the_store(tmp_path, emb
     # Only the store and its lock file (beside it, by design) exist after the ingest.
     assert sorted(p.name for p in tmp_path.iterdir()) == [".store.lock", "store"]
     assert not (tmp_path / "etc").exists()
+
+
+class RecordingEmbedder(HashingEmbedder):
+    """The hashing embedder, remembering every batch of short texts it was asked to encode."""
+
+    def __init__(self) -> None:
+        self.encoded: list[list[str]] = []
+
+    def encode(self, texts: list[str]):
+        self.encoded.append(list(texts))
+        return super().encode(texts)
+
+
+def test_ingest_stores_every_readme_vector_and_reuses_unchanged_ones(tmp_path):
+    store = tmp_path / "store"
+    recorder = RecordingEmbedder()
+    _ingest(store, recorder, files=[SAMPLE / name for name in ML_AND_ENGINEERING[:4]])
+    first = StoreReader(store)
+    first_texts = set(first.readmes().column("text").to_pylist())
+    for directory, text, vector in zip(
+        first.readmes().column("directory").to_pylist(),
+        first.readmes().column("text").to_pylist(),
+        first.readme_vectors(),
+        strict=True,
+    ):
+        relative = "README.md" if directory == "/" else f"{directory[1:]}/README.md"
+        assert (store / relative).read_text(encoding="utf-8") == text
+        np.testing.assert_array_equal(vector, HashingEmbedder().encode([text])[0])
+    assert first.readmes().num_rows == first.meta["total_directories"] + 1
+
+    recorder.encoded.clear()
+    _ingest(store, recorder, files=[SAMPLE / name for name in ML_AND_ENGINEERING])
+    second = StoreReader(store)
+    second_texts = set(second.readmes().column("text").to_pylist())
+    embedded = [text for batch in recorder.encoded for text in batch]
+    assert sorted(embedded) == sorted(second_texts - first_texts)
+
+
+def test_embed_readmes_encodes_each_new_text_once_and_reuses_known_ones():
+    recorder = RecordingEmbedder()
+    known = {"# Kept": np.full(384, 0.5, dtype=np.float32)}
+    readmes = {"/": "# Root", "/a": "# Kept", "/b": "# Same", "/c": "# Same"}
+    vectors = embed_readmes(readmes, known, recorder.encode)
+    assert recorder.encoded == [["# Root", "# Same"]]
+    assert list(vectors) == ["/", "/a", "/b", "/c"]
+    np.testing.assert_array_equal(vectors["/a"], known["# Kept"])
+    np.testing.assert_array_equal(vectors["/b"], HashingEmbedder().encode(["# Same"])[0])
+    np.testing.assert_array_equal(vectors["/c"], vectors["/b"])

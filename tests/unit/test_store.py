@@ -85,6 +85,7 @@ class StoreInputs:
     sentence_vectors: np.ndarray
     tree: DirectoryNode
     readmes: dict[str, str]
+    readme_vectors: dict[str, np.ndarray]
 
     def kwargs(self) -> dict:
         return {**self.__dict__, "meta_extra": meta_extra_from_config(AppConfig())}
@@ -176,6 +177,7 @@ def make_inputs(
         sentence_vectors=unit_vectors(rng, len(sentences)),
         tree=tree,
         readmes=readmes,
+        readme_vectors=dict(zip(readmes, unit_vectors(rng, len(readmes)), strict=True)),
     )
 
 
@@ -217,6 +219,7 @@ EXPECTED_FILES = {
     ".bank/sentences.parquet",
     ".bank/tree.json",
     ".bank/vectors.faiss",
+    ".bank/readmes.parquet",
 }
 
 
@@ -312,6 +315,45 @@ def test_tables_round_trip(reader: StoreReader, inputs: StoreInputs) -> None:
     assert reader.chunk_path(6) == "cooking/pasta_basics_2.md"
     assert reader.tree() == inputs.tree
     assert reader.memories() is reader.memories()  # cached per reader
+
+
+def test_readme_texts_and_vectors_round_trip(reader: StoreReader, inputs: StoreInputs) -> None:
+    table = reader.readmes()
+    assert table is not None
+    directories = table.column("directory").to_pylist()
+    assert directories == sorted(inputs.readmes)
+    assert table.column("text").to_pylist() == [inputs.readmes[path] for path in directories]
+    expected = np.stack([inputs.readme_vectors[path] for path in directories])
+    np.testing.assert_array_equal(reader.readme_vectors(), expected)
+
+
+def test_a_store_written_without_readme_vectors_has_no_readmes_table(
+    tmp_path: Path, inputs: StoreInputs
+) -> None:
+    write_store(tmp_path / "mem", **{**inputs.kwargs(), "readme_vectors": None})
+    reader = StoreReader(tmp_path / "mem")
+    assert not (tmp_path / "mem" / ".bank" / "readmes.parquet").exists()
+    assert reader.readmes() is None
+    assert reader.readme_vectors().shape == (0, 384)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda vectors: {k: v for k, v in vectors.items() if k != "/cooking"}, "differ in directories"),
+        (lambda vectors: {**vectors, "/nowhere": vectors["/"]}, "differ in directories"),
+        (lambda vectors: {**vectors, "/cooking": np.zeros(12, np.float32)}, "must have shape"),
+        (lambda vectors: {**vectors, "/": np.full(384, np.nan, np.float32)}, "NaN"),
+    ],
+)
+def test_readme_vectors_that_do_not_fit_the_readmes_are_refused(
+    tmp_path: Path, inputs: StoreInputs, change, message: str
+) -> None:
+    kwargs = {**inputs.kwargs(), "readme_vectors": change(inputs.readme_vectors)}
+    with pytest.raises(StoreError, match=message):
+        write_store(tmp_path / "mem", **kwargs)
+    assert not (tmp_path / "mem").exists()
+    assert leftovers(tmp_path / "mem") == []
 
 
 def test_faiss_search_returns_the_matching_row(reader: StoreReader, inputs: StoreInputs) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import faiss
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -12,6 +13,7 @@ from memory_bank.errors import StoreError
 from memory_bank.schemas import MemorizedChunk
 from memory_bank.store.tables import (
     EMBEDDING_TYPE,
+    HNSW_EF_SEARCH,
     MEMORIES_SCHEMA,
     SENTENCES_SCHEMA,
     SentenceRecord,
@@ -112,3 +114,23 @@ def test_faiss_index_round_trips_and_finds_the_right_row(tmp_path: Path) -> None
         read_faiss_index(tmp_path / "broken.faiss")
     with pytest.raises(StoreError, match="missing"):
         read_faiss_index(tmp_path / "absent.faiss")
+
+
+def test_large_stores_get_a_deterministic_hnsw_index_that_finds_the_right_rows(tmp_path: Path) -> None:
+    vectors = unit_vectors(400, seed=5)
+    assert isinstance(build_faiss_index(vectors, hnsw_min_vectors=401), faiss.IndexFlatIP)
+    index = build_faiss_index(vectors, hnsw_min_vectors=400)
+    assert isinstance(index, faiss.IndexHNSWFlat)
+    assert index.metric_type == faiss.METRIC_INNER_PRODUCT
+    again = build_faiss_index(vectors, hnsw_min_vectors=400)
+    assert np.array_equal(faiss.serialize_index(index), faiss.serialize_index(again))
+
+    index.hnsw.efSearch = 16  # the reader sets its own value, whatever was stored
+    write_faiss_index(index, tmp_path / "vectors.faiss")
+    loaded = read_faiss_index(tmp_path / "vectors.faiss")
+    assert isinstance(loaded, faiss.IndexHNSWFlat) and loaded.ntotal == 400
+    assert loaded.hnsw.efSearch == HNSW_EF_SEARCH
+    query = vectors[[3, 250, 399]] + 0.01 * unit_vectors(3, seed=6)
+    scores, rows = loaded.search(query.astype(np.float32), 5)
+    assert rows[:, 0].tolist() == [3, 250, 399]
+    np.testing.assert_allclose(scores[:, 0], np.sum(query * vectors[[3, 250, 399]], axis=1), rtol=1e-5)

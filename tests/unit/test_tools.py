@@ -96,6 +96,32 @@ def test_grep_caps_the_number_of_matches(plain_dir):
     assert len(tools.grep("specific_term", max_matches=1)) == 1
 
 
+def test_grep_lines_survive_crlf_and_text_whose_lowercase_is_longer(tmp_path):
+    root = tmp_path / "gam"
+    root.mkdir()
+    # "İ" lowercases to two code points, so offsets in the lowered corpus run ahead of the text.
+    (root / "a.md").write_bytes("İSTANBUL İİİİ\r\nsecond line has the Needle\r\n".encode())
+    (root / "b.md").write_text("needle in b\n")
+    matches = StoreTools(root).grep("needle")
+    assert matches == [
+        GrepMatch(file="a.md", line_number=2, line="second line has the Needle"),
+        GrepMatch(file="b.md", line_number=1, line="needle in b"),
+    ]
+    assert StoreTools(root).grep("i̇stanbul") == [GrepMatch(file="a.md", line_number=1, line="İSTANBUL İİİİ")]
+
+
+def test_grep_of_a_store_answers_from_memory_until_the_store_is_replaced(plain_dir):
+    tools = StoreTools(plain_dir)
+    tools.warm_up()
+    (plain_dir / "notes.md").unlink()  # a committed store never changes in place
+    assert [m.file for m in tools.grep("specific_term")] == ["alpha/deep.md", "alpha/deep.md", "notes.md"]
+    meta = plain_dir / ".gam_meta.json"
+    replacement = plain_dir / ".gam_meta.json.new"
+    replacement.write_text('{"store_version": "next"}')
+    os.replace(replacement, meta)  # a new store comes with a new meta file
+    assert [m.file for m in tools.grep("specific_term")] == ["alpha/deep.md", "alpha/deep.md"]
+
+
 def test_grep_rejects_an_empty_pattern(plain_dir):
     with pytest.raises(ToolError, match="empty"):
         StoreTools(plain_dir).grep("")

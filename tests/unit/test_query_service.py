@@ -1,0 +1,91 @@
+"""QueryService and the retriever's README vectors: stored at ingest, reloaded only on change."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory_bank.config import AppConfig
+from memory_bank.errors import ConfigError
+from memory_bank.index.retrieval import Retriever
+from memory_bank.query import QueryService
+from memory_bank.store import StoreReader
+from tests.unit.query_fixtures import ML_TECH_STORE, PYTHON_ONLY_STORE, build_store, shared_embedder
+
+
+class RecordingEmbedder:
+    """The real embedder, remembering how many texts each `encode` call was given."""
+
+    def __init__(self) -> None:
+        self.inner = shared_embedder()
+        self.batch_sizes: list[int] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.batch_sizes.append(len(texts))
+        return self.inner.encode(texts)
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    root = tmp_path_factory.mktemp("query_service")
+    embedder = shared_embedder()
+    with_vectors = build_store(root / "with_vectors", ML_TECH_STORE, embedder)
+    without_vectors = build_store(root / "without_vectors", ML_TECH_STORE, embedder, readme_vectors=False)
+    return with_vectors, without_vectors
+
+
+def test_stored_readme_vectors_match_embedding_the_readmes_on_open(stores):
+    with_vectors, without_vectors = stores
+    stored = Retriever(StoreReader(with_vectors), embedder=None).directories()
+    embedded = Retriever(StoreReader(without_vectors), shared_embedder()).directories()
+    assert stored.paths == embedded.paths
+    np.testing.assert_allclose(stored.vectors, embedded.vectors, atol=1e-5)
+    assert stored.readme_terms == embedded.readme_terms
+    with pytest.raises(ConfigError, match="embedding model"):
+        Retriever(StoreReader(without_vectors), embedder=None).directories()
+
+
+def test_warm_up_and_questions_embed_only_the_question_when_readme_vectors_are_stored(stores):
+    with_vectors, without_vectors = stores
+    recorder = RecordingEmbedder()
+    service = QueryService(with_vectors, AppConfig(), embedder=recorder)
+    service.warm_up()
+    result = service.ask("How does the GIL affect threads in CPython?")
+    assert result.sources and result.confidence > 0.5
+    assert recorder.batch_sizes and set(recorder.batch_sizes) == {1}
+
+    old_store = RecordingEmbedder()
+    QueryService(without_vectors, AppConfig(), embedder=old_store).warm_up()
+    directories = sum(1 for _ in StoreReader(without_vectors).tree().iter_nodes()) - 1
+    assert directories in old_store.batch_sizes  # the old store's READMEs, embedded on open
+
+
+def test_the_store_is_reopened_only_when_its_version_changes(tmp_path):
+    store = build_store(tmp_path / "store", ML_TECH_STORE, shared_embedder())
+    service = QueryService(store, AppConfig(), embedder=shared_embedder())
+    tree = service.tree()
+    version = service.store_version
+    assert service.tree() is tree  # nothing changed: the same open store
+
+    build_store(store, ML_TECH_STORE, shared_embedder())  # rewritten, same content
+    assert service.store_version == version
+    assert service.tree() is tree
+
+    build_store(store, PYTHON_ONLY_STORE, shared_embedder())
+    assert service.store_version != version
+    assert [child.path for child in service.tree().children] == ["/python"]
+    hits = service.search("React hooks useState", top_k=3)
+    assert hits and all(hit.chunk_path.startswith("python/") for hit in hits)
+
+
+def test_a_repeated_query_is_embedded_once(stores):
+    recorder = RecordingEmbedder()
+    retriever = Retriever(StoreReader(stores[0]), recorder)
+    first = retriever.search("asyncio event loop", mode="vector")
+    vector = retriever.encode_query("asyncio event loop")
+    assert retriever.search("asyncio event loop", mode="vector") == first
+    assert recorder.batch_sizes == [1]
+    np.testing.assert_array_equal(vector, shared_embedder().encode(["asyncio event loop"])[0])
+    assert not vector.flags.writeable  # shared by every caller: nobody may change it
+    retriever.search("a different query", mode="vector")
+    assert recorder.batch_sizes == [1, 1]
