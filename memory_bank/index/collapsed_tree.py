@@ -1,0 +1,107 @@
+"""Collapsed-tree search (RAPTOR): chunks and directory READMEs ranked together.
+
+Chunks are scored as in hybrid search (BM25 + cosine, with title links followed); each README
+is scored on the same scale, with the share of the query's terms it contains standing in for
+the normalized BM25 score (READMEs are not in the BM25 index). Walking down the merged ranking,
+a README that makes the cut is returned as a short summary hit followed by its subtree's best
+chunks for the query, so a question about a whole topic gets the topic's overview and its
+strongest passages, and a specific question gets the same passages as hybrid search.
+
+A README hit carries the README's heading and description, not its contents list: the list
+repeats what the chunk hits already hold, and every token of it would be taken from the reader's
+budget for the passages themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memory_bank.index.bm25 import tokenize
+from memory_bank.schemas import SearchHit
+
+if TYPE_CHECKING:
+    from memory_bank.index.retrieval import DirectoryIndex, Retriever
+
+# Chunks a README hit brings along from its subtree.
+README_EXPANSION = 2
+
+
+def collapsed_tree_search(
+    retriever: Retriever, query: str, query_vector: np.ndarray, k: int, pool: int
+) -> list[SearchHit]:
+    """The best `k` hits among chunks and READMEs for `query`, best first."""
+    bm25_scores = retriever.bm25_scores(query)
+    ranked = retriever.hybrid_candidates(query, query_vector, pool=pool, bm25_scores=bm25_scores)
+    directories = retriever.directories()
+    readmes = readme_scores(directories, query, query_vector, retriever.config.alpha, k)
+    nodes = [(score, 0, index) for index, score in ranked[:k]] + [(score, 1, j) for j, score in readmes]
+    nodes.sort(key=lambda node: (-node[0], node[1], node[2]))
+    chosen: list[SearchHit] = []
+    taken: set[int] = set()
+    for score, is_readme, key in nodes:
+        if len(chosen) >= k:
+            break
+        if not is_readme:
+            if key not in taken:
+                taken.add(key)
+                chosen.append(retriever.chunk_hit(key, score))
+            continue
+        directory = directories.paths[key]
+        best = _best_in_subtree(
+            retriever, directory, directories.subtree_chunks[key], taken, ranked, bm25_scores, query_vector
+        )
+        chosen.append(retriever.readme_hit(directory, score))
+        for index, chunk_score in best[: max(0, min(README_EXPANSION, k - len(chosen)))]:
+            taken.add(index)
+            chosen.append(retriever.chunk_hit(index, chunk_score))
+    return sorted(chosen, key=lambda hit: -hit.score)
+
+
+def readme_scores(
+    directories: DirectoryIndex, query: str, query_vector: np.ndarray, alpha: float, k: int
+) -> list[tuple[int, float]]:
+    """alpha * share of the query's terms in the README + (1 - alpha) * cosine, for the `k`
+    READMEs closest to the query (directory position, score)."""
+    terms = frozenset(tokenize(query))
+    scored = []
+    for position, cosine in directories.closest(query_vector, k):
+        share = len(terms & directories.readme_terms[position]) / len(terms) if terms else 0.0
+        scored.append((position, alpha * share + (1.0 - alpha) * cosine))
+    return scored
+
+
+def readme_summary(text: str) -> str:
+    """A README's heading and description: everything before its first "## " section."""
+    lines = text.splitlines()
+    cut = next((number for number, line in enumerate(lines) if line.startswith("## ")), len(lines))
+    summary = "\n".join(lines[:cut]).strip()
+    return summary or text.strip()
+
+
+def _best_in_subtree(
+    retriever: Retriever,
+    directory: str,
+    members: Sequence[int],
+    taken: set[int],
+    ranked: Sequence[tuple[int, float]],
+    bm25_scores: np.ndarray,
+    query_vector: np.ndarray,
+) -> list[tuple[int, float]]:
+    """The directory's chunks not yet taken, best first: those among the query's candidates
+    with their scores; when none is, every member scored (a README matched on its own)."""
+    prefix = directory.strip("/") + "/"
+    scored = [
+        (index, score)
+        for index, score in ranked
+        if index not in taken and retriever.chunk_path(index).startswith(prefix)
+    ]
+    if scored or not len(members):
+        return scored  # `ranked` is best first already
+    indices = np.asarray(members, dtype=np.int64)
+    free = indices[~np.isin(indices, np.fromiter(taken, dtype=np.int64, count=len(taken)))]
+    scores = retriever.hybrid_scores(bm25_scores, query_vector, free)
+    order = np.lexsort((free, -scores))
+    return [(int(free[j]), float(scores[j])) for j in order]
