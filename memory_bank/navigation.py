@@ -3,16 +3,17 @@
 It follows the exploration guidelines of seed 000 §6.2 without an LLM:
 
 1. read the root README;
-2. jump: one hybrid search for candidate chunks, and a grep for each exact entity of the
+2. jump: one hybrid search for candidate chunks (following title links to the documents the
+   question and the best hits name, as `search` does), and a grep for each exact entity of the
    question (acronyms, names, numbers, quoted strings);
 3. descend the tree with a beam, scoring each child directory by the cosine of the question to
    its README, the question terms its README mentions, and the best search candidate inside it;
    the best child's README is read at each level;
 4. read the most promising chunk files until the evidence covers the question or the budget of
    tool calls (`max_iterations`) is spent;
-5. answer extractively: the best sentences of the chunks read (precomputed sentence vectors from
-   `.bank/sentences.parquet`, so nothing is embedded per sentence at query time), citing the
-   chunk files they came from. Confidence comes from how close the best evidence is to the
+5. answer extractively: the best sentences of the chunks read, at least one from each
+   (precomputed sentence vectors from `.bank/sentences.parquet`, so nothing is embedded per
+   sentence at query time), citing every chunk file read, best first. Confidence comes from how close the best evidence is to the
    question and how many of the question's content terms it covers; below NOT_FOUND_THRESHOLD
    the answer says the memory does not hold the information.
 
@@ -239,13 +240,17 @@ class NavigationAgent:
                 members = directories.subtree_chunks[directories.position[leaf.path]]
             cosines = self.retriever.cosines(query_vector, members)
             in_beam.update(members[int(j)] for j in np.argsort(-cosines, kind="stable")[:2])
-        candidates = sorted({i for i, _ in found[:2 * self.config.top_k]} | set(grep_counts) | in_beam)
-        scores = self.retriever.hybrid_scores(bm25_scores, query_vector, candidates)
+        # Search hits keep their search score, which includes what title links lent them;
+        # grep and beam finds outside the search's top get their own hybrid score.
+        searched = dict(found[: 2 * self.config.top_k])
+        others = sorted((set(grep_counts) | in_beam) - set(searched))
+        other_scores = self.retriever.hybrid_scores(bm25_scores, query_vector, others)
+        scores = searched | {index: float(score) for index, score in zip(others, other_scores, strict=True)}
         priority = {
-            index: float(score)
+            index: score
             + GREP_BONUS * min(grep_counts.get(index, 0), 2)
             + (BEAM_BONUS if index in in_beam else 0.0)
-            for index, score in zip(candidates, scores, strict=True)
+            for index, score in scores.items()
         }
         return sorted(priority.items(), key=lambda item: (-item[1], item[0]))
 
@@ -289,7 +294,9 @@ class NavigationAgent:
         if confidence < NOT_FOUND_THRESHOLD:
             closest = ", ".join(run.files_read[-2:])
             return self._not_found(run, f"closest material read: {closest}", confidence)
-        chunk_order = list(dict.fromkeys(s.chunk for s in chosen))
+        # Every chunk read is cited, best first: each was read because it ranked near the top, and
+        # the chunk that matches the question may not hold the sentence that answers it (a bridge).
+        chunk_order = list(read)
         ordered = sorted(chosen, key=lambda s: (chunk_order.index(s.chunk), s.number))
         sources = [self.retriever.chunk_path(index) for index in chunk_order]
         final = self.tools.answer(" ".join(s.text for s in ordered), confidence, sources)
@@ -360,7 +367,9 @@ class NavigationAgent:
 
 def select_sentences(sentences: list[_Sentence], terms: list[str]) -> list[_Sentence]:
     """The best sentences within a margin of the best, a few per chunk, no near-duplicates; then
-    for every question term still uncovered, the best sentence that covers it (comparisons)."""
+    for every question term still uncovered, the best sentence that covers it (comparisons);
+    then the best sentence of every chunk still unquoted, so each cited chunk backs the answer
+    in its own words (in a two-hop question the answer often sits in the less similar chunk)."""
     best = sentences[0].score
     chosen: list[_Sentence] = []
     per_chunk: dict[int, int] = {}
@@ -380,6 +389,9 @@ def select_sentences(sentences: list[_Sentence], terms: list[str]) -> list[_Sent
         covering = next((s for s in sentences if term in s.stems), None)
         if covering is not None and covering not in chosen:
             take(covering)
+    for sentence in sentences:  # best first, so the first sentence seen of a chunk is its best
+        if sentence.chunk not in per_chunk and not _near_duplicate(sentence, chosen):
+            take(sentence)
     return chosen
 
 

@@ -99,7 +99,9 @@ class SearchHit(BaseModel):
     source: str  # the original file path given to ingest
     document_id: str
     score: float
-    text: str  # the memory text of the chunk (or README text for tree-mode README hits)
+    # The raw chunk text, i.e. the evidence passage (the chunk file holds the memory, a shorter
+    # extract); for tree-mode README hits, the README's heading and description.
+    text: str
     kind: Literal["chunk", "readme"] = "chunk"
 
 

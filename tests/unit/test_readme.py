@@ -81,11 +81,26 @@ def test_parent_readme_lists_subdirectories_and_is_described_from_them():
         "- **key_value_caches/**: Memories about Redis, caches and keys, including: Redis keeps "
         "keys in memory.",
     ]
-    description = _description(readme)
-    assert "\n" not in description
+    # Described from the children (no description given): sizes, largest first, said once.
+    assert _description(readme) == (
+        "7 memories in 2 subdirectories: key value caches (4) and sql databases (3)."
+    )
+
+
+def test_parent_description_from_the_plan_is_not_followed_by_a_second_listing():
+    planned = PARENT.model_copy(
+        update={
+            "description": "7 memories about storage in 2 subdirectories: key value caches (4) "
+            "and sql databases (3)."
+        }
+    )
+    assert _description(compose_readme(planned, PARENT.children, [])) == planned.description
+    # A description that does not list the subdirectories gets the structure sentences.
+    other = PARENT.model_copy(update={"description": "Databases and caches."})
+    description = _description(compose_readme(other, PARENT.children, []))
     assert "2 subdirectories: sql databases and key value caches" in description
     assert "7 memories, the most in key value caches (4)" in description
-    assert description.count(". ") + 1 in (2, 3)  # two or three sentences
+    assert description.count(". ") + 1 == 3
 
 
 def test_root_title_defaults_to_memory_bank_or_the_store_title():
@@ -109,7 +124,13 @@ def test_describe_directory_builds_a_sentence_from_the_children():
     assert from_files.startswith("Memories about sql")
     assert "PostgreSQL uses B-tree indexes" in from_files
     from_dirs = describe_directory([LEAF, OTHER_LEAF], [])
-    assert from_dirs.endswith("grouped into 2 subdirectories.")
+    assert from_dirs == (
+        "7 memories in 2 subdirectories: key value caches (4) and sql databases (3)."
+    )
+    shared = LEAF.model_copy(update={"name": "sql_indexes", "path": "/storage/sql_indexes"})
+    # Terms several subdirectories share say what the parent is about; template words do not.
+    from_similar = describe_directory([LEAF, shared], [])
+    assert from_similar.startswith("6 memories about sql and indexes in 2 subdirectories")
     assert describe_directory([], []) == "An empty directory."
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory_bank.config import RetrievalConfig
+from memory_bank.config import AppConfig, RetrievalConfig
 from memory_bank.errors import ConfigError, ToolError
 from memory_bank.index.bm25 import Bm25Index, tokenize, top_positive
 from memory_bank.index.retrieval import Retriever
+from memory_bank.ingest import LocalIngest
 from memory_bank.store import StoreReader
+from tests.fakes import HashingEmbedder
 from tests.unit.query_fixtures import ML_TECH_STORE, build_store, shared_embedder
 
 
@@ -62,11 +64,13 @@ def test_every_mode_returns_well_formed_hits_best_first(reader, retriever, mode)
     assert 0 < len(hits) <= 4
     assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
     memories = {row["path"]: row for row in reader.memories().drop_columns(["embedding"]).to_pylist()}
+    chunk_texts = dict(zip(reader.chunks().column("chunk_id").to_pylist(), reader.chunks().column("text").to_pylist()))
     for hit in hits:
         assert (reader.root / hit.chunk_path).is_file()
         if hit.kind == "chunk":
             row = memories[hit.chunk_path]
-            assert (hit.chunk_id, hit.document_id, hit.text) == (row["chunk_id"], row["document_id"], row["memory"])
+            assert (hit.chunk_id, hit.document_id) == (row["chunk_id"], row["document_id"])
+            assert hit.text == chunk_texts[hit.chunk_id]
             assert hit.source == row["source"] == f"docs/{hit.chunk_path}"  # the path given to ingest
     chunk_hits = [hit for hit in hits if hit.kind == "chunk"]
     assert chunk_hits[0].chunk_path == "ml/transformers/bert_pretraining.md"
@@ -101,6 +105,8 @@ def test_tree_mode_returns_a_matching_readme_with_its_subtree_chunks(retriever):
     assert "ml/vision/README.md" in [hit.chunk_path for hit in readmes]
     vision = next(hit for hit in readmes if hit.chunk_path == "ml/vision/README.md")
     assert vision.chunk_id == "/ml/vision" and vision.text.startswith("# Vision")
+    assert "Convolutional neural networks for images." in vision.text
+    assert "## Contents" not in vision.text  # the summary, not the list of what follows anyway
     chunk_paths = {hit.chunk_path for hit in hits if hit.kind == "chunk"}
     assert {"ml/vision/cnn_convolution_layers.md", "ml/vision/cnn_pooling_resnet.md"} <= chunk_paths
 
@@ -119,3 +125,17 @@ def test_an_empty_store_has_no_hits(tmp_path):
     empty = Retriever(StoreReader(build_store(tmp_path / "empty", {}, shared_embedder())), shared_embedder())
     for mode in ("bm25", "vector", "hybrid", "tree"):
         assert empty.search("anything at all", mode=mode) == []
+
+
+def test_a_hit_carries_the_raw_chunk_text_not_its_shorter_memory(tmp_path):
+    sentences = [
+        f"Sourdough step {n} keeps the starter at {20 + n} degrees while the dough rests and rises slowly."
+        for n in range(30)
+    ]
+    LocalIngest(AppConfig(), HashingEmbedder()).run(tmp_path / "store", text="\n".join(sentences))
+    reader = StoreReader(tmp_path / "store")
+    memory = reader.memories().column("memory").to_pylist()[0]
+    chunk_text = reader.chunks().column("text").to_pylist()[0]
+    assert len(memory) < len(chunk_text)  # offline memorize kept an extract of this long chunk
+    hits = Retriever(reader, HashingEmbedder()).search("starter degrees dough", top_k=1, mode="hybrid")
+    assert hits[0].text == chunk_text
