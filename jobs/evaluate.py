@@ -15,7 +15,7 @@ memorizing are always measured; --store reuses a store and only adds corpus docu
 queries always run in this process.
 
 What is scored is what each mode hands a reader:
-- search modes: the memory text of each hit (`SearchHit.text`), in rank order, attributed to the
+- search modes: the chunk text of each hit (`SearchHit.text`), in rank order, attributed to the
   hit's source document; README hits of tree mode use budget but cover no evidence.
 - ask: the agent's answer. Each cited chunk file becomes one passage holding the answer sentences
   quoted from that chunk (so the answer's tokens count once against a budget); a cited chunk the
@@ -63,7 +63,7 @@ from memory_bank.store.reader import StoreReader
 from memory_bank.text.sources import load_sources
 
 EVAL_MODES: tuple[str, ...] = ("bm25", "vector", "hybrid", "tree", "ask")
-# Hits per search: enough memory texts to fill the largest token budget (4k tokens) even where
+# Hits per search: enough chunk texts to fill the largest token budget (4k tokens) even where
 # memories are short (HotpotQA paragraphs average about 95 tokens).
 DEFAULT_TOP_K = 50
 _NOISY_LOGGERS = ("bm25s", "sentence_transformers", "transformers", "httpx", "filelock")
@@ -194,7 +194,7 @@ def evaluate(options: EvalOptions) -> EvalRun:
         "max_groups": options.max_groups,
         "store": str(store.resolve()),
         "store_reused": options.store is not None,
-        "search_passage_text": "memory",
+        "search_passage_text": "chunk",
     }
     report = write_report(options.out_dir, dataset, results, config=run_config, token_counter=token_counter_name)
     return EvalRun(

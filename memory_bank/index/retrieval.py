@@ -249,6 +249,7 @@ class Retriever:
             self.embedder.encode(["warm up"])  # loads the model and runs its first, slow pass
         if self.embedder is not None or self.reader.readmes() is not None:
             self.directories()
+        self.link_graph()
 
     def index_of_path(self, chunk_path: str) -> int | None:
         """Memory index of a store-relative chunk file path, None for any other file."""
