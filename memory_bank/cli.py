@@ -174,6 +174,8 @@ def serve(
 
 def _quiet_libraries() -> None:
     """Third-party loggers and progress bars that would drown the CLI's own output."""
+    import bm25s  # noqa: F401 - it sets its own logger to DEBUG on import; undo that once here
+
     for name in ("bm25s", "sentence_transformers", "transformers", "httpx", "filelock"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
