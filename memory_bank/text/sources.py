@@ -272,7 +272,8 @@ def _load_pdf(path: Path, source: str) -> Document:
 def _pdf_title(reader: PdfReader) -> str | None:
     try:
         title = reader.metadata.title if reader.metadata else None
-    except Exception:  # broken metadata is no reason to lose the document
+    except Exception as exc:  # broken metadata is no reason to lose the document
+        logger.info("%s: unreadable PDF metadata (%s); using the file name as title", reader, exc)
         return None
     title = _clean(str(title or "")).strip()
     # reportlab and some other writers store a placeholder rather than leaving the title out.
