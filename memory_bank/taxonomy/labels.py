@@ -40,18 +40,24 @@ def central_row(vectors: np.ndarray, rows: np.ndarray) -> int:
     return int(rows[int(np.argmax(members @ members.sum(axis=0)))])
 
 
-def _leaves(node: ClusterNode) -> list[ClusterNode]:
-    if not node.children:
-        return [node]
-    return [leaf for child in node.children for leaf in _leaves(child)]
+def _leaves(root: ClusterNode) -> list[ClusterNode]:
+    leaves: list[ClusterNode] = []
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if node.children:
+            pending.extend(node.children)
+        else:
+            leaves.append(node)
+    return leaves
 
 
 class TreeLabeler:
     """Names and describes the directories of one planning call (one corpus or one group).
 
     Terms are scored among siblings, with a penalty for terms spread over most leaves of this
-    call's tree (`GroupTerms.spread`); a parent's name may come from its subgroups' best terms,
-    so every sibling set is ranked before any directory is named.
+    call's tree (`GroupTerms.spread`). A parent may be named after its subgroups' best terms, so
+    each sibling set is ranked one level before it is labeled, and its ranking handed down.
     """
 
     def __init__(
@@ -62,9 +68,6 @@ class TreeLabeler:
         self._vectors = vectors
         self._terms = terms
         self._spread: np.ndarray | None = None
-        # Each cluster node's best terms among its siblings, by id(): nodes are unhashable
-        # dataclasses that live as long as the labeling call.
-        self._rankings: dict[int, list[RankedTerm]] = {}
 
     @classmethod
     def for_items(cls, items: Sequence[TaxonomyItem], vectors: np.ndarray) -> TreeLabeler:
@@ -82,48 +85,41 @@ class TreeLabeler:
     def central_tldr(self, rows: np.ndarray) -> str:
         return self._items[central_row(self._vectors, rows)].tldr
 
-    def _rank(self, siblings: Sequence[np.ndarray]) -> list[list[RankedTerm]]:
+    def label_root(self, root: ClusterNode) -> DirectoryNode:
+        """The tree of a whole corpus, rooted at "/", described by its top-level directories."""
+        self._spread = self._leaf_spread(root)
+        return self._label(root, "", "/", [], [], self._rank_children(root))
+
+    def label_group(
+        self, root: ClusterNode, fallback_name: str
+    ) -> tuple[DirectoryNode, list[Theme]]:
+        """The tree of one coarse group, rooted at "/<name>" and named from its own terms alone
+        (`assemble_tree` renames it among the other groups), and the group's themes: (best term,
+        size) of each of its subdirectories."""
+        self._spread = self._leaf_spread(root)
+        # Alone, without siblings or spread: every leaf of the group shares the group's topic.
+        ranked = rank_terms(GroupTerms.from_rows(self._terms, [root.rows]))[0]
+        child_rankings = self._rank_children(root)
+        themes = _themes(root, child_rankings)
+        choice = name_choice(ranked, themes, self._terms.spelling)
+        name = name_from_terms(choice.terms) or fallback_name
+        node = self._label(root, name, child_path("/", name), choice.terms, ranked, child_rankings)
+        return node, themes
+
+    def _leaf_spread(self, root: ClusterNode) -> np.ndarray | None:
+        leaves = _leaves(root)
+        leaf_counts = group_membership([leaf.rows for leaf in leaves], len(self._items))
+        return group_spread(leaf_counts @ self._terms.presence)
+
+    def _rank_children(self, node: ClusterNode) -> list[list[RankedTerm]]:
+        """Best terms of each child of `node` among its siblings (none for a leaf)."""
+        if not node.children:
+            return []
+        siblings = [child.rows for child in node.children]
         return rank_terms(GroupTerms.from_rows(self._terms, siblings, self._spread))
 
     def _spell(self, terms: Sequence[str]) -> list[str]:
         return [self._terms.spelling(term) for term in terms]
-
-    def label_root(self, root: ClusterNode) -> DirectoryNode:
-        """The tree of a whole corpus, rooted at "/", described by its top-level directories."""
-        self._prepare(root)
-        return self._label(root, "", "/", [], None)
-
-    def label_group(self, root: ClusterNode, fallback_name: str) -> DirectoryNode:
-        """The tree of one coarse group, rooted at "/<name>", named from its own terms alone
-        (`assemble_tree` renames it among the other groups)."""
-        self._prepare(root)
-        # Alone, without siblings or spread: every leaf of the group shares the group's topic.
-        ranked = rank_terms(GroupTerms.from_rows(self._terms, [root.rows]))[0]
-        choice = name_choice(ranked, self.themes(root), self._terms.spelling)
-        name = name_from_terms(choice.terms) or fallback_name
-        return self._label(root, name, child_path("/", name), choice.terms, ranked)
-
-    def themes(self, node: ClusterNode) -> list[Theme]:
-        """(best term, size) of each subgroup of `node` that has a term."""
-        return [
-            (self._rankings[id(child)][0].term, len(child.rows))
-            for child in node.children
-            if self._rankings.get(id(child))
-        ]
-
-    def _prepare(self, root: ClusterNode) -> None:
-        """Spread of every term over the leaves, then the ranking of every sibling set."""
-        leaves = _leaves(root)
-        leaf_counts = group_membership([leaf.rows for leaf in leaves], len(self._items))
-        self._spread = group_spread(leaf_counts @ self._terms.presence)
-        self._rankings = {}
-        pending = [root]
-        while pending:
-            node = pending.pop()
-            if node.children:
-                rankings = self._rank([child.rows for child in node.children])
-                self._rankings.update(zip(map(id, node.children), rankings, strict=True))
-                pending.extend(node.children)
 
     def _label(
         self,
@@ -131,10 +127,11 @@ class TreeLabeler:
         name: str,
         path: str,
         name_terms: Sequence[str],
-        ranked: Sequence[RankedTerm] | None,
+        ranked: Sequence[RankedTerm],
+        child_rankings: Sequence[Sequence[RankedTerm]],
     ) -> DirectoryNode:
-        """`name_terms` (display) are what `name` was made of; `ranked`, the node's own terms."""
-        ranked = self._rankings.get(id(node), []) if ranked is None else ranked
+        """`name_terms` (display) are what `name` was made of, `ranked` the node's best terms
+        among its siblings and `child_rankings` those of its children among each other."""
         if not node.children:
             indices = np.sort(self._indices[node.rows]).tolist()
             shown = self._spell(distinct_terms([item.term for item in ranked], DESCRIPTION_TERMS))
@@ -142,16 +139,27 @@ class TreeLabeler:
             return DirectoryNode(
                 path=path, name=name, description=description, chunk_indices=indices
             )
+        grandchild_rankings = [
+            self._rank_children(child) if child.children else [] for child in node.children
+        ]
         choices = [
             name_choice(
-                self._rankings.get(id(child), []), self.themes(child), self._terms.spelling
+                child_ranked,
+                _themes(child, rankings) if rankings else [],
+                self._terms.spelling,
             )
-            for child in node.children
+            for child, child_ranked, rankings in zip(
+                node.children, child_rankings, grandchild_rankings, strict=True
+            )
         ]
         names = name_siblings(choices)
         children = [
-            self._label(child, child_name, child_path(path, child_name), choice.terms, None)
-            for child, child_name, choice in zip(node.children, names, choices, strict=True)
+            self._label(
+                child, child_name, child_path(path, child_name), choice.terms, ranked, rankings
+            )
+            for child, child_name, choice, ranked, rankings in zip(
+                node.children, names, choices, child_rankings, grandchild_rankings, strict=True
+            )
         ]
         subdirectories = [
             (humanize(child.name), len(cluster.rows))
@@ -159,3 +167,12 @@ class TreeLabeler:
         ]
         description = describe_parent(name_terms, subdirectories)
         return DirectoryNode(path=path, name=name, description=description, children=children)
+
+
+def _themes(node: ClusterNode, child_rankings: Sequence[Sequence[RankedTerm]]) -> list[Theme]:
+    """(best term, size) of each child of `node` that has a term."""
+    return [
+        (ranked[0].term, len(child.rows))
+        for child, ranked in zip(node.children, child_rankings, strict=True)
+        if ranked
+    ]

@@ -8,10 +8,11 @@ by their subdirectories and sizes.
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
+from typing import NamedTuple
 
 from memory_bank.taxonomy.terms import RankedTerm
 
@@ -27,32 +28,36 @@ SPARE_TERMS = 3  # further terms kept to tell clashing siblings apart
 LISTED_CHILDREN = 7  # subdirectories a description names before "and N more"
 MAX_TLDR_CHARS = 200
 FALLBACK_STEM = "topic"  # for groups without any ASCII term (e.g. Japanese text)
+# Forms of one word (see `_near_duplicate`): a prefix of 4+ letters or a stem of 5+ letters,
+# and endings of at most 3.
+NEAR_DUPLICATE_STEM = 4
+SHARED_STEM = 5
+MAX_ENDING = 3
 
 Theme = tuple[str, int]  # a subgroup's best term and its number of memories
+Listed = tuple[str, int]  # a subdirectory's label in a description and its number of memories
 
 
 def is_valid_name(name: str) -> bool:
     return len(name) <= MAX_NAME_LENGTH and NAME_PATTERN.fullmatch(name) is not None
 
 
-NEAR_DUPLICATE_STEM = 4  # "database"/"databases", "branches"/"branching" share 4+ letters
-NEAR_DUPLICATE_ENDING = 3  # ... and differ in endings of at most 3 letters
+def _near_duplicate(first: str, second: str) -> bool:
+    """Forms of one word: "test"/"testing" (one extends the other by at most 3 letters) or
+    "branches"/"branching" (a stem of 5+ letters and two endings of at most 3)."""
+    shorter, longer = (first, second) if len(first) <= len(second) else (second, first)
+    if longer.startswith(shorter):
+        return len(shorter) >= NEAR_DUPLICATE_STEM and len(longer) - len(shorter) <= MAX_ENDING
+    stem = max(SHARED_STEM, len(longer) - MAX_ENDING)
+    return shorter[:stem] == longer[:stem]
 
 
-def _near_duplicate(lowered: str, other: str) -> bool:
-    """Two forms of one word: a shared stem and short endings (see the constants above)."""
-    stem = len(os.path.commonprefix([lowered, other]))
-    longest_ending = max(len(lowered), len(other)) - stem
-    return stem >= NEAR_DUPLICATE_STEM and longest_ending <= NEAR_DUPLICATE_ENDING
-
-
-def distinct_terms(ranked: Sequence[str], count: int) -> list[str]:
+def distinct_terms(ranked: Iterable[str], count: int) -> list[str]:
     """The first `count` terms that are not variants of an earlier one: no near-duplicate
     ("databases" after "database") and no shared word ("network" after "neural network")."""
     chosen: list[str] = []
+    chosen_lowered: list[str] = []
     chosen_words: set[str] = set()
-    # Near-duplicates share their first letters: compare only terms opening the same way.
-    by_opening: dict[str, list[str]] = {}
     for term in ranked:
         if len(chosen) == count:
             break
@@ -60,13 +65,14 @@ def distinct_terms(ranked: Sequence[str], count: int) -> list[str]:
         words = lowered.split()
         if not chosen_words.isdisjoint(words):
             continue
-        opening = lowered[:NEAR_DUPLICATE_STEM]
-        similar = by_opening.setdefault(opening, [])
-        if any(_near_duplicate(lowered, other) for other in similar):
-            continue
-        chosen.append(term)
-        chosen_words.update(words)
-        similar.append(lowered)
+        for other in chosen_lowered:
+            # The first-letter test is a cheap filter: near-duplicates share a stem.
+            if other[0] == lowered[0] and _near_duplicate(lowered, other):
+                break
+        else:
+            chosen.append(term)
+            chosen_lowered.append(lowered)
+            chosen_words.update(words)
     return chosen
 
 
@@ -86,12 +92,12 @@ def choose_name_terms(ranked: Sequence[RankedTerm], themes: Sequence[Theme] = ()
             return named
     if not ranked:
         return []
-    strong = [item.term for item in ranked if item.score >= SECOND_TERM_SHARE * ranked[0].score]
-    return distinct_terms(strong, TERMS_PER_NAME)
+    threshold = SECOND_TERM_SHARE * ranked[0].score
+    # Ranked best first: a generator lets `distinct_terms` stop after the terms it needs.
+    return distinct_terms((item.term for item in ranked if item.score >= threshold), TERMS_PER_NAME)
 
 
-@dataclass(frozen=True)
-class NameChoice:
+class NameChoice(NamedTuple):  # a tuple: one is made per directory
     """The display terms a directory is named after, and further ones to tell siblings apart."""
 
     terms: tuple[str, ...]
@@ -103,17 +109,17 @@ def name_choice(
 ) -> NameChoice:
     """`choose_name_terms`, spelled for display, with the other ranked terms as spares."""
     chosen = choose_name_terms(ranked, themes)
-    spares = [item.term for item in ranked if item.term not in chosen][:SPARE_TERMS]
+    spares = islice((item.term for item in ranked if item.term not in chosen), SPARE_TERMS)
     return NameChoice(tuple(map(spell, chosen)), tuple(map(spell, spares)))
 
 
 def name_from_terms(terms: Sequence[str]) -> str:
     """"neural networks", "B-tree" -> "neural_networks_b_tree"; trailing terms that do not fit
     in `MAX_NAME_LENGTH` are left out. Empty when no term is given."""
-    parts = [term.lower().replace(" ", "_").replace("-", "_") for term in terms if term]
-    while len(parts) > 1 and len("_".join(parts)) > MAX_NAME_LENGTH:
-        parts.pop()
-    return "_".join(parts)[:MAX_NAME_LENGTH].rstrip("_")
+    name = "_".join(terms).lower().replace(" ", "_").replace("-", "_")
+    if len(name) <= MAX_NAME_LENGTH or len(terms) <= 1:
+        return name[:MAX_NAME_LENGTH].rstrip("_")
+    return name_from_terms(terms[:-1])
 
 
 def name_siblings(choices: Sequence[NameChoice]) -> list[str]:
@@ -127,7 +133,8 @@ def name_siblings(choices: Sequence[NameChoice]) -> list[str]:
         name_from_terms(choice.terms) or f"{FALLBACK_STEM}_{position}"
         for position, choice in enumerate(choices, start=1)
     ]
-    clashing = {name for name in names if names.count(name) > 1}
+    uses = Counter(names)
+    clashing = {name for name, count in uses.items() if count > 1}
     for position, choice in enumerate(choices):
         if names[position] not in clashing or not choice.terms:
             continue
@@ -204,7 +211,7 @@ def count_memories(count: int) -> str:
     return f"{count:,} memor{'y' if count == 1 else 'ies'}"
 
 
-def list_children(children: Sequence[Theme]) -> str:
+def list_children(children: Sequence[Listed]) -> str:
     """"a (8), b (7) and c (6)": labels with sizes, largest first, at most `LISTED_CHILDREN`."""
     largest_first = sorted(children, key=lambda child: -child[1])  # stable: ties keep order
     shown = [f"{label} ({size:,})" for label, size in largest_first[:LISTED_CHILDREN]]
@@ -213,7 +220,7 @@ def list_children(children: Sequence[Theme]) -> str:
     return join_words(shown)
 
 
-def describe_parent(about: Sequence[str], children: Sequence[Theme]) -> str:
+def describe_parent(about: Sequence[str], children: Sequence[Listed]) -> str:
     """A parent or the root: "21 memories about coffee and sourdough in 3 subdirectories:
     sourdough starter (8), photosynthesis (7) and coffee beans (6)."
 

@@ -130,8 +130,9 @@ def plan_group(
     with single_threaded():
         labeler = TreeLabeler.for_items(items, data)
         clusters = grow_tree(data, budget, config, is_root=False)
-        node = labeler.label_group(clusters, fallback_name=f"{FALLBACK_STEM}_{group_id + 1}")
-        return GroupPlan(node, _summarize(labeler, clusters.rows, labeler.themes(clusters)))
+        fallback_name = f"{FALLBACK_STEM}_{group_id + 1}"
+        node, themes = labeler.label_group(clusters, fallback_name)
+        return GroupPlan(node, _summarize(labeler, clusters.rows, themes))
 
 
 def plan_subtree(

@@ -30,11 +30,11 @@ MAX_TERM_LENGTH = 30
 RANKED_TERMS = 10  # candidates per group handed to naming and descriptions
 # A phrase that covers as many memories as its best word reads better than the word alone.
 PHRASE_BONUS = 1.25
-# Terms used in this share of all leaf groups or more are near the floor of the spread penalty.
+# Lowest factor of the spread penalty (for a term in every leaf group): ranks still hold.
 SPREAD_FLOOR = 0.05
-MIN_SPREAD_GROUPS = 4
+MIN_SPREAD_GROUPS = 4  # below this many groups, "spread across most groups" means nothing
 # A term siblings use as much as the group tells nothing apart, but it may still be all there is.
-DISTINCT_FLOOR = 0.05  # below this many groups, "spread across most groups" means nothing
+DISTINCT_FLOOR = 0.05
 
 # scikit-learn's list holds a few words that are topics in their own right ("interest rates").
 _CONTENT_WORDS = frozenset({"bill", "computer", "detail", "fire", "interest", "system"})
@@ -58,7 +58,7 @@ STOPWORDS = (frozenset(ENGLISH_STOP_WORDS) - _CONTENT_WORDS) | _GENERIC_WORDS
 # Letter-led words, or runs of anything that separates them except whitespace and hyphens:
 # two words are adjacent (may form a phrase) only with nothing but " " or "-" between them. A
 # single letter hyphenated to a word stays one word ("B-tree", "k-means", "t-SNE").
-_TOKEN = re.compile(r"[A-Za-z]-[A-Za-z][A-Za-z0-9]*|[A-Za-z][A-Za-z0-9]*|[^A-Za-z\s-]+")
+_TOKEN = re.compile(r"[A-Za-z](?:-[A-Za-z][A-Za-z0-9]*|[A-Za-z0-9]*)|[^A-Za-z\s-]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 # Capitalized words opening a sentence or a line: the capital says nothing about the word there.
 # (Two simple patterns: one alternation scanning every position was several times slower.)
@@ -158,8 +158,9 @@ class _Reader:
         folded = _fold_to_ascii(text)
         tokens = _TOKEN.findall(folded)
         self._text_forms.update(tokens)  # counted in C; non-words are filtered out later
-        self._openers.extend(_SENTENCE_OPENER.findall(folded))
-        self._openers.extend(_LINE_OPENER.findall(folded))
+        if folded != folded.lower():  # a text without capitals has no capitalized opener
+            self._openers.extend(_SENTENCE_OPENER.findall(folded))
+            self._openers.extend(_LINE_OPENER.findall(folded))
         return self._keys_of(tokens)
 
     def _keys_of(self, tokens: Sequence[str]) -> list[str | None]:
@@ -257,7 +258,8 @@ class TermMatrix:
             used = set(filter(None, text_keys))
             if phrases_by_first_word:
                 used |= _phrases_among(text_keys, phrases_by_first_word)
-            used_rows.append(used | curated)
+            used |= curated
+            used_rows.append(used)
         if not any(used_rows):  # e.g. every memory is Japanese: no ASCII terms at all
             empty = sparse.csr_matrix((len(used_rows), 0), dtype=np.float64)
             return cls(empty, empty.copy(), np.array([], dtype=object), {})
@@ -309,9 +311,8 @@ class GroupTerms:
 
 def group_membership(groups: Sequence[np.ndarray], n_rows: int) -> sparse.csr_matrix:
     """groups x rows matrix with a 1 where the row belongs to the group."""
-    group_of_row = np.concatenate(
-        [np.full(len(rows), number) for number, rows in enumerate(groups)]
-    )
+    sizes = np.fromiter(map(len, groups), dtype=np.int64, count=len(groups))
+    group_of_row = np.repeat(np.arange(len(groups)), sizes)
     member_rows = np.concatenate([np.asarray(rows, dtype=np.int64) for rows in groups])
     return sparse.csr_matrix(
         (np.ones(len(member_rows)), (group_of_row, member_rows)), shape=(len(groups), n_rows)
