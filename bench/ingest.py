@@ -283,7 +283,8 @@ def run_raw_encode(chunk_texts: list[str], config: AppConfig) -> list[Row]:
     from memory_bank.index.embedding import load_model
 
     os.nice(max(0, RAY_WORKER_NICENESS - os.nice(0)))
-    model = load_model(num_threads=os.cpu_count())  # as the pipeline's embed actor does
+    # As the pipeline's embed actor does: same threads, same precision.
+    model = load_model(num_threads=os.cpu_count(), precision=config.embedding.precision)
     windows, pipeline_pieces = pipeline_windows(chunk_texts, config, model)
     model.encode(chunk_texts[:RAW_BATCH_SIZE], batch_size=RAW_BATCH_SIZE)  # warm up
     rows = []
@@ -365,7 +366,7 @@ def main() -> None:
     print(f"RayIngest, {args.config.relative_to(REPO) if args.config.is_relative_to(REPO) else args.config}"
           f"{' + ' + ', '.join(args.overrides) if args.overrides else ''}: {stages}, embedding "
           f"{config.embedding.model_dump(exclude={'model_name'})}; {os.cpu_count()} cores. Raw encode: "
-          f"load_model(num_threads={os.cpu_count()}), model.encode(batch_size={RAW_BATCH_SIZE}), after "
+          f"load_model(num_threads={os.cpu_count()}, precision={config.embedding.precision}), model.encode(batch_size={RAW_BATCH_SIZE}), after "
           f"ray.shutdown(), at the Ray workers' niceness {os.nice(0)}.")
     print("Load average (1/5/15 min): " + "; ".join(note for note, _ in loads) + ".")
     if loads[0][1] > BUSY_LOAD:

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from memory_bank.config import EmbeddingConfig
 from memory_bank.errors import ModelLoadError
-from memory_bank.index.embedding import EMBEDDING_DIM, Embedder, _pack_windows, load_model
+from memory_bank.index import embedding
+from memory_bank.index.embedding import (
+    EMBEDDING_DIM,
+    Embedder,
+    _pack_windows,
+    has_native_bfloat16,
+    load_model,
+    resolve_precision,
+)
 from memory_bank.text.sentences import split_sentences
 
 BREAD_SENTENCES = [
@@ -41,7 +50,9 @@ GIL_PARAGRAPH = (
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:
-    return Embedder(EmbeddingConfig())  # the model loads lazily, once for this module
+    # float32: these tests pin exact equalities (batching, determinism) that bfloat16 rounding
+    # only approximates; bfloat16 is checked against it below. Loads lazily, once per module.
+    return Embedder(EmbeddingConfig(precision="float32"))
 
 
 def _long_chunk_with_fact_at_the_end() -> str:
@@ -161,6 +172,39 @@ def test_sentence_longer_than_a_window_is_cut_but_still_embedded(embedder: Embed
     assert len(encoding.sentence_spans) == 1
     assert abs(np.linalg.norm(encoding.sentence_vectors[0]) - 1.0) < 1e-5
     assert _cosine(encoding.vector, embedder.encode_chunks([text])[0].vector) > 0.8
+
+
+def test_bfloat16_vectors_agree_with_float32(embedder: Embedder) -> None:
+    half = Embedder(EmbeddingConfig(precision="bfloat16"))
+    texts = [GIL_PARAGRAPH, _long_chunk_with_fact_at_the_end(), "東京タワーは1958年に完成した。"]
+    exact, rounded = embedder.encode_chunks(texts), half.encode_chunks(texts)
+    for full, approximate in zip(exact, rounded):
+        assert approximate.vector.dtype == np.float32
+        assert float(full.vector @ approximate.vector) > 0.999
+        assert approximate.sentence_spans == full.sentence_spans
+        agreement = np.sum(full.sentence_vectors * approximate.sentence_vectors, axis=1)
+        assert agreement.min() > 0.995
+    queries = [HIDDEN_FACT_QUERY, "What is the GIL?"]
+    single = np.concatenate([half.encode([query]) for query in queries])
+    for vectors in (single, half.encode(queries)):
+        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+        assert np.sum(vectors * embedder.encode(queries), axis=1).min() > 0.999
+
+
+def test_auto_precision_follows_the_cpu_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("flags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n")
+    assert has_native_bfloat16(cpuinfo)
+    cpuinfo.write_text("flags\t\t: fpu avx2 avx512f avx512bw\n")  # AVX-512 alone emulates it
+    assert not has_native_bfloat16(cpuinfo)
+    assert not has_native_bfloat16(tmp_path / "missing")  # not Linux: float32
+    monkeypatch.setattr(embedding, "has_native_bfloat16", lambda: False)
+    assert resolve_precision("auto") == "float32"
+    monkeypatch.setattr(embedding, "has_native_bfloat16", lambda: True)
+    assert resolve_precision("auto") == "bfloat16"
+    assert resolve_precision("float32") == "float32"
+    with pytest.raises(ModelLoadError, match="precision"):
+        resolve_precision("int8")
 
 
 def test_pack_windows_breaks_between_sentences_and_cuts_long_ones() -> None:
