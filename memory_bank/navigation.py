@@ -61,6 +61,9 @@ MAX_SENTENCES_PER_CHUNK = 2
 ANSWER_MARGIN = 0.2  # answer sentences score at least best - margin
 NEAR_DUPLICATE_COSINE = 0.92  # a sentence this close to a chosen one adds nothing
 SENTENCE_TERM_WEIGHT = 0.3  # sentence score = cosine + weight * share of question terms it has
+# A chosen sentence that ends in ":" ("It came in two sizes:") announces what follows: the
+# list items after it join the answer, up to this many (or the one sentence after it).
+MAX_LIST_ITEMS = 6
 # Cosine of the best evidence mapped linearly onto 0..1 between these two points: below 0.2
 # all-MiniLM-L6-v2 pairs are unrelated, above 0.55 they are about the same thing.
 COSINE_FLOOR, COSINE_CEILING = 0.2, 0.55
@@ -68,6 +71,7 @@ COSINE_FLOOR, COSINE_CEILING = 0.2, 0.55
 # Double quotes anywhere; single quotes only around a phrase, so "Rust's" is not a quote.
 _QUOTED = re.compile(r"[\"“”]([^\"“”]{2,60})[\"“”]|(?<!\w)['‘]([^'‘’]{2,60})['’](?!\w)")
 _WORD = re.compile(r"[^\W_](?:[\w.+#-]*[^\W_])?")
+_LIST_ITEM = re.compile(r"\s*(?:[-*+•]|\d{1,3}[.)])\s")
 _IDENTIFIER = re.compile(r"[a-z][A-Z]|\w_\w|[a-z]\.[a-z]")  # camelCase, snake_case, dotted.name
 
 
@@ -286,7 +290,7 @@ class NavigationAgent:
         sentences = self._score_sentences(read, query_vector, terms)
         if not sentences:
             return self._not_found(run, "no readable evidence")
-        chosen = select_sentences(sentences, terms)
+        chosen = complete_lead_ins(select_sentences(sentences, terms), sentences)
         evidence_stems = frozenset().union(*run.evidence.values())
         chunk_cosines = self.retriever.cosines(query_vector, sorted({s.chunk for s in chosen}))
         best_cosine = max(max(float(s.vector @ query_vector) for s in chosen), float(chunk_cosines.max()))
@@ -299,7 +303,7 @@ class NavigationAgent:
         chunk_order = list(read)
         ordered = sorted(chosen, key=lambda s: (chunk_order.index(s.chunk), s.number))
         sources = [self.retriever.chunk_path(index) for index in chunk_order]
-        final = self.tools.answer(" ".join(s.text for s in ordered), confidence, sources)
+        final = self.tools.answer(answer_text([s.text for s in ordered]), confidence, sources)
         run.note(f"answer: {len(ordered)} sentences from {len(sources)} files (confidence {final.confidence:.2f})")
         return self._result(run, final.text, final.sources, final.confidence, f"{run.calls} tool calls")
 
@@ -393,6 +397,37 @@ def select_sentences(sentences: list[_Sentence], terms: list[str]) -> list[_Sent
         if sentence.chunk not in per_chunk and not _near_duplicate(sentence, chosen):
             take(sentence)
     return chosen
+
+
+def complete_lead_ins(chosen: list[_Sentence], sentences: list[_Sentence]) -> list[_Sentence]:
+    """`chosen` plus what its lead-ins announce: after a sentence ending in ":", the list items
+    that follow it in its chunk (at most MAX_LIST_ITEMS), or else the next sentence."""
+    by_position = {(s.chunk, s.number): s for s in sentences}
+    completed = list(chosen)
+    taken = {(s.chunk, s.number) for s in chosen}
+    for lead_in in chosen:
+        if not lead_in.text.rstrip().endswith(":"):
+            continue
+        for offset in range(1, MAX_LIST_ITEMS + 1):
+            following = by_position.get((lead_in.chunk, lead_in.number + offset))
+            if following is None or (offset > 1 and not _LIST_ITEM.match(following.text)):
+                break
+            if (following.chunk, following.number) not in taken:
+                completed.append(following)
+                taken.add((following.chunk, following.number))
+            if not _LIST_ITEM.match(following.text):
+                break  # a plain sentence completes the lead-in by itself
+    return completed
+
+
+def answer_text(sentences: Sequence[str]) -> str:
+    """Sentences joined by spaces, list items on lines of their own."""
+    parts: list[str] = []
+    for number, sentence in enumerate(sentences):
+        if number:
+            parts.append("\n" if _LIST_ITEM.match(sentence) else " ")
+        parts.append(sentence.strip())
+    return "".join(parts)
 
 
 def _near_duplicate(sentence: _Sentence, chosen: Iterable[_Sentence]) -> bool:

@@ -11,8 +11,8 @@ Chunks are then made one after the other. From the current atom, every cut that 
 within [min_tokens, max_tokens] is scored and the cheapest taken:
 
 * where the cut falls: before a header (cheapest, more so for higher-level headers), between
-  blocks, between sentences, inside a sentence (last resort), or between a header and its text
-  (practically never);
+  blocks, between sentences, inside a sentence or after a paragraph that ends in ":" and
+  announces the next block (last resorts), or between a header and its text (practically never);
 * every header a chunk swallows costs, so sections that can stand alone stay apart;
 * a cut that leaves the next section too short to stand alone is charged for the header the next
   chunk will then have to swallow. So a short section joins the section after it, unless that
@@ -51,6 +51,8 @@ _CUT_AT_INNER_BLANK_LINE = 3.0  # a blank line inside a turn or a code block
 _CUT_BETWEEN_SENTENCES = 4.0
 _CUT_INSIDE_SENTENCE = 12.0
 _CUT_AFTER_HEADER = 50.0
+# Between a paragraph ending in ":" and what it announces (a list, a quote, a code block).
+_CUT_AFTER_LEAD_IN = 12.0
 # Cost of a header inside a chunk: more than any cut inside a section, so sections stay apart.
 _SWALLOW_HEADER = 3.0  # plus _SWALLOW_LEVEL_STEP per level above ######: `#` costs the most
 _SWALLOW_LEVEL_STEP = 0.5
@@ -213,6 +215,8 @@ def _atoms(text: str, blocks: Sequence[_Block], encoding: Encoding, cap: int) ->
             cut_cost = _CUT_BEFORE_HEADER + _HEADER_LEVEL_STEP * (block.header_level - 1)
         elif previous is not None and previous.header_level:
             cut_cost = _CUT_AFTER_HEADER
+        elif previous is not None and text[previous.end - 1] == ":":
+            cut_cost = _CUT_AFTER_LEAD_IN
         else:
             cut_cost = _CUT_BETWEEN_BLOCKS
         # The blank line between blocks is a token of its own after a word; after punctuation

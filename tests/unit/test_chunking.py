@@ -252,3 +252,21 @@ def test_hundred_thousand_word_document():
     check_invariants(doc, chunks, config)
     total_tokens = count_tokens(doc.text)
     assert total_tokens / config.max_tokens <= len(chunks) <= total_tokens / config.min_tokens
+
+
+def test_a_lead_in_paragraph_stays_with_the_list_it_announces():
+    # Paragraphs of about 75, 50, 70 and 75 tokens: 270 tokens need two cuts or one in the
+    # middle, after "... two sizes:", which would part the list from its lead-in.
+    filler = "The encoder reads the whole sentence at once and builds context for every word. "
+    opening = filler * 5
+    lead_in = filler * 3 + "It came in two sizes:"
+    items = "\n".join(f"- Size {name}: {filler.strip()}" for name in ("Base", "Large"))
+    closing = filler * 5
+    text = "\n\n".join([opening, lead_in, items, closing])
+    config = ChunkConfig(min_tokens=60, max_tokens=150)
+    doc = document_from_text(text, source="lead_in.md")
+    chunks = chunk_document(doc, config)
+    check_invariants(doc, chunks, config)
+    assert len(chunks) >= 2
+    assert not any(chunk.text.endswith(":") for chunk in chunks[:-1])
+    assert any("two sizes:\n\n- Size Base" in chunk.text for chunk in chunks)

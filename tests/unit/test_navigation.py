@@ -12,7 +12,10 @@ from memory_bank.index.retrieval import Retriever
 from memory_bank.navigation import (
     NOT_FOUND_ANSWER,
     NavigationAgent,
+    _Sentence,
+    answer_text,
     calibrate_confidence,
+    complete_lead_ins,
     content_terms,
     question_entities,
     stem_all,
@@ -162,3 +165,30 @@ def test_confidence_grows_with_similarity_and_coverage():
     assert calibrate_confidence(0.8, 1.0) == 1.0
     assert calibrate_confidence(0.4, 0.5) < calibrate_confidence(0.5, 0.5) < calibrate_confidence(0.5, 1.0)
     assert calibrate_confidence(0.5, None) == pytest.approx((0.5 - 0.2) / 0.35)
+
+
+def _sentences(chunk: int, texts: list[str]) -> list[_Sentence]:
+    return [
+        _Sentence(chunk, number, text, np.zeros(3, dtype=np.float32), 0.0, frozenset())
+        for number, text in enumerate(texts)
+    ]
+
+
+def test_a_lead_in_brings_the_list_it_announces():
+    bert = _sentences(0, [
+        "BERT was released by Google in 2018.",
+        "It came in two sizes:",
+        "- BERT-Base: 12 layers.",
+        "- BERT-Large: 24 layers.",
+        "BERT was pre-trained on Wikipedia.",
+    ])
+    other = _sentences(1, ["Steps:", "First mix the flour.", "Then wait."])
+    everything = bert + other
+    completed = complete_lead_ins([bert[0], bert[1], other[0]], everything)
+    assert [(s.chunk, s.number) for s in completed] == [(0, 0), (0, 1), (1, 0), (0, 2), (0, 3), (1, 1)]
+    # Items already chosen are not repeated, and a chunk's end stops the list.
+    assert len(complete_lead_ins([bert[1], bert[2]], bert[:3])) == 2
+    assert answer_text([s.text for s in bert[:4]]) == (
+        "BERT was released by Google in 2018. It came in two sizes:\n"
+        "- BERT-Base: 12 layers.\n- BERT-Large: 24 layers."
+    )
