@@ -71,6 +71,7 @@ COSINE_FLOOR, COSINE_CEILING = 0.2, 0.55
 # Double quotes anywhere; single quotes only around a phrase, so "Rust's" is not a quote.
 _QUOTED = re.compile(r"[\"“”]([^\"“”]{2,60})[\"“”]|(?<!\w)['‘]([^'‘’]{2,60})['’](?!\w)")
 _WORD = re.compile(r"[^\W_](?:[\w.+#-]*[^\W_])?")
+_HEADER_LINE = re.compile(r"\s{0,3}#{1,6}\s")
 _LIST_ITEM = re.compile(r"\s*(?:[-*+•]|\d{1,3}[.)])\s")
 _IDENTIFIER = re.compile(r"[a-z][A-Z]|\w_\w|[a-z]\.[a-z]")  # camelCase, snake_case, dotted.name
 
@@ -315,6 +316,8 @@ class NavigationAgent:
             texts, vectors = self._chunk_sentences(index, memory_text)
             cosines = vectors @ query_vector if texts else np.zeros(0)
             for number, (text, vector, cosine) in enumerate(zip(texts, vectors, cosines, strict=True)):
+                if _HEADER_LINE.match(text):
+                    continue  # a section title names a topic; it answers nothing by itself
                 stems = stem_all(tokenize(text))
                 score = float(cosine) + SENTENCE_TERM_WEIGHT * term_coverage(terms, stems)
                 scored.append(_Sentence(index, number, text, vector, score, stems))

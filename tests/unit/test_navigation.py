@@ -24,7 +24,7 @@ from memory_bank.navigation import (
 from memory_bank.store import StoreReader
 from memory_bank.text.sentences import split_sentences
 from memory_bank.tools import StoreTools
-from tests.unit.query_fixtures import ML_TECH_STORE, PYTHON_ONLY_STORE, build_store, shared_embedder
+from tests.unit.query_fixtures import ML_TECH_STORE, Note, PYTHON_ONLY_STORE, build_store, shared_embedder
 
 
 class CountingEncoder:
@@ -192,3 +192,16 @@ def test_a_lead_in_brings_the_list_it_announces():
         "BERT was released by Google in 2018. It came in two sizes:\n"
         "- BERT-Base: 12 layers.\n- BERT-Large: 24 layers."
     )
+
+
+def test_section_titles_are_not_answer_sentences(tmp_path):
+    store = build_store(tmp_path / "titled", {
+        "/baking": ("Baking notes", [
+            Note("sourdough_starter", ("sourdough", "starter"),
+                 "## Sourdough starter\n\nA sourdough starter is fed flour and water every day and "
+                 "kept at 24 degrees. It rises within eight hours."),
+        ]),
+    }, shared_embedder())
+    result = make_agent(store).request("What about the sourdough starter?")
+    assert "24 degrees" in result.answer
+    assert "#" not in result.answer
