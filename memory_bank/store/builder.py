@@ -4,6 +4,10 @@ Readers therefore see the old store or the new one, never a mix. The build happe
 sibling directory (`.<name>.building-<random>`) so the final rename stays on one filesystem. The
 swap, and any read of the previous store that the new one depends on (its `created_at`), happen
 under an exclusive `flock` on `<parent>/.<name>.lock`, so concurrent builds serialize.
+
+A build holds a `flock` on a file inside its directory for as long as it runs; the kernel drops
+it when the process dies, so the next build can tell a build directory left by a crash (lock
+free: removed) from one that is still being written (lock held: kept).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -39,6 +43,9 @@ from memory_bank.store.tables import (
 )
 
 
+_OWNER_FILE = ".owner.lock"  # inside a build directory, locked by the process writing it
+
+
 class StoreBuilder:
     """Writes a new store into a temporary directory; `commit()` makes it the live store.
 
@@ -55,6 +62,7 @@ class StoreBuilder:
         _refuse_foreign_directory(self.store_dir)
         self.store_dir.parent.mkdir(parents=True, exist_ok=True)
         self.build_dir = _make_build_dir(self.store_dir)
+        self._owner = _claim(self.build_dir)
         self._committed = False
         self._lock_depth = 0
 
@@ -157,6 +165,7 @@ class StoreBuilder:
             self._lock_depth = 1
             try:
                 _recover_interrupted_swap(self.store_dir)
+                _remove_abandoned_builds(self.store_dir, keep=self.build_dir)
                 yield
             finally:
                 self._lock_depth = 0
@@ -180,6 +189,7 @@ class StoreBuilder:
             _refuse_foreign_directory(self.store_dir)
             # One sync for the whole build: cheaper than an fsync per chunk file, and it must
             # happen before the rename so a crash cannot leave a live store of empty files.
+            self._release()  # under the store lock, so no cleanup can take the build for dead
             os.sync()
             try:
                 _swap_in(self.build_dir, self.store_dir)
@@ -194,6 +204,14 @@ class StoreBuilder:
         """Throw the build away (idempotent); the live store is not touched."""
         if not self._committed:
             shutil.rmtree(self.build_dir, ignore_errors=True)
+            self._release()
+
+    def _release(self) -> None:
+        if self._owner is not None:
+            with contextlib.suppress(OSError):
+                (self.build_dir / _OWNER_FILE).unlink()
+            self._owner.close()  # closing drops the flock
+            self._owner = None
 
 
 @contextlib.contextmanager
@@ -224,6 +242,30 @@ def _make_build_dir(store_dir: Path) -> Path:
         except FileExistsError:
             continue
         return candidate
+
+
+def _claim(build_dir: Path) -> IO[str]:
+    """Open and lock the build's owner file; the lock lasts while the handle is open."""
+    handle = open(build_dir / _OWNER_FILE, "w")  # noqa: SIM115 - held for the build's lifetime
+    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return handle
+
+
+def _remove_abandoned_builds(store_dir: Path, keep: Path) -> None:
+    """Delete build directories whose builder died. Caller holds the store lock."""
+    for build_dir in store_dir.parent.glob(f".{store_dir.name}.building-*"):
+        if build_dir == keep or not build_dir.is_dir():
+            continue
+        try:
+            handle = open(build_dir / _OWNER_FILE, "a")  # noqa: SIM115 - closed below
+        except OSError:
+            continue  # no owner file: a build made before this scheme, or one just starting
+        with handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # its builder is alive
+            shutil.rmtree(build_dir, ignore_errors=True)
 
 
 def _aside_dirs(store_dir: Path) -> list[Path]:

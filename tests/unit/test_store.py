@@ -6,6 +6,8 @@ import hashlib
 import json
 import re
 import shutil
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -570,3 +572,29 @@ def test_a_symlinked_store_path_keeps_pointing_at_the_store(
     plain = tmp_path / "plain"
     plain.mkdir()
     assert real.stat().st_mode == plain.stat().st_mode  # not mkdtemp's 0700
+
+
+def test_a_build_left_by_a_dead_process_is_removed_and_a_live_one_kept(
+    tmp_path: Path, inputs: StoreInputs
+) -> None:
+    store_dir = tmp_path / "mem"
+    crash = (
+        "import os, sys\n"
+        "from memory_bank.store import StoreBuilder\n"
+        "builder = StoreBuilder(sys.argv[1])\n"
+        "builder.write_file('README.md', 'half-built')\n"
+        "print(builder.build_dir)\n"
+        "os._exit(1)  # killed mid-build: no abort, no cleanup\n"
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", crash, str(store_dir)], capture_output=True, text=True, check=False
+    )
+    abandoned = Path(finished.stdout.strip())
+    assert finished.returncode == 1 and abandoned.is_dir()
+    with StoreBuilder(store_dir) as running:  # another build, still being written
+        write_store(store_dir, **inputs.kwargs())
+        assert not abandoned.exists()
+        assert running.build_dir.is_dir()
+        running.abort()
+    assert leftovers(store_dir) == []
+    assert is_store(store_dir) and not (store_dir / ".owner.lock").exists()
