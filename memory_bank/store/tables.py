@@ -49,6 +49,14 @@ DOCUMENTS_SCHEMA = pa.schema([
     _required("kind", pa.string()),
     _required("text", pa.string()),
     _required("token_count", pa.int64()),
+    # Conversations only (empty lists otherwise): enough to chunk the document again on turn
+    # boundaries when the store is rebuilt from its own tables.
+    _required("turns", pa.list_(pa.struct([
+        _required("speaker", pa.string()),
+        _required("text", pa.string()),
+        pa.field("timestamp", pa.string()),
+    ]))),
+    _required("turn_offsets", pa.list_(pa.int64())),
 ])
 
 CHUNKS_SCHEMA = pa.schema([
@@ -158,6 +166,8 @@ def documents_table(documents: Sequence[Document], token_counts: Mapping[str, in
                 "kind": doc.kind,
                 "text": doc.text,
                 "token_count": int(token_counts.get(doc.document_id, 0)),
+                "turns": [turn.model_dump() for turn in doc.turns],
+                "turn_offsets": doc.turn_offsets,
             }
             for doc in documents
         ],
@@ -247,7 +257,8 @@ def _metadata_str(memory: MemorizedChunk, key: str) -> str:
 
 
 def documents_from_table(table: pa.Table) -> list[Document]:
-    """Rebuild documents (conversation turns are not stored; chunks keep speakers/timestamps)."""
+    """Rebuild documents (a store written before turns were stored gives conversations without
+    them)."""
     return [
         Document.model_validate(row)
         for row in table.drop_columns(["token_count"]).to_pylist()
@@ -299,6 +310,7 @@ def read_parquet(path: Path, schema: pa.Schema) -> pa.Table:
         raise StoreError(f"store table {path} is missing") from exc
     except (OSError, pa.ArrowException) as exc:
         raise StoreError(f"store table {path} is unreadable: {exc}") from exc
+    table = _with_later_columns(table, schema)
     if table.schema.names != schema.names:
         raise StoreError(
             f"store table {path} has columns {table.schema.names}, expected {schema.names}"
@@ -308,6 +320,16 @@ def read_parquet(path: Path, schema: pa.Schema) -> pa.Table:
             table = table.cast(schema)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise StoreError(f"store table {path} has unexpected column types: {exc}") from exc
+    return table
+
+
+def _with_later_columns(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A table written before some list columns existed, with those columns empty, so stores of
+    an earlier version stay readable (e.g. documents.parquet before `turns`)."""
+    for field in schema:
+        if field.name not in table.schema.names and pa.types.is_list(field.type):
+            empty = pa.array([[]] * table.num_rows, type=field.type)
+            table = table.append_column(field, empty)
     return table
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from memory_bank.config import AppConfig, TaxonomyConfig
@@ -598,3 +599,24 @@ def test_a_build_left_by_a_dead_process_is_removed_and_a_live_one_kept(
         running.abort()
     assert leftovers(store_dir) == []
     assert is_store(store_dir) and not (store_dir / ".owner.lock").exists()
+
+
+def test_conversation_turns_round_trip_and_older_tables_still_read(
+    tmp_path: Path, inputs: StoreInputs
+) -> None:
+    from memory_bank.schemas import Turn
+    from memory_bank.store.tables import DOCUMENTS_SCHEMA, documents_table, read_parquet
+
+    turns = [Turn(speaker="Ann", text="Shall we start?", timestamp="10:00"), Turn(speaker="Bo", text="Yes.")]
+    conversation = Document(
+        document_id="c0ffee", source="meeting.json", title="meeting", kind="conversation",
+        text="Ann: Shall we start?\nBo: Yes.", turns=turns, turn_offsets=[0, 21],
+    )
+    path = tmp_path / "documents.parquet"
+    pq.write_table(documents_table([*inputs.documents, conversation], {}), path)
+    assert documents_from_table(read_parquet(path, DOCUMENTS_SCHEMA))[-1] == conversation
+    # A table written before the turn columns existed reads with empty turns.
+    pq.write_table(pq.read_table(path).drop_columns(["turns", "turn_offsets"]), path)
+    older = documents_from_table(read_parquet(path, DOCUMENTS_SCHEMA))
+    assert older[:-1] == inputs.documents
+    assert (older[-1].turns, older[-1].turn_offsets) == ([], [])
