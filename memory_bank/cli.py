@@ -76,6 +76,8 @@ def ingest(
     table.add_row("documents", str(summary.documents))
     if summary.unchanged_documents:
         table.add_row("unchanged documents", str(summary.unchanged_documents))
+    if summary.rebuilt_documents:
+        table.add_row("rebuilt documents", str(summary.rebuilt_documents))
     table.add_row("chunks", str(summary.chunks))
     table.add_row("directories", str(summary.directories))
     for stage, seconds in summary.stage_seconds.items():

@@ -6,11 +6,15 @@ runner exists for tests, small inputs and debugging (`memory-bank ingest --local
 Stages: read sources -> chunk -> embed (chunk + sentence vectors in one pass) -> memorize ->
 plan the taxonomy -> compose READMEs bottom-up -> write the store in one atomic swap.
 An ingest into an existing store keeps the stored memories and embeddings, skips documents
-whose content hash is already stored, and re-plans the tree over old and new memories.
+whose content hash is already stored, and re-plans the tree over old and new memories. A store
+made with another *memory recipe* (chunking, memorize or embedding settings, or a new version of
+those stages) is rebuilt instead: every stored document is processed again from documents.parquet.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -217,6 +221,57 @@ def embed_readmes(
     return {directory: vectors[text] for directory, text in readmes.items()}
 
 
+# Bump when a change to chunking, memorize or the embedding of chunks changes what a document
+# becomes, so that stores made before it are rebuilt on their next ingest.
+MEMORY_RECIPE_VERSION = 2  # 2: chunks keep a lead-in line with the list it announces
+
+
+def memory_recipe(config: AppConfig) -> str:
+    """A fingerprint of everything that decides a document's chunks, memories and vectors."""
+    recipe = {
+        "version": MEMORY_RECIPE_VERSION,
+        "chunking": config.chunking.model_dump(mode="json"),
+        "memorize": config.memorize.model_dump(mode="json"),
+        # Not precision or threads: they change vectors by rounding only.
+        "embedding": config.embedding.model_dump(mode="json", include={"model_name", "window_tokens"}),
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class IngestWork:
+    """What an ingest does with the store it adds to."""
+
+    kept: MemoryParts  # stored documents, memories and vectors kept as they are
+    documents: list[Document]  # to chunk, embed and memorize
+    new: int  # given documents the store did not hold
+    unchanged: int  # given documents already stored and current
+    rebuilt: int  # stored documents processed again (another memory recipe)
+
+
+def plan_work(loaded: SourceLoad, store: Path, config: AppConfig) -> IngestWork:
+    existing = load_existing(store)
+    outdated = outdated_documents(store, existing, config)
+    if outdated:  # rebuild: nothing stored is kept, every document is processed again
+        existing = MemoryParts()
+    fresh, unchanged = new_documents(loaded, existing)
+    stored = {doc.document_id for doc in outdated}
+    new = sum(doc.document_id not in stored for doc in fresh)
+    given = {doc.document_id for doc in fresh}  # a given copy beats the stored one
+    fresh += [doc for doc in outdated if doc.document_id not in given]
+    return IngestWork(existing, fresh, new, unchanged, len(outdated))
+
+
+def outdated_documents(store: Path, existing: MemoryParts, config: AppConfig) -> list[Document]:
+    """The stored documents, when the store was made with another memory recipe (or before
+    recipes were recorded); none when its memories are current."""
+    if not existing.documents:
+        return []
+    if StoreReader(store).meta.get("memory_recipe") == memory_recipe(config):
+        return []
+    return list(existing.documents)
+
+
 def finish_store(
     store: Path,
     parts: MemoryParts,
@@ -237,7 +292,7 @@ def finish_store(
         tree=tree,
         readmes=readmes,
         readme_vectors=readme_vectors,
-        meta_extra=meta_extra_from_config(config),
+        meta_extra={**meta_extra_from_config(config), "memory_recipe": memory_recipe(config)},
     )
     return stats.directories
 
@@ -269,12 +324,13 @@ class IngestRunner:
         with timer.stage("read"):
             loaded = self.read(files or [], text)
             require_something(loaded, bool(files))
-            existing = load_existing(store)
-            fresh, unchanged = new_documents(loaded, existing)
+            work = plan_work(loaded, store, self.config)
         summary = IngestSummary(
-            store=str(store), documents=len(fresh), chunks=0, directories=0,
-            skipped=list(loaded.skipped), unchanged_documents=unchanged,
+            store=str(store), documents=work.new, chunks=0, directories=0,
+            skipped=list(loaded.skipped), unchanged_documents=work.unchanged,
+            rebuilt_documents=work.rebuilt,
         )
+        existing, fresh = work.kept, work.documents
         if fresh:
             added = self.memorize(fresh, len(existing.memories), timer)
             added.documents = fresh
@@ -286,7 +342,8 @@ class IngestRunner:
                 readmes = self.readmes(tree, parts.memories, assign_chunk_paths(tree, parts.memories))
             with timer.stage("embed readmes", total=len(readmes)):
                 # Embedded here, once, so the query side does not embed them when it opens.
-                readme_vectors = embed_readmes(readmes, stored_readme_vectors(store), self.encode_texts)
+                known = {} if work.rebuilt else stored_readme_vectors(store)
+                readme_vectors = embed_readmes(readmes, known, self.encode_texts)
             with timer.stage("write"):
                 summary.directories = finish_store(
                     store, parts, tree, readmes, readme_vectors, self.config

@@ -127,5 +127,8 @@ class IngestSummary(BaseModel):
     directories: int
     skipped: list[str] = Field(default_factory=list)  # "path: reason" per skipped source
     unchanged_documents: int = 0  # already in the store (same content hash)
+    # Stored documents processed again because the store was made with another memory recipe
+    # (other chunking / memorize / embedding settings, or an older version of those stages).
+    rebuilt_documents: int = 0
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     total_seconds: float = 0.0

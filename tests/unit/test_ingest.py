@@ -13,7 +13,7 @@ import yaml
 from memory_bank.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.errors import NothingToIngestError
-from memory_bank.ingest import LocalIngest, embed_readmes
+from memory_bank.ingest import LocalIngest, embed_readmes, memory_recipe
 from memory_bank.store.files import parse_chunk_file
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import validate_taxonomy
@@ -232,6 +232,44 @@ def test_adding_to_a_store_keeps_old_memories(tmp_path, embedder):
     assert meta["total_documents"] == 2
     texts = " ".join(m["memory"] for m in StoreReader(tmp_path / "store").memories().to_pylist())
     assert "GIL" in texts and "event loop" in texts
+
+
+def test_other_chunking_settings_rebuild_every_stored_document(tmp_path, embedder):
+    meeting = SAMPLE / "meetings" / "2026-03-14_tidepool_launch_planning.json"
+    article = SAMPLE / ML_AND_ENGINEERING[0]
+    store = tmp_path / "store"
+    _ingest(store, embedder, files=[meeting, article])
+    before = StoreReader(store).chunks().num_rows
+    smaller = AppConfig.model_validate({"chunking": {"min_tokens": 50, "max_tokens": 200}})
+
+    # Only the article is given again: the meeting is rebuilt from the store's own tables.
+    rebuilt = _ingest(store, embedder, files=[article], config=smaller)
+
+    assert (rebuilt.documents, rebuilt.unchanged_documents, rebuilt.rebuilt_documents) == (0, 0, 2)
+    meta = assert_valid_store(store)
+    assert meta["memory_recipe"] == memory_recipe(smaller) != memory_recipe(AppConfig())
+    chunks = StoreReader(store).chunks().to_pylist()
+    assert len(chunks) > before and max(chunk["token_count"] for chunk in chunks) <= 200
+    # The conversation is still chunked on turn boundaries, with its speakers.
+    assert any(chunk["speakers"] for chunk in chunks if chunk["source"].endswith(".json"))
+    # The same settings again: nothing to do.
+    again = _ingest(store, embedder, files=[article], config=smaller)
+    assert (again.documents, again.unchanged_documents, again.rebuilt_documents) == (0, 1, 0)
+
+
+def test_a_store_from_before_memory_recipes_is_rebuilt(tmp_path, embedder):
+    source = tmp_path / "note.md"
+    source.write_text("# Kites\n\nBox kites were invented by Lawrence Hargrave in 1893 in Australia.")
+    _ingest(tmp_path / "store", embedder, files=[source])
+    meta_file = tmp_path / "store" / ".gam_meta.json"
+    meta = json.loads(meta_file.read_text())
+    del meta["memory_recipe"]
+    meta_file.write_text(json.dumps(meta))
+
+    again = _ingest(tmp_path / "store", embedder, files=[source])
+
+    assert (again.documents, again.unchanged_documents, again.rebuilt_documents) == (0, 0, 1)
+    assert assert_valid_store(tmp_path / "store")["memory_recipe"] == memory_recipe(AppConfig())
 
 
 def test_hostile_text_cannot_break_frontmatter_or_escape_the_store(tmp_path, embedder):
