@@ -301,9 +301,11 @@ class NavigationAgent:
             return self._not_found(run, f"closest material read: {closest}", confidence)
         # Every chunk read is cited, best first: each was read because it ranked near the top, and
         # the chunk that matches the question may not hold the sentence that answers it (a bridge).
-        chunk_order = list(read)
-        ordered = sorted(chosen, key=lambda s: (chunk_order.index(s.chunk), s.number))
-        sources = [self.retriever.chunk_path(index) for index in chunk_order]
+        # The answer quotes chunk by chunk, in document order within each, the chunk of the best
+        # sentence first (`chosen` opens with the best sentences).
+        quote_order = list(dict.fromkeys(s.chunk for s in chosen))
+        ordered = sorted(chosen, key=lambda s: (quote_order.index(s.chunk), s.number))
+        sources = [self.retriever.chunk_path(index) for index in read]
         final = self.tools.answer(answer_text([s.text for s in ordered]), confidence, sources)
         run.note(f"answer: {len(ordered)} sentences from {len(sources)} files (confidence {final.confidence:.2f})")
         return self._result(run, final.text, final.sources, final.confidence, f"{run.calls} tool calls")
