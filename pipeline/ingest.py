@@ -97,14 +97,13 @@ class RayIngest(IngestRunner):
 
         stage = self.config.ray.chunk
         rows = [{"order": i, "document": doc.model_dump_json()} for i, doc in enumerate(documents)]
-        chunked = ray.data.from_items(
-            rows, override_num_blocks=_blocks(len(rows), stage.batch_size)
-        ).map_batches(
+        blocks = _blocks(len(rows), stage.batch_size)
+        chunked = ray.data.from_items(rows, override_num_blocks=blocks).map_batches(
             chunk_batch,
             fn_kwargs={"config": self.config.chunking},
             batch_size=stage.batch_size,
             num_cpus=stage.num_cpus,
-            compute=ray.data.TaskPoolStrategy(size=stage.concurrency),
+            compute=ray.data.TaskPoolStrategy(size=min(stage.concurrency, blocks)),
         )
         ordered = [
             (int(row["order"]), Chunk.model_validate_json(row["chunk"])) for row in chunked.take_all()
@@ -122,22 +121,25 @@ class RayIngest(IngestRunner):
             {"index": first_index + i, "chunk": chunk.model_dump_json()}
             for i, chunk in enumerate(chunks)
         ]
+        # Blocks of one embedding batch each, so results stream back as they are computed; no
+        # more actors (each loads the model) or tasks than there are batches for them.
+        embed_blocks = _blocks(len(rows), embed.batch_size)
+        memorize_batches = _blocks(len(rows), memorize.batch_size)
         dataset = (
-            # Blocks of one embedding batch each, so results stream back as they are computed.
-            ray.data.from_items(rows, override_num_blocks=_blocks(len(rows), embed.batch_size))
+            ray.data.from_items(rows, override_num_blocks=embed_blocks)
             .map_batches(
                 EmbedChunks,
                 fn_constructor_kwargs={"config": self.config.embedding},
                 batch_size=embed.batch_size,
                 num_cpus=embed.num_cpus,
-                compute=ray.data.ActorPoolStrategy(size=embed.concurrency),
+                compute=ray.data.ActorPoolStrategy(size=min(embed.concurrency, embed_blocks)),
             )
             .map_batches(
                 memorize_batch,
                 fn_kwargs={"config": self.config.memorize},
                 batch_size=memorize.batch_size,
                 num_cpus=memorize.num_cpus,
-                compute=ray.data.TaskPoolStrategy(size=memorize.concurrency),
+                compute=ray.data.TaskPoolStrategy(size=min(memorize.concurrency, memorize_batches)),
             )
         )
         collected: dict[int, tuple[MemorizedChunk, np.ndarray, bytes, bytes]] = {}

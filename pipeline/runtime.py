@@ -28,6 +28,12 @@ def ensure_ray(config: RayConfig) -> bool:
             address=address, runtime_env=runtime_env, log_to_driver=False, logging_level=logging.WARNING
         )
     else:
+        if os.environ.get("RAY_AUTH_MODE") is None:
+            # Ray announces, on every start, that the local cluster it starts uses token auth
+            # (its default); the announcement is noise on a CLI's stderr.
+            logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
+                logging.ERROR
+            )
         ray.init(
             num_cpus=config.num_cpus,
             include_dashboard=False,
@@ -44,6 +50,8 @@ def _quiet_ray_data() -> None:
     from ray.data import DataContext
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+    # ... and warns, once, that the bars it was told to leave out are left out.
+    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)
     context = DataContext.get_current()
     context.enable_progress_bars = False
     context.print_on_execution_start = False
