@@ -176,11 +176,10 @@ class NavigationAgent:
         for entity in entities[:MAX_GREPS]:
             if not run.can_call(reserve=MIN_CHUNK_READS):
                 break
-            whole_word = re.compile(rf"(?<!\w){re.escape(entity)}(?!\w)", re.IGNORECASE)
             files = sorted({
                 match.file
-                for match in self.tools.grep(entity)
-                if whole_word.search(match.line) and self.retriever.index_of_path(match.file) is not None
+                for match in self.tools.grep(entity, whole_word=True)
+                if self.retriever.index_of_path(match.file) is not None
             })
             run.call(f"grep {entity!r} -> {len(files)} file{'s' if len(files) != 1 else ''}")
             for path in files:

@@ -9,16 +9,15 @@ also left out of `ls` and `grep`: they are machine state, not memory.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import os
-from collections.abc import Iterator
+import re
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_bank.errors import StoreError, ToolError
+from memory_bank.index.grep_corpus import GrepCorpus
 from memory_bank.schemas import SearchHit
 from memory_bank.store.layout import META_FILE
 
@@ -78,7 +77,7 @@ class StoreTools:
         self._retriever = retriever
         self.max_grep_matches = max_grep_matches
         # Lowercased text of every visible file, reused while the store's meta file is the same.
-        self._grep_corpus: _GrepCorpus | None = None
+        self._grep_corpus: GrepCorpus | None = None
         self._grep_corpus_key: tuple[int, int, int] | None = None
         self._chunk_texts: dict[str, str] | None = None
 
@@ -112,8 +111,15 @@ class StoreTools:
         except OSError as exc:
             raise ToolError(f"cat: cannot read {file!r}: {exc}") from exc
 
-    def grep(self, pattern: str, path: str = "/", max_matches: int | None = None) -> list[GrepMatch]:
-        """Lines containing `pattern` (case-insensitive substring, not a regex) under `path`.
+    def grep(
+        self,
+        pattern: str,
+        path: str = "/",
+        max_matches: int | None = None,
+        whole_word: bool = False,
+    ) -> list[GrepMatch]:
+        """Lines containing `pattern` (case-insensitive substring, not a regex) under `path`;
+        with `whole_word`, only where no letter, digit or "_" touches it on either side.
 
         Files are searched in sorted path order; at most `max_matches` lines are returned.
         """
@@ -125,20 +131,30 @@ class StoreTools:
         limit = self.max_grep_matches if max_matches is None else max_matches
         needle = pattern.lower()
         corpus = self._corpus()
+        scope_path, scope_is_dir = self._relative(scope), scope.is_dir()
+        whole = re.compile(rf"(?<!\w){re.escape(pattern)}(?!\w)", re.IGNORECASE)
+
+        def matches_line(line: str) -> bool:
+            return whole.search(line) is not None if whole_word else needle in line.lower()
+
+        if whole_word:
+            files = corpus.files_with_word(needle, scope_path, scope_is_dir)
+        else:
+            files = corpus.files_containing(needle, scope_path, scope_is_dir)
         matches: list[GrepMatch] = []
-        for file in corpus.files_containing(needle, self._relative(scope), scope.is_dir()):
+        for file in files:
             if len(matches) >= limit:
                 break
             for number, line in enumerate(corpus.texts[file].splitlines(), start=1):
-                if needle in line.lower():
+                if matches_line(line):
                     matches.append(GrepMatch(file=corpus.paths[file], line_number=number, line=line))
                     if len(matches) >= limit:
                         break
         return matches
 
     def warm_up(self) -> None:
-        """Read every file for `grep` now rather than on the first grep."""
-        self._corpus()
+        """Read every file for `grep`, and index its words, now rather than on the first grep."""
+        self._corpus().build_word_index()
 
     # --- search tools -----------------------------------------------------------------------
 
@@ -243,7 +259,7 @@ class StoreTools:
         relative = path.relative_to(self.root).as_posix()
         return "" if relative == "." else relative
 
-    def _corpus(self) -> _GrepCorpus:
+    def _corpus(self) -> GrepCorpus:
         """The text of every visible text file, as `cat` returns it and lowercased.
 
         A committed store changes only by being swapped for a new one with a new meta file, so
@@ -260,7 +276,7 @@ class StoreTools:
                     files.append((relative, handle.read()))
             except (UnicodeDecodeError, OSError):
                 continue  # binary or vanished files have no lines to match
-        corpus = _GrepCorpus(files)
+        corpus = GrepCorpus(files)
         if key is not None:
             self._grep_corpus, self._grep_corpus_key = corpus, key
         return corpus
@@ -281,44 +297,3 @@ class StoreTools:
         except OSError:
             return None
         return stat.st_ino, stat.st_mtime_ns, stat.st_size
-
-
-class _GrepCorpus:
-    """File texts, and their lowercased copies joined into one string, so finding the files that
-    contain a pattern is a few `str.find` scans rather than a Python loop over every file; the
-    matching lines then come from the kept texts, not from reading the files again."""
-
-    _SEPARATOR = "\x00"  # never inside a pattern, so no match spans two files
-
-    def __init__(self, files: list[tuple[str, str]]) -> None:
-        self.paths = [path for path, _ in files]  # sorted, so a directory is a contiguous range
-        self.texts = [text for _, text in files]
-        # Lowercased file by file: lowering may change a text's length, so the offsets of the
-        # joined string are those of the lowered texts, used only to find files.
-        lowered = [text.lower() for text in self.texts]
-        self.text = self._SEPARATOR.join(lowered)
-        self.starts = list(itertools.accumulate((len(text) + 1 for text in lowered[:-1]), initial=0))
-
-    def files_containing(self, needle: str, scope: str, scope_is_dir: bool) -> Iterator[int]:
-        """Positions in `paths` (ascending) of the files in `scope` whose lowered text contains
-        `needle`."""
-        first, stop = self._range(scope, scope_is_dir)
-        if first >= stop or self._SEPARATOR in needle:
-            return
-        end = self.starts[stop] if stop < len(self.starts) else len(self.text)
-        position = self.text.find(needle, self.starts[first], end)
-        while position != -1:
-            file = bisect.bisect_right(self.starts, position) - 1
-            yield file
-            if file + 1 >= stop:
-                return
-            position = self.text.find(needle, self.starts[file + 1], end)
-
-    def _range(self, scope: str, scope_is_dir: bool) -> tuple[int, int]:
-        if not scope_is_dir:
-            first = bisect.bisect_left(self.paths, scope)
-            return first, first + int(first < len(self.paths) and self.paths[first] == scope)
-        if not scope:
-            return 0, len(self.paths)
-        # "0" is the character after "/": every path under "scope/" sorts between the two.
-        return bisect.bisect_left(self.paths, f"{scope}/"), bisect.bisect_left(self.paths, f"{scope}0")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 
 import numpy as np
 import pytest
@@ -120,6 +121,51 @@ def test_grep_of_a_store_answers_from_memory_until_the_store_is_replaced(plain_d
     replacement.write_text('{"store_version": "next"}')
     os.replace(replacement, meta)  # a new store comes with a new meta file
     assert [m.file for m in tools.grep("specific_term")] == ["alpha/deep.md", "alpha/deep.md"]
+
+
+def test_whole_word_grep_matches_what_a_whole_word_substring_search_does(tmp_path):
+    root = tmp_path / "gam"
+    (root / "ml").mkdir(parents=True)
+    texts = {
+        "ml/bert.md": "BERT-Base has 12 layers.\nRoBERTa is not BERT.\n",
+        "ml/roberta.md": "RoBERTa drops next sentence prediction.\n",
+        "ml/lower.md": "we fine-tune bert_large here\nthe bert model\n",
+        "code.md": "Call asyncio.gather(*tasks) for C++ and C#.\nasyncio gather apart\n",
+        "numbers.md": "In 1994, then 19945.\n",
+    }
+    for path, text in texts.items():
+        (root / path).write_text(text)
+    tools = StoreTools(root)
+    tools.warm_up()  # builds the word index
+
+    def found(pattern: str, path: str = "/") -> list[tuple[str, int]]:
+        return [(m.file, m.line_number) for m in tools.grep(pattern, path=path, whole_word=True)]
+
+    def brute_force(pattern: str) -> list[tuple[str, int]]:
+        word = re.compile(rf"(?<!\w){re.escape(pattern)}(?!\w)", re.IGNORECASE)
+        return [
+            (path, number)
+            for path in sorted(texts)
+            for number, line in enumerate(texts[path].splitlines(), start=1)
+            if word.search(line)
+        ]
+
+    for pattern in ["BERT", "bert", "RoBERTa", "asyncio.gather", "C++", "++", "1994", "bert_large",
+                    "Base has", "nothing here", "gather apart"]:
+        assert found(pattern) == brute_force(pattern), pattern
+    assert found("BERT") == [("ml/bert.md", 1), ("ml/bert.md", 2), ("ml/lower.md", 2)]
+    assert found("bert", path="/ml/bert.md") == [("ml/bert.md", 1), ("ml/bert.md", 2)]
+    assert found("1994", path="/ml") == []
+    # Without whole_word, grep stays a substring search.
+    assert ("ml/roberta.md", 1) in [(m.file, m.line_number) for m in tools.grep("bert")]
+
+
+def test_whole_word_grep_in_an_empty_or_wordless_store(tmp_path):
+    root = tmp_path / "gam"
+    root.mkdir()
+    assert StoreTools(root).grep("BERT", whole_word=True) == []
+    (root / "marks.md").write_text("+++ --- ***\n")
+    assert StoreTools(root).grep("+++", whole_word=True) == [GrepMatch(file="marks.md", line_number=1, line="+++ --- ***")]
 
 
 def test_grep_rejects_an_empty_pattern(plain_dir):
