@@ -135,7 +135,7 @@ class StoreTools:
         whole = re.compile(rf"(?<!\w){re.escape(pattern)}(?!\w)", re.IGNORECASE)
 
         def matches_line(line: str) -> bool:
-            return whole.search(line) is not None if whole_word else needle in line.lower()
+            return needle in line.lower() and (not whole_word or whole.search(line) is not None)
 
         if whole_word:
             files = corpus.files_with_word(needle, scope_path, scope_is_dir)

@@ -64,7 +64,13 @@ class GrepCorpus:
         first, stop = self._range(scope, scope_is_dir)
         candidates = self._files_with_all(words)
         low, high = np.searchsorted(candidates, [first, stop])
-        return map(int, candidates[low:high])  # lazily: grep stops at its match limit
+        # Lazily, so grep stops at its match limit; a file whose words are all there but not
+        # the needle itself ("new" and "york" apart) is dropped by one C-level find.
+        return (
+            file
+            for file in map(int, candidates[low:high])
+            if self.text.find(needle, self.starts[file], self._end(file)) != -1
+        )
 
     def build_word_index(self) -> None:
         """Index the words of every file (done once, on first use or at warm-up)."""
@@ -82,13 +88,14 @@ class GrepCorpus:
             self._postings = matrix.tocsc()
             self._postings.sort_indices()  # each word's files ascending, as intersect1d keeps them
 
+    def _end(self, file: int) -> int:
+        """End of the file's lowered text in the joined string (before the separator)."""
+        return self.starts[file + 1] - 1 if file + 1 < len(self.starts) else len(self.text)
+
     def _lowered_texts(self) -> Iterator[str]:
         """Each file's lowered text, cut out of the joined string (one file at a time)."""
-        if not self.paths:
-            return
-        ends = [start - 1 for start in self.starts[1:]] + [len(self.text)]  # - 1: the separator
-        for start, end in zip(self.starts, ends, strict=True):
-            yield self.text[start:end]
+        for file in range(len(self.paths)):
+            yield self.text[self.starts[file] : self._end(file)]
 
     def _files_with_all(self, words: list[str]) -> np.ndarray:
         self.build_word_index()
