@@ -9,9 +9,15 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memory_bank.errors import MemoryBankError
+
+if TYPE_CHECKING:
+    from memory_bank.ingest import IngestRunner
+    from memory_bank.schemas import IngestSummary
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -24,8 +30,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
+    return run_job(args, lambda runner: runner.run(args.store, files=[str(p) for p in args.paths]))
+
+
+def run_job(args: argparse.Namespace, work: Callable[[IngestRunner], IngestSummary]) -> int:
+    """Run `work` with a Ray runner built from `--config`/`--address`; print the summary as
+    one JSON line, or an error and exit status 1."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         from memory_bank.config import load_config
         from pipeline.ingest import RayIngest
@@ -33,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config)
         if args.address:
             config.ray.address = args.address
-        summary = RayIngest(config).run(args.store, files=[str(p) for p in args.paths])
+        summary = work(RayIngest(config))
     except MemoryBankError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from memory_bank.config import AppConfig
+from memory_bank.errors import StoreError
 from memory_bank.progress import ProgressSink
 from memory_bank.schemas import ChatResult, DirectoryNode, IngestSummary, SearchHit
+
+if TYPE_CHECKING:
+    from memory_bank.ingest import IngestRunner
 
 Runner = Literal["ray", "local"]
 
@@ -38,15 +42,26 @@ class MemoryBank:
         """Ingest files/directories and/or raw text. Empty input creates nothing and raises nothing."""
         if not files and not (text and text.strip()):
             return IngestSummary(store=str(self.store), documents=0, chunks=0, directories=0)
+        return self._runner().run(self.store, files, text, progress)
+
+    def _runner(self) -> IngestRunner:
         if self.runner == "local":
             from memory_bank.ingest import LocalIngest
 
-            return LocalIngest(self.config, self._shared_embedder()).run(
-                self.store, files, text, progress
-            )
+            return LocalIngest(self.config, self._shared_embedder())
         from pipeline.ingest import RayIngest
 
-        return RayIngest(self.config).run(self.store, files, text, progress)
+        return RayIngest(self.config)
+
+    def rebuild(self, progress: ProgressSink | None = None) -> IngestSummary:
+        """Plan the whole tree anew from the stored memories and vectors (no re-memorizing,
+        unless the store was made with another memory recipe) and rewrite the store; what a
+        scheduled rebuild runs after many incremental adds."""
+        from memory_bank.store.layout import is_store
+
+        if not is_store(self.store):
+            raise StoreError(f"no memory store at {self.store} to rebuild")
+        return self._runner().run(self.store, progress=progress, replan=True)
 
     def request(self, question: str, max_iterations: int = 10) -> ChatResult:
         return self._query_service().ask(question, max_iterations=max_iterations)

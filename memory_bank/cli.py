@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from memory_bank.errors import MemoryBankError
+from memory_bank.schemas import IngestSummary
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 _err = Console(stderr=True)
@@ -28,6 +29,12 @@ ConfigOption = Annotated[
     Optional[Path], typer.Option("--config", help="YAML config (default: built-in defaults).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object/list on stdout.")]
+AddressOption = Annotated[
+    Optional[str], typer.Option("--address", help="Join this Ray cluster (else RAY_ADDRESS).")
+]
+LocalOption = Annotated[
+    bool, typer.Option("--local", help="Run in-process without Ray (small inputs, debugging).")
+]
 
 
 def _fail(message: str) -> None:
@@ -47,12 +54,8 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files and directories to ingest.")],
     store: StoreOption,
     config: ConfigOption = None,
-    address: Annotated[
-        Optional[str], typer.Option("--address", help="Join this Ray cluster (else RAY_ADDRESS).")
-    ] = None,
-    local: Annotated[
-        bool, typer.Option("--local", help="Run in-process without Ray (small inputs, debugging).")
-    ] = False,
+    address: AddressOption = None,
+    local: LocalOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Ingest sources into the store: chunk, memorize, embed, organize, write."""
@@ -67,12 +70,39 @@ def ingest(
     except MemoryBankError as exc:
         _fail(str(exc))
         return
+    _print_summary(summary, as_json, f"ingested into {summary.store}")
+
+
+@app.command()
+def rebuild(
+    store: StoreOption,
+    config: ConfigOption = None,
+    address: AddressOption = None,
+    local: LocalOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Plan the whole tree anew from the stored memories (e.g. on a schedule, after many adds)."""
+    from memory_bank.cli_progress import IngestProgress
+
+    try:
+        bank = _bank(store, config, runner="local" if local else "ray")
+        if address:
+            bank.config.ray.address = address
+        with IngestProgress(_err, enabled=not as_json) as progress:
+            summary = bank.rebuild(progress=progress)
+    except MemoryBankError as exc:
+        _fail(str(exc))
+        return
+    _print_summary(summary, as_json, f"rebuilt {summary.store}")
+
+
+def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:
     for line in summary.skipped:
         _err.print(f"[yellow]skipped[/] {line}", highlight=False)
     if as_json:
         print(summary.model_dump_json())
         return
-    table = Table(title=f"ingested into {summary.store}", show_header=False)
+    table = Table(title=title, show_header=False)
     table.add_row("documents", str(summary.documents))
     if summary.unchanged_documents:
         table.add_row("unchanged documents", str(summary.unchanged_documents))
@@ -80,6 +110,8 @@ def ingest(
         table.add_row("rebuilt documents", str(summary.rebuilt_documents))
     table.add_row("chunks", str(summary.chunks))
     table.add_row("directories", str(summary.directories))
+    if summary.placed:
+        table.add_row("tree", "new memories placed; other paths kept")
     for stage, seconds in summary.stage_seconds.items():
         table.add_row(f"{stage} (s)", f"{seconds:.2f}")
     table.add_row("total (s)", f"{summary.total_seconds:.2f}")

@@ -6,18 +6,14 @@ runner exists for tests, small inputs and debugging (`memory-bank ingest --local
 Stages: read sources -> chunk -> embed (chunk + sentence vectors in one pass) -> memorize ->
 plan the taxonomy -> compose READMEs bottom-up -> write the store in one atomic swap.
 An ingest into an existing store keeps the stored memories and embeddings, skips documents
-whose content hash is already stored, and re-plans the tree over old and new memories. A store
-made with another *memory recipe* (chunking, memorize or embedding settings, or a new version of
-those stages) is rebuilt instead: every stored document is processed again from documents.parquet.
+whose content hash is already stored (see `ingest_work`) and places the new memories into the
+stored tree (`taxonomy.placement`); a large add, a new store and a rebuild plan the tree anew.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,47 +22,18 @@ from memory_bank.agents.memorize import memorize_offline
 from memory_bank.agents.readme import ReadmeFileEntry, compose_readme
 from memory_bank.config import AppConfig, ChunkConfig, MemorizeConfig, TaxonomyConfig
 from memory_bank.errors import NothingToIngestError
-from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding, Embedder
+from memory_bank.index.embedding import ChunkEncoding, Embedder
+from memory_bank.ingest_work import MemoryParts, memory_recipe, plan_work, stored_readme_vectors
 from memory_bank.progress import NullProgress, ProgressSink
 from memory_bank.schemas import Chunk, DirectoryNode, Document, IngestSummary, MemorizedChunk
 from memory_bank.store.files import assign_chunk_paths
-from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
-from memory_bank.store.tables import (
-    SentenceRecord,
-    chunks_from_table,
-    documents_from_table,
-    memories_from_table,
-    sentences_from_table,
-)
+from memory_bank.store.tables import SentenceRecord
 from memory_bank.store.writer import meta_extra_from_config, write_store
 from memory_bank.taxonomy import TaxonomyItem, flat_fallback, plan_taxonomy, validate_taxonomy
+from memory_bank.taxonomy.placement import place_memories, should_place
 from memory_bank.text.chunking import chunk_document
 from memory_bank.text.sources import SourceLoad, document_from_text, load_sources
-
-
-@dataclass
-class MemoryParts:
-    """Everything a store holds about a set of documents, in memory-index order."""
-
-    documents: list[Document] = field(default_factory=list)
-    chunks: list[Chunk] = field(default_factory=list)
-    memories: list[MemorizedChunk] = field(default_factory=list)
-    memory_vectors: np.ndarray = field(default_factory=lambda: _empty_vectors())
-    sentences: list[SentenceRecord] = field(default_factory=list)
-    sentence_vectors: np.ndarray = field(default_factory=lambda: _empty_vectors())
-
-    def extend(self, other: MemoryParts) -> None:
-        self.documents.extend(other.documents)
-        self.chunks.extend(other.chunks)
-        self.memories.extend(other.memories)
-        self.memory_vectors = np.concatenate([self.memory_vectors, other.memory_vectors])
-        self.sentences.extend(other.sentences)
-        self.sentence_vectors = np.concatenate([self.sentence_vectors, other.sentence_vectors])
-
-
-def _empty_vectors() -> np.ndarray:
-    return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
 
 
 # --- stage functions ------------------------------------------------------------------------
@@ -161,47 +128,11 @@ def compose_readmes(
     return readmes
 
 
-# --- existing store -------------------------------------------------------------------------
-
-
-def load_existing(store: Path) -> MemoryParts:
-    """What a committed store already holds (empty parts when there is no store yet)."""
-    if not is_store(store):
-        return MemoryParts()
-    reader = StoreReader(store)
-    return MemoryParts(
-        documents=documents_from_table(reader.documents()),
-        chunks=chunks_from_table(reader.chunks()),
-        memories=memories_from_table(reader.memories()),
-        memory_vectors=reader.memory_vectors(),
-        sentences=sentences_from_table(reader.sentences()),
-        sentence_vectors=reader.sentence_vectors(),
-    )
-
-
-def new_documents(loaded: SourceLoad, existing: MemoryParts) -> tuple[list[Document], int]:
-    """Documents not stored yet, and how many given documents were already stored."""
-    known = {doc.document_id for doc in existing.documents}
-    fresh = [doc for doc in loaded.documents if doc.document_id not in known]
-    return fresh, len(loaded.documents) - len(fresh)
-
-
 def require_something(loaded: SourceLoad, files_given: bool) -> None:
     """Raise only when files were given and not one of them could be read."""
     if files_given and not loaded.documents and loaded.skipped:
         reasons = "\n  ".join(loaded.skipped)
         raise NothingToIngestError(f"nothing could be ingested:\n  {reasons}")
-
-
-def stored_readme_vectors(store: Path) -> dict[str, np.ndarray]:
-    """README text -> vector in the live store (empty without a store or its readmes table)."""
-    if not is_store(store):
-        return {}
-    reader = StoreReader(store)
-    table = reader.readmes()
-    if table is None:
-        return {}
-    return dict(zip(table.column("text").to_pylist(), reader.readme_vectors(), strict=True))
 
 
 def embed_readmes(
@@ -219,57 +150,6 @@ def embed_readmes(
     if fresh:
         vectors.update(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True))
     return {directory: vectors[text] for directory, text in readmes.items()}
-
-
-# Bump when a change to chunking, memorize or the embedding of chunks changes what a document
-# becomes, so that stores made before it are rebuilt on their next ingest.
-MEMORY_RECIPE_VERSION = 2  # 2: chunks keep a lead-in line with the list it announces
-
-
-def memory_recipe(config: AppConfig) -> str:
-    """A fingerprint of everything that decides a document's chunks, memories and vectors."""
-    recipe = {
-        "version": MEMORY_RECIPE_VERSION,
-        "chunking": config.chunking.model_dump(mode="json"),
-        "memorize": config.memorize.model_dump(mode="json"),
-        # Not precision or threads: they change vectors by rounding only.
-        "embedding": config.embedding.model_dump(mode="json", include={"model_name", "window_tokens"}),
-    }
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode("utf-8")).hexdigest()[:16]
-
-
-@dataclass
-class IngestWork:
-    """What an ingest does with the store it adds to."""
-
-    kept: MemoryParts  # stored documents, memories and vectors kept as they are
-    documents: list[Document]  # to chunk, embed and memorize
-    new: int  # given documents the store did not hold
-    unchanged: int  # given documents already stored and current
-    rebuilt: int  # stored documents processed again (another memory recipe)
-
-
-def plan_work(loaded: SourceLoad, store: Path, config: AppConfig) -> IngestWork:
-    existing = load_existing(store)
-    outdated = outdated_documents(store, existing, config)
-    if outdated:  # rebuild: nothing stored is kept, every document is processed again
-        existing = MemoryParts()
-    fresh, unchanged = new_documents(loaded, existing)
-    stored = {doc.document_id for doc in outdated}
-    new = sum(doc.document_id not in stored for doc in fresh)
-    given = {doc.document_id for doc in fresh}  # a given copy beats the stored one
-    fresh += [doc for doc in outdated if doc.document_id not in given]
-    return IngestWork(existing, fresh, new, unchanged, len(outdated))
-
-
-def outdated_documents(store: Path, existing: MemoryParts, config: AppConfig) -> list[Document]:
-    """The stored documents, when the store was made with another memory recipe (or before
-    recipes were recorded); none when its memories are current."""
-    if not existing.documents:
-        return []
-    if StoreReader(store).meta.get("memory_recipe") == memory_recipe(config):
-        return []
-    return list(existing.documents)
 
 
 def finish_store(
@@ -317,7 +197,10 @@ class IngestRunner:
         files: Sequence[str | Path] | None = None,
         text: str | None = None,
         progress: ProgressSink | None = None,
+        replan: bool = False,
     ) -> IngestSummary:
+        """Add `files` and `text` to the store. With `replan` (a rebuild), the whole tree is
+        planned anew from the stored memories and vectors even when nothing new is given."""
         timer = StageTimer(progress or NullProgress())
         started = time.perf_counter()
         self.start(timer)
@@ -330,14 +213,19 @@ class IngestRunner:
             skipped=list(loaded.skipped), unchanged_documents=work.unchanged,
             rebuilt_documents=work.rebuilt,
         )
-        existing, fresh = work.kept, work.documents
-        if fresh:
-            added = self.memorize(fresh, len(existing.memories), timer)
-            added.documents = fresh
-            parts = existing
-            parts.extend(added)
+        parts, fresh = work.kept, work.documents
+        if fresh or (replan and parts.memories):
+            stored = len(parts.memories)
+            if fresh:
+                added = self.memorize(fresh, stored, timer)
+                added.documents = fresh
+                parts.extend(added)
+                summary.chunks = len(added.chunks)
             with timer.stage("plan"):
-                tree = self.plan(parts.memories, parts.memory_vectors)
+                if replan:
+                    tree = self.plan(parts.memories, parts.memory_vectors)
+                else:
+                    tree, summary.placed = self.tree_for(store, parts, stored)
             with timer.stage("readme"):
                 readmes = self.readmes(tree, parts.memories, assign_chunk_paths(tree, parts.memories))
             with timer.stage("embed readmes", total=len(readmes)):
@@ -348,10 +236,25 @@ class IngestRunner:
                 summary.directories = finish_store(
                     store, parts, tree, readmes, readme_vectors, self.config
                 )
-            summary.chunks = len(added.chunks)
         summary.stage_seconds = timer.seconds
         summary.total_seconds = time.perf_counter() - started
         return summary
+
+    def tree_for(self, store: Path, parts: MemoryParts, stored: int) -> tuple[DirectoryNode, bool]:
+        """The tree after adding `parts.memories[stored:]`: placed into the stored tree when the
+        add is small next to it (paths stay stable), else planned anew. True when placed."""
+        added = len(parts.memories) - stored
+        if should_place(stored, added):
+            placed = place_memories(
+                StoreReader(store).tree(),
+                taxonomy_items(parts.memories),
+                parts.memory_vectors,
+                range(stored, stored + added),
+                self.config.taxonomy,
+            )
+            if placed is not None and not validate_taxonomy(placed, len(parts.memories), self.config.taxonomy):
+                return placed, True
+        return self.plan(parts.memories, parts.memory_vectors), False
 
     # --- hooks --------------------------------------------------------------------------------
 

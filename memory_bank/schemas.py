@@ -130,5 +130,8 @@ class IngestSummary(BaseModel):
     # Stored documents processed again because the store was made with another memory recipe
     # (other chunking / memorize / embedding settings, or an older version of those stages).
     rebuilt_documents: int = 0
+    # True when the new memories were placed into the stored tree (other memories kept their
+    # paths); False when the tree was planned anew (a new store, a large add, a rebuild).
+    placed: bool = False
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     total_seconds: float = 0.0

@@ -13,7 +13,8 @@ import ray
 from memory_bank.config import EmbeddingConfig
 from memory_bank.errors import SourceError
 from memory_bank.index.embedding import Embedder
-from memory_bank.ingest import IngestRunner, MemoryParts, StageTimer, assemble_parts
+from memory_bank.ingest import IngestRunner, StageTimer, assemble_parts
+from memory_bank.ingest_work import MemoryParts
 from memory_bank.progress import ProgressSink
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.text.sources import SourceLoad, discover_files, document_from_text

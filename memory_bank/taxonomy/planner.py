@@ -188,8 +188,9 @@ def _first_index(node: DirectoryNode) -> int:
     return min((i for leaf in node.leaves() for i in leaf.chunk_indices), default=-1)
 
 
-def _rebase(node: DirectoryNode, path: str) -> DirectoryNode:
-    children = [_rebase(child, child_path(path, child.name)) for child in node.children]
+def rebase(node: DirectoryNode, path: str) -> DirectoryNode:
+    """`node` moved to `path`, every descendant's path following it."""
+    children = [rebase(child, child_path(path, child.name)) for child in node.children]
     return node.model_copy(update={"path": path, "children": children})
 
 
@@ -237,16 +238,17 @@ def assemble_tree(
         names = make_unique([tree.name for tree in trees])
         descriptions = [tree.description for tree in trees]
     children = [
-        _rebase(tree.model_copy(update={"name": name, "description": text}), child_path("/", name))
+        rebase(tree.model_copy(update={"name": name, "description": text}), child_path("/", name))
         for tree, name, text in zip(trees, names, descriptions, strict=True)
     ]
-    top_level = [(humanize(child.name), _memory_count(child)) for child in children]
+    top_level = [(humanize(child.name), memory_count(child)) for child in children]
     return DirectoryNode(
         path="/", name="", description=describe_parent([], top_level), children=children
     )
 
 
-def _memory_count(node: DirectoryNode) -> int:
+def memory_count(node: DirectoryNode) -> int:
+    """Memories in the leaves of `node`'s subtree."""
     return sum(len(leaf.chunk_indices) for leaf in node.leaves())
 
 
@@ -258,7 +260,7 @@ def _group_description(
     tree: DirectoryNode, choice: NameChoice, ranked: Sequence[RankedTerm], summary: GroupSummary
 ) -> str:
     if tree.children:
-        subdirectories = [(humanize(child.name), _memory_count(child)) for child in tree.children]
+        subdirectories = [(humanize(child.name), memory_count(child)) for child in tree.children]
         return describe_parent(choice.terms, subdirectories)
     shown = distinct_terms([item.term for item in ranked], DESCRIPTION_TERMS)
     return describe([_spelling(summary, term) for term in shown], summary.central_tldr)

@@ -75,3 +75,19 @@ def test_distributed_planning_covers_a_large_corpus(ray_cluster):
     assert validate_taxonomy(tree, 900, config) == []
     assert set(readmes) == {node.path for node in tree.iter_nodes()}
     assert readmes["/"].startswith("# ")
+
+
+def test_rebuild_job_replans_a_store(ray_cluster, tmp_path, capsys):
+    from jobs.rebuild import main
+
+    store = tmp_path / "store"
+    LocalIngest(AppConfig(), shared_embedder()).run(store, files=list(map(str, SMALL_CORPUS[:2])))
+    version = StoreReader(store).store_version
+
+    assert main(["--store", str(store)]) == 0
+
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["documents"] == 0 and summary["directories"] >= 1
+    assert_valid_store(store)
+    assert StoreReader(store).store_version == version  # same memories, same plan: same content
+    assert main(["--store", str(tmp_path / "missing")]) == 1

@@ -86,3 +86,9 @@ def test_missing_store_is_a_clear_error(tmp_path):
     result = CliRunner().invoke(app, ["ask", "anything?", "--store", str(tmp_path / "nowhere")])
     assert result.exit_code == 1
     assert "no memory store" in result.output
+
+
+def test_rebuild_of_a_missing_store_fails_with_a_message(tmp_path):
+    result = CliRunner().invoke(app, ["rebuild", "--store", str(tmp_path / "nowhere"), "--local"])
+    assert result.exit_code != 0
+    assert "no memory store" in result.output

@@ -13,7 +13,8 @@ import yaml
 from memory_bank.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.errors import NothingToIngestError
-from memory_bank.ingest import LocalIngest, embed_readmes, memory_recipe
+from memory_bank.ingest import LocalIngest, embed_readmes
+from memory_bank.ingest_work import memory_recipe
 from memory_bank.store.files import parse_chunk_file
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import validate_taxonomy

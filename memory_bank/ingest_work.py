@@ -1,0 +1,138 @@
+"""What an ingest starts from: the parts a store already holds, and what to do with them.
+
+An ingest keeps the stored documents, memories and vectors and processes only documents whose
+content hash is new, unless the store was made with another *memory recipe* (chunking, memorize
+or embedding settings, or a new version of those stages): then every stored document is processed
+again, from documents.parquet when it is not given again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from memory_bank.config import AppConfig
+from memory_bank.index.embedding import EMBEDDING_DIM
+from memory_bank.schemas import Chunk, Document, MemorizedChunk
+from memory_bank.store.layout import is_store
+from memory_bank.store.reader import StoreReader
+from memory_bank.store.tables import (
+    SentenceRecord,
+    chunks_from_table,
+    documents_from_table,
+    memories_from_table,
+    sentences_from_table,
+)
+from memory_bank.text.sources import SourceLoad
+
+
+@dataclass
+class MemoryParts:
+    """Everything a store holds about a set of documents, in memory-index order."""
+
+    documents: list[Document] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)
+    memories: list[MemorizedChunk] = field(default_factory=list)
+    memory_vectors: np.ndarray = field(default_factory=lambda: _empty_vectors())
+    sentences: list[SentenceRecord] = field(default_factory=list)
+    sentence_vectors: np.ndarray = field(default_factory=lambda: _empty_vectors())
+
+    def extend(self, other: MemoryParts) -> None:
+        self.documents.extend(other.documents)
+        self.chunks.extend(other.chunks)
+        self.memories.extend(other.memories)
+        self.memory_vectors = np.concatenate([self.memory_vectors, other.memory_vectors])
+        self.sentences.extend(other.sentences)
+        self.sentence_vectors = np.concatenate([self.sentence_vectors, other.sentence_vectors])
+
+
+def _empty_vectors() -> np.ndarray:
+    return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+
+
+def load_existing(store: Path) -> MemoryParts:
+    """What a committed store already holds (empty parts when there is no store yet)."""
+    if not is_store(store):
+        return MemoryParts()
+    reader = StoreReader(store)
+    return MemoryParts(
+        documents=documents_from_table(reader.documents()),
+        chunks=chunks_from_table(reader.chunks()),
+        memories=memories_from_table(reader.memories()),
+        memory_vectors=reader.memory_vectors(),
+        sentences=sentences_from_table(reader.sentences()),
+        sentence_vectors=reader.sentence_vectors(),
+    )
+
+
+def new_documents(loaded: SourceLoad, existing: MemoryParts) -> tuple[list[Document], int]:
+    """Documents not stored yet, and how many given documents were already stored."""
+    known = {doc.document_id for doc in existing.documents}
+    fresh = [doc for doc in loaded.documents if doc.document_id not in known]
+    return fresh, len(loaded.documents) - len(fresh)
+
+
+def stored_readme_vectors(store: Path) -> dict[str, np.ndarray]:
+    """README text -> vector in the live store (empty without a store or its readmes table)."""
+    if not is_store(store):
+        return {}
+    reader = StoreReader(store)
+    table = reader.readmes()
+    if table is None:
+        return {}
+    return dict(zip(table.column("text").to_pylist(), reader.readme_vectors(), strict=True))
+
+
+# Bump when a change to chunking, memorize or the embedding of chunks changes what a document
+# becomes, so that stores made before it are rebuilt on their next ingest.
+MEMORY_RECIPE_VERSION = 2  # 2: chunks keep a lead-in line with the list it announces
+
+
+def memory_recipe(config: AppConfig) -> str:
+    """A fingerprint of everything that decides a document's chunks, memories and vectors."""
+    recipe = {
+        "version": MEMORY_RECIPE_VERSION,
+        "chunking": config.chunking.model_dump(mode="json"),
+        "memorize": config.memorize.model_dump(mode="json"),
+        # Not precision or threads: they change vectors by rounding only.
+        "embedding": config.embedding.model_dump(mode="json", include={"model_name", "window_tokens"}),
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class IngestWork:
+    """What an ingest does with the store it adds to."""
+
+    kept: MemoryParts  # stored documents, memories and vectors kept as they are
+    documents: list[Document]  # to chunk, embed and memorize
+    new: int  # given documents the store did not hold
+    unchanged: int  # given documents already stored and current
+    rebuilt: int  # stored documents processed again (another memory recipe)
+
+
+def plan_work(loaded: SourceLoad, store: Path, config: AppConfig) -> IngestWork:
+    existing = load_existing(store)
+    outdated = outdated_documents(store, existing, config)
+    if outdated:  # rebuild: nothing stored is kept, every document is processed again
+        existing = MemoryParts()
+    fresh, unchanged = new_documents(loaded, existing)
+    stored = {doc.document_id for doc in outdated}
+    new = sum(doc.document_id not in stored for doc in fresh)
+    given = {doc.document_id for doc in fresh}  # a given copy beats the stored one
+    fresh += [doc for doc in outdated if doc.document_id not in given]
+    return IngestWork(existing, fresh, new, unchanged, len(outdated))
+
+
+def outdated_documents(store: Path, existing: MemoryParts, config: AppConfig) -> list[Document]:
+    """The stored documents, when the store was made with another memory recipe (or before
+    recipes were recorded); none when its memories are current."""
+    if not existing.documents:
+        return []
+    if StoreReader(store).meta.get("memory_recipe") == memory_recipe(config):
+        return []
+    return list(existing.documents)

@@ -1,0 +1,138 @@
+"""Incremental add: new memories go into the existing tree instead of a new plan.
+
+Each new memory descends from the root to the child directory whose memories it is closest to
+(cosine to the normalized mean of the child's memory vectors, computed once from the tree before
+the add), and joins the leaf it reaches. A leaf that then holds more than `max_leaf` memories is
+re-planned on its own: it becomes a parent with subdirectories, or, at `max_depth`, its parent's
+leaves are re-planned together. Every other memory keeps its directory and file path, so the
+paths earlier answers cited stay valid. Parent descriptions get their counts refreshed.
+
+When the add is large next to the store (more than `MAX_GROWTH` of it), placement would pour
+it into a tree shaped for the old content, so the caller plans the whole tree anew instead; a
+scheduled rebuild does the same.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from memory_bank.config import TaxonomyConfig
+from memory_bank.schemas import DirectoryNode
+from memory_bank.taxonomy.items import TaxonomyItem
+from memory_bank.taxonomy.labels import child_path
+from memory_bank.taxonomy.naming import describe_parent, humanize
+from memory_bank.taxonomy.planner import memory_count, plan_group, rebase
+
+MAX_GROWTH = 0.5  # new memories per stored memory above which the tree is planned anew
+# Our own parent descriptions: "17 memories about aqueduct and printed in 3 subdirectories: ..."
+_PARENT_DESCRIPTION = re.compile(r"[\d,]+ memor(?:y|ies)(?: about (?P<about>.+?))? in \d+ subdirector")
+
+
+def should_place(stored: int, added: int) -> bool:
+    """Whether to place `added` new memories into a tree of `stored` ones (else plan anew)."""
+    return stored > 0 and added <= MAX_GROWTH * stored
+
+
+def place_memories(
+    tree: DirectoryNode,
+    items: Sequence[TaxonomyItem],
+    vectors: np.ndarray,
+    new_indices: Sequence[int],
+    config: TaxonomyConfig,
+) -> DirectoryNode | None:
+    """`tree` with the memories `new_indices` added (row i of `items`/`vectors` is memory i).
+
+    Returns None when the tree cannot take them without planning it anew (the root itself
+    would have to be re-planned).
+    """
+    placed = tree.model_copy(deep=True)
+    if placed.is_leaf():
+        return None  # an empty store: nothing to place into
+    directions = _directions(placed, vectors)
+    touched: set[str] = set()
+    for index in new_indices:
+        node = placed
+        while node.children:
+            node = max(node.children, key=lambda child: float(directions[child.path] @ vectors[index]))
+        node.chunk_indices.append(int(index))
+        touched.add(node.path)
+    for path in sorted(touched):
+        leaf = _find(placed, path)
+        if leaf is not None and len(leaf.chunk_indices) > config.max_leaf:
+            if not _replan_around(placed, path, items, vectors, config):
+                return None
+    _refresh_parent_descriptions(placed)
+    return placed
+
+
+def _directions(tree: DirectoryNode, vectors: np.ndarray) -> dict[str, np.ndarray]:
+    """Normalized mean vector of every directory's memories (its whole subtree)."""
+    sums: dict[str, np.ndarray] = {}
+
+    def visit(node: DirectoryNode) -> np.ndarray:
+        total = np.zeros(vectors.shape[1], dtype=np.float64)
+        if node.chunk_indices:
+            total += vectors[node.chunk_indices].sum(axis=0)
+        for child in node.children:
+            total += visit(child)
+        sums[node.path] = total
+        return total
+
+    visit(tree)
+    return {
+        path: (total / max(float(np.linalg.norm(total)), 1e-12)).astype(np.float32)
+        for path, total in sums.items()
+    }
+
+
+def _depth(path: str) -> int:
+    return 0 if path == "/" else path.count("/")
+
+
+def _parent_path(path: str) -> str:
+    return path.rsplit("/", 1)[0] or "/"
+
+
+def _find(node: DirectoryNode, path: str) -> DirectoryNode | None:
+    for current in node.iter_nodes():
+        if current.path == path:
+            return current
+    return None
+
+
+def _replan_around(
+    tree: DirectoryNode,
+    leaf_path: str,
+    items: Sequence[TaxonomyItem],
+    vectors: np.ndarray,
+    config: TaxonomyConfig,
+) -> bool:
+    """Re-plan the overfull leaf (or, at max_depth, its parent) in place; False if that is the
+    root."""
+    target = leaf_path if _depth(leaf_path) < config.max_depth else _parent_path(leaf_path)
+    if target == "/":
+        return False
+    node = _find(tree, target)
+    if node is None:  # already replaced by an earlier re-plan of its parent
+        return True
+    rows = sorted(i for leaf in node.leaves() for i in leaf.chunk_indices)
+    budget = config.max_depth - _depth(target)
+    plan = plan_group(0, [items[row] for row in rows], vectors[rows], config, depth_budget=budget)
+    node.children = [rebase(child, child_path(node.path, child.name)) for child in plan.node.children]
+    node.chunk_indices = [] if node.children else list(plan.node.chunk_indices)
+    node.description = plan.node.description
+    return True
+
+
+def _refresh_parent_descriptions(tree: DirectoryNode) -> None:
+    """Parent descriptions count memories and list subdirectories: recount them."""
+    for node in tree.iter_nodes():
+        if not node.children:
+            continue
+        match = _PARENT_DESCRIPTION.match(node.description)
+        about = [match.group("about")] if match and match.group("about") else []
+        listed = [(humanize(child.name), memory_count(child)) for child in node.children]
+        node.description = describe_parent(about, listed)
