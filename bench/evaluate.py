@@ -27,9 +27,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from jobs.evaluate import EVAL_MODES, main as evaluate_main  # noqa: E402
-from memory_bank.evaluation.dataset_files import dataset_name  # noqa: E402
+from memory_bank.evaluation.dataset_files import dataset_name, development_eval_dir  # noqa: E402
 
-DEFAULT_EVAL_DIR = REPO.parent / "shared" / "eval"
+DEFAULT_EVAL_DIR = development_eval_dir(REPO)  # $MEMORY_BANK_EVAL_DIR or ../shared/eval
 FAIRYTALEQA_LIMIT = 300  # of 1,025 questions: every story is covered, the run stays in minutes
 QMSUM_MEETINGS = 8
 

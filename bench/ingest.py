@@ -35,11 +35,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from memory_bank.config import AppConfig, load_config  # noqa: E402
+from memory_bank.evaluation.dataset_files import development_eval_dir  # noqa: E402
 from memory_bank.store.layout import looks_like_store  # noqa: E402
 from memory_bank.text.sources import discover_files, load_file  # noqa: E402
 from memory_bank.text.tokens import count_tokens  # noqa: E402
 
-EVAL_DATA = Path("/work/shared/eval")
+EVAL_DATA = development_eval_dir(REPO)
 SAMPLE_DATA = REPO / "data" / "sample"
 OUT = REPO / "bench" / "out"
 RECIPE = "real-v1"  # bump when the corpus recipe changes, so cached corpora are rebuilt

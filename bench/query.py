@@ -43,13 +43,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from memory_bank.config import AppConfig  # noqa: E402
+from memory_bank.evaluation.dataset_files import development_eval_dir  # noqa: E402
 from memory_bank.index.embedding import ChunkEncoding, Embedder  # noqa: E402
 from memory_bank.schemas import Chunk, Document  # noqa: E402
 from memory_bank.store.layout import is_store  # noqa: E402
 from memory_bank.store.reader import StoreReader  # noqa: E402
 from memory_bank.text.sentences import Span, split_sentences  # noqa: E402
 
-EVAL_DATA = Path("/work/shared/eval")
+EVAL_DATA = development_eval_dir(REPO)
 OUT = REPO / "bench" / "out" / "query"
 POOL_SIZE = 6000
 NOISE = 0.005  # per dimension: cosine to the real sentence vector about 0.995

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import shutil
 import unicodedata
@@ -13,8 +14,16 @@ from typing import Any
 
 from memory_bank.errors import ConfigError, SourceError
 
+EVAL_DIR_ENV = "MEMORY_BANK_EVAL_DIR"
 CORPUS_DIR_NAME = "corpus"
 CORPUS_MARKER_NAME = "corpus.json"  # beside, not inside, the corpus: ingest must not read it
+
+
+def development_eval_dir(repo: Path) -> Path:
+    """Where the development datasets are: $MEMORY_BANK_EVAL_DIR, else `../shared/eval` beside
+    the repository `repo`."""
+    configured = os.environ.get(EVAL_DIR_ENV)
+    return Path(configured) if configured else repo.resolve().parent / "shared" / "eval"
 
 
 def slugify(text: str, max_length: int = 80) -> str:

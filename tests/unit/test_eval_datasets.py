@@ -9,12 +9,17 @@ from pathlib import Path
 import pytest
 
 from memory_bank.errors import ConfigError, SourceError
+from memory_bank.evaluation.dataset_files import development_eval_dir
 from memory_bank.evaluation.datasets import prepare_dataset, slugify
 from memory_bank.evaluation.evidence import EvalDataset
 from memory_bank.evaluation.metrics import Passage
 
-EVAL_DIR = Path(__file__).resolve().parents[3] / "shared" / "eval"
-pytestmark = pytest.mark.skipif(not EVAL_DIR.is_dir(), reason=f"development datasets not found at {EVAL_DIR}")
+# The datasets are not part of the repository: ../shared/eval beside it, or $MEMORY_BANK_EVAL_DIR.
+EVAL_DIR = development_eval_dir(Path(__file__).resolve().parents[2])
+pytestmark = pytest.mark.skipif(
+    not EVAL_DIR.is_dir(),
+    reason=f"development datasets not found at {EVAL_DIR} (set MEMORY_BANK_EVAL_DIR)",
+)
 
 
 def _assert_corpus_written(dataset: EvalDataset) -> None:
