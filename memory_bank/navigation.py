@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -113,6 +114,12 @@ class _Sentence:
     vector: np.ndarray
     score: float
     stems: frozenset[str]
+
+
+class _Candidate(NamedTuple):
+    index: int  # memory index
+    priority: float  # search score plus grep and beam bonuses: the reading order
+    score: float  # search score (hybrid, with what title links lent)
 
 
 class NavigationAgent:
@@ -233,7 +240,7 @@ class NavigationAgent:
         found: list[tuple[int, float]],
         grep_counts: dict[int, int],
         leaves: list[DirectoryNode],
-    ) -> list[tuple[int, float]]:
+    ) -> list[_Candidate]:
         """Chunks worth reading, best first: search hits, grep hits and the beam's best chunks."""
         directories = self.retriever.directories()
         in_beam: set[int] = set()
@@ -250,28 +257,33 @@ class NavigationAgent:
         others = sorted((set(grep_counts) | in_beam) - set(searched))
         other_scores = self.retriever.hybrid_scores(bm25_scores, query_vector, others)
         scores = searched | {index: float(score) for index, score in zip(others, other_scores, strict=True)}
-        priority = {
-            index: score
-            + GREP_BONUS * min(grep_counts.get(index, 0), 2)
-            + (BEAM_BONUS if index in in_beam else 0.0)
+        ranked = [
+            _Candidate(
+                index,
+                score + GREP_BONUS * min(grep_counts.get(index, 0), 2) + (BEAM_BONUS if index in in_beam else 0.0),
+                score,
+            )
             for index, score in scores.items()
-        }
-        return sorted(priority.items(), key=lambda item: (-item[1], item[0]))
+        ]
+        return sorted(ranked, key=lambda candidate: (-candidate.priority, candidate.index))
 
-    def _read_chunks(self, run: _Run, ranked: list[tuple[int, float]], terms: list[str]) -> dict[int, str]:
+    def _read_chunks(self, run: _Run, ranked: list[_Candidate], terms: list[str]) -> dict[int, str]:
         """Read chunk files best first until the evidence covers the question or the budget ends.
 
+        Candidates whose search score is far below the best one's are skipped: the grep and beam
+        bonuses order the reading but do not raise that bar (a chunk naming every entity of the
+        question must not push the passage it links to, the second hop, out of reach).
         Returns the memory text of each file read, by memory index, in reading order.
         """
         read: dict[int, str] = {}
         covered: set[str] = set()
-        best_priority = ranked[0][1] if ranked else 0.0
-        for index, priority in ranked:
+        best_score = max((candidate.score for candidate in ranked), default=0.0)
+        for index, priority, score in ranked:
             if not run.can_call():
                 run.note(f"budget of {run.budget} tool calls spent")
                 break
-            if read and priority < best_priority * READ_CUTOFF:
-                break
+            if read and score < best_score * READ_CUTOFF:
+                continue
             path = self.retriever.chunk_path(index)
             _, read[index] = parse_chunk_file(self.tools.cat(path))
             run.call(f"cat {path} (priority {priority:.2f})")
