@@ -10,12 +10,14 @@ It follows the exploration guidelines of seed 000 §6.2 without an LLM:
    its README, the question terms its README mentions, and the best search candidate inside it;
    the best child's README is read at each level;
 4. read the most promising chunk files until the evidence covers the question or the budget of
-   tool calls (`max_iterations`) is spent;
-5. answer extractively: the best sentences of the chunks read, at least one from each
-   (precomputed sentence vectors from `.bank/sentences.parquet`, so nothing is embedded per
-   sentence at query time), citing every chunk file read, best first. Confidence comes from how close the best evidence is to the
-   question and how many of the question's content terms it covers; below NOT_FOUND_THRESHOLD
-   the answer says the memory does not hold the information.
+   tool calls (`max_iterations`) is spent, then the chunks of documents that the chunks read name
+   by title (the second hop of a bridge question);
+5. answer extractively (`memory_bank.answering`): the best sentences of the chunks read, at
+   least one from each (precomputed sentence vectors from `.bank/sentences.parquet`, so nothing
+   is embedded per sentence at query time), citing every chunk file read, best first.
+   Confidence comes from how close the best evidence is to the question and how many of the
+   question's content terms it covers; below NOT_FOUND_THRESHOLD the answer says the memory
+   does not hold the information.
 
 The per-question cost is one query embedding, one BM25 pass, one faiss scan, a few greps over a
 cached corpus and a handful of file reads.
@@ -23,9 +25,6 @@ cached corpus and a handful of file reads.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -33,48 +32,35 @@ import numpy as np
 
 from memory_bank.config import RetrievalConfig
 from memory_bank.errors import ToolError
+from memory_bank.answering import (
+    SENTENCE_TERM_WEIGHT,
+    AnswerSentence,
+    answer_text,
+    calibrate_confidence,
+    complete_lead_ins,
+    is_section_title,
+    select_sentences,
+)
 from memory_bank.index.bm25 import tokenize
 from memory_bank.index.retrieval import Retriever, TextEncoder
 from memory_bank.schemas import ChatResult, DirectoryNode
 from memory_bank.store.files import parse_chunk_file, readme_relative_path
 from memory_bank.text.sentences import split_sentences
+from memory_bank.question_terms import content_terms, question_entities, stem_all, term_coverage
 from memory_bank.tools import StoreTools
 
 NOT_FOUND_THRESHOLD = 0.3
 NOT_FOUND_ANSWER = "The memory does not contain information to answer this question."
-# Words that shape a question but say nothing about its topic.
-QUESTION_WORDS = frozenset(
-    "explain describe compare comparison difference differences tell give show work works "
-    "mean means meaning use used happen happens example examples versus vs list summarize "
-    "summary overview please know".split()
-)
 MAX_GREPS = 3
 MIN_CHUNK_READS = 3  # README reads and greps never eat into this share of the budget
-READ_CUTOFF = 0.6  # skip candidates ranked below this share of the best candidate's priority
+READ_CUTOFF = 0.6  # skip candidates whose search score is below this share of the best one's
+MAX_LINK_READS = 2  # after that, chunks of documents named by the chunks read, best first
 BEAM_CUTOFF = 0.6  # keep a child in the beam only within this share of the best child's score
 # A child directory's score: README cosine, share of question terms in its README, best hybrid
 # search score inside its subtree (the search sees every chunk, the README only a summary).
 DESCENT_WEIGHTS = (0.5, 0.2, 0.3)
 GREP_BONUS = 0.15  # priority per question entity a chunk file contains (up to two)
 BEAM_BONUS = 0.05  # priority for the best chunks of the directories the beam ended in
-MAX_ANSWER_SENTENCES = 4
-MAX_SENTENCES_PER_CHUNK = 2
-ANSWER_MARGIN = 0.2  # answer sentences score at least best - margin
-NEAR_DUPLICATE_COSINE = 0.92  # a sentence this close to a chosen one adds nothing
-SENTENCE_TERM_WEIGHT = 0.3  # sentence score = cosine + weight * share of question terms it has
-# A chosen sentence that ends in ":" ("It came in two sizes:") announces what follows: the
-# list items after it join the answer, up to this many (or the one sentence after it).
-MAX_LIST_ITEMS = 6
-# Cosine of the best evidence mapped linearly onto 0..1 between these two points: below 0.2
-# all-MiniLM-L6-v2 pairs are unrelated, above 0.55 they are about the same thing.
-COSINE_FLOOR, COSINE_CEILING = 0.2, 0.55
-
-# Double quotes anywhere; single quotes only around a phrase, so "Rust's" is not a quote.
-_QUOTED = re.compile(r"[\"“”]([^\"“”]{2,60})[\"“”]|(?<!\w)['‘]([^'‘’]{2,60})['’](?!\w)")
-_WORD = re.compile(r"[^\W_](?:[\w.+#-]*[^\W_])?")
-_HEADER_LINE = re.compile(r"\s{0,3}#{1,6}\s")
-_LIST_ITEM = re.compile(r"\s*(?:[-*+•]|\d{1,3}[.)])\s")
-_IDENTIFIER = re.compile(r"[a-z][A-Z]|\w_\w|[a-z]\.[a-z]")  # camelCase, snake_case, dotted.name
 
 
 @dataclass
@@ -104,16 +90,6 @@ class _Run:
 
     def explore(self, directory: str) -> None:
         _add_unique(self.dirs_explored, directory)
-
-
-@dataclass(frozen=True)
-class _Sentence:
-    chunk: int  # memory index
-    number: int  # sentence number within the chunk
-    text: str
-    vector: np.ndarray
-    score: float
-    stems: frozenset[str]
 
 
 class _Candidate(NamedTuple):
@@ -268,33 +244,58 @@ class NavigationAgent:
         return sorted(ranked, key=lambda candidate: (-candidate.priority, candidate.index))
 
     def _read_chunks(self, run: _Run, ranked: list[_Candidate], terms: list[str]) -> dict[int, str]:
-        """Read chunk files best first until the evidence covers the question or the budget ends.
+        """Read chunk files best first until the evidence covers the question or the budget ends,
+        then follow the title links of what was read (the second hop of a bridge question).
 
         Candidates whose search score is far below the best one's are skipped: the grep and beam
-        bonuses order the reading but do not raise that bar (a chunk naming every entity of the
-        question must not push the passage it links to, the second hop, out of reach).
+        bonuses order the reading but do not raise that bar.
         Returns the memory text of each file read, by memory index, in reading order.
         """
         read: dict[int, str] = {}
         covered: set[str] = set()
         best_score = max((candidate.score for candidate in ranked), default=0.0)
-        for index, priority, score in ranked:
+        for candidate in ranked:
             if not run.can_call():
                 run.note(f"budget of {run.budget} tool calls spent")
-                break
-            if read and score < best_score * READ_CUTOFF:
+                return read
+            if read and candidate.score < best_score * READ_CUTOFF:
                 continue
-            path = self.retriever.chunk_path(index)
-            _, read[index] = parse_chunk_file(self.tools.cat(path))
-            run.call(f"cat {path} (priority {priority:.2f})")
-            run.read(path)
-            run.explore(_directory_of(path))
-            evidence = self._evidence_stems(run, index, read[index])
-            covered.update(term for term in terms if term in evidence)
-            if len(read) >= 2 and len(covered) == len(terms):
-                run.note("evidence covers every question term")
+            if self._read(run, candidate, read, covered, terms):
+                return read
+        for candidate in self._linked_candidates(read, ranked)[:MAX_LINK_READS]:
+            if not run.can_call():
+                break
+            run.note(f"follow the title link to {self.retriever.chunk_path(candidate.index)}")
+            if self._read(run, candidate, read, covered, terms):
                 break
         return read
+
+    def _read(
+        self, run: _Run, candidate: _Candidate, read: dict[int, str], covered: set[str], terms: list[str]
+    ) -> bool:
+        """Read one chunk file; True when the evidence now covers every question term."""
+        path = self.retriever.chunk_path(candidate.index)
+        _, read[candidate.index] = parse_chunk_file(self.tools.cat(path))
+        run.call(f"cat {path} (priority {candidate.priority:.2f})")
+        run.read(path)
+        run.explore(_directory_of(path))
+        evidence = self._evidence_stems(run, candidate.index, read[candidate.index])
+        covered.update(term for term in terms if term in evidence)
+        if len(read) >= 2 and len(covered) == len(terms):
+            run.note("evidence covers every question term")
+            return True
+        return False
+
+    def _linked_candidates(self, read: dict[int, str], ranked: list[_Candidate]) -> list[_Candidate]:
+        """The best unread candidate of each document that a chunk read names by its title."""
+        graph = self.retriever.link_graph()
+        named = frozenset().union(*(graph.named_by_chunk(index) for index in read))
+        linked: dict[str, _Candidate] = {}
+        for candidate in ranked:  # best first
+            document = graph.document_of(candidate.index)
+            if document in named and document not in linked and candidate.index not in read:
+                linked[document] = candidate
+        return sorted(linked.values(), key=lambda candidate: (-candidate.score, candidate.index))
 
     # --- the answer -------------------------------------------------------------------------
 
@@ -323,17 +324,17 @@ class NavigationAgent:
 
     def _score_sentences(
         self, read: dict[int, str], query_vector: np.ndarray, terms: list[str]
-    ) -> list[_Sentence]:
+    ) -> list[AnswerSentence]:
         scored = []
         for index, memory_text in read.items():
             texts, vectors = self._chunk_sentences(index, memory_text)
             cosines = vectors @ query_vector if texts else np.zeros(0)
             for number, (text, vector, cosine) in enumerate(zip(texts, vectors, cosines, strict=True)):
-                if _HEADER_LINE.match(text):
+                if is_section_title(text):
                     continue  # a section title names a topic; it answers nothing by itself
                 stems = stem_all(tokenize(text))
                 score = float(cosine) + SENTENCE_TERM_WEIGHT * term_coverage(terms, stems)
-                scored.append(_Sentence(index, number, text, vector, score, stems))
+                scored.append(AnswerSentence(index, number, text, vector, score, stems))
         return sorted(scored, key=lambda s: (-s.score, s.chunk, s.number))
 
     def _chunk_sentences(self, index: int, memory_text: str) -> tuple[list[str], np.ndarray]:
@@ -383,140 +384,6 @@ class NavigationAgent:
             trajectory="\n".join(run.steps),
             notes=notes,
         )
-
-
-def select_sentences(sentences: list[_Sentence], terms: list[str]) -> list[_Sentence]:
-    """The best sentences within a margin of the best, a few per chunk, no near-duplicates; then
-    for every question term still uncovered, the best sentence that covers it (comparisons);
-    then the best sentence of every chunk still unquoted, so each cited chunk backs the answer
-    in its own words (in a two-hop question the answer often sits in the less similar chunk)."""
-    best = sentences[0].score
-    chosen: list[_Sentence] = []
-    per_chunk: dict[int, int] = {}
-
-    def take(sentence: _Sentence) -> None:
-        chosen.append(sentence)
-        per_chunk[sentence.chunk] = per_chunk.get(sentence.chunk, 0) + 1
-
-    for sentence in sentences:
-        if len(chosen) >= MAX_ANSWER_SENTENCES or sentence.score < best - ANSWER_MARGIN:
-            break
-        if per_chunk.get(sentence.chunk, 0) < MAX_SENTENCES_PER_CHUNK and not _near_duplicate(sentence, chosen):
-            take(sentence)
-    for term in terms:
-        if any(term in s.stems for s in chosen):
-            continue
-        covering = next((s for s in sentences if term in s.stems), None)
-        if covering is not None and covering not in chosen:
-            take(covering)
-    for sentence in sentences:  # best first, so the first sentence seen of a chunk is its best
-        if sentence.chunk not in per_chunk and not _near_duplicate(sentence, chosen):
-            take(sentence)
-    return chosen
-
-
-def complete_lead_ins(chosen: list[_Sentence], sentences: list[_Sentence]) -> list[_Sentence]:
-    """`chosen` plus what its lead-ins announce: after a sentence ending in ":", the list items
-    that follow it in its chunk (at most MAX_LIST_ITEMS), or else the next sentence."""
-    by_position = {(s.chunk, s.number): s for s in sentences}
-    completed = list(chosen)
-    taken = {(s.chunk, s.number) for s in chosen}
-    for lead_in in chosen:
-        if not lead_in.text.rstrip().endswith(":"):
-            continue
-        for offset in range(1, MAX_LIST_ITEMS + 1):
-            following = by_position.get((lead_in.chunk, lead_in.number + offset))
-            if following is None or (offset > 1 and not _LIST_ITEM.match(following.text)):
-                break
-            if (following.chunk, following.number) not in taken:
-                completed.append(following)
-                taken.add((following.chunk, following.number))
-            if not _LIST_ITEM.match(following.text):
-                break  # a plain sentence completes the lead-in by itself
-    return completed
-
-
-def answer_text(sentences: Sequence[str]) -> str:
-    """Sentences joined by spaces, list items on lines of their own."""
-    parts: list[str] = []
-    for number, sentence in enumerate(sentences):
-        if number:
-            parts.append("\n" if _LIST_ITEM.match(sentence) else " ")
-        parts.append(sentence.strip())
-    return "".join(parts)
-
-
-def _near_duplicate(sentence: _Sentence, chosen: Iterable[_Sentence]) -> bool:
-    return any(float(sentence.vector @ other.vector) > NEAR_DUPLICATE_COSINE for other in chosen)
-
-
-def calibrate_confidence(best_cosine: float, coverage: float | None) -> float:
-    """0..1 from the best evidence's cosine to the question and its coverage of the question's
-    content terms (None when the question has no content terms: the cosine alone decides)."""
-    semantic = float(np.clip((best_cosine - COSINE_FLOOR) / (COSINE_CEILING - COSINE_FLOOR), 0.0, 1.0))
-    if coverage is None:
-        return semantic
-    return 0.5 * semantic + 0.5 * coverage
-
-
-def content_terms(question: str) -> list[str]:
-    """The question's topical terms, light-stemmed: BM25 tokens minus question words, unique."""
-    return list(dict.fromkeys(light_stem(term) for term in tokenize(question) if term not in QUESTION_WORDS))
-
-
-def term_coverage(terms: Sequence[str], stems: AbstractSet[str]) -> float:
-    """Share of the (stemmed) `terms` among `stems`, the stemmed vocabulary of some evidence."""
-    if not terms:
-        return 0.0
-    return sum(1 for term in terms if term in stems) / len(terms)
-
-
-def stem_all(tokens: Iterable[str]) -> frozenset[str]:
-    return frozenset(light_stem(token) for token in tokens)
-
-
-def light_stem(word: str) -> str:
-    """Strip one common English inflection (plural, -ed, -ing) when a 4-letter stem remains.
-
-    Only for judging whether evidence mentions a question term; BM25 itself does not stem.
-    """
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
-        return word[:-1]
-    return word
-
-
-def question_entities(question: str) -> list[str]:
-    """Exact strings worth a grep, in order: quoted phrases, names (runs of capitalized words,
-    "North Carolina"), acronyms, numbers and code identifiers (useState, asyncio.gather).
-
-    The question's first word is capitalized by grammar, so alone it is not taken as a name.
-    """
-    entities = [(match.group(1) or match.group(2)).strip() for match in _QUOTED.finditer(question)]
-    run: list[re.Match[str]] = []
-
-    def close_run() -> None:
-        if run:
-            entities.append(question[run[0].start() : run[-1].end()])
-            run.clear()
-
-    for position, match in enumerate(_WORD.finditer(question)):
-        word = match.group(0)
-        is_acronym = sum(char.isupper() for char in word) >= 2
-        if word[0].isupper() and (position > 0 or is_acronym) and word.lower() not in QUESTION_WORDS:
-            if run and question[run[-1].end() : match.start()] != " ":
-                close_run()
-            run.append(match)
-            continue
-        close_run()
-        if any(char.isdigit() for char in word) or _IDENTIFIER.search(word):
-            entities.append(word)
-    close_run()
-    return list(dict.fromkeys(entities))
 
 
 def _directory_of(chunk_path: str) -> str:

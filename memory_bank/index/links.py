@@ -175,6 +175,9 @@ class LinkGraph:
         self._named: dict[int, frozenset[str]] = {}
         self._lock = threading.Lock()
 
+    def document_of(self, index: int) -> str:
+        return self._chunk_documents[index]
+
     def chunks_of(self, document_id: str) -> list[int]:
         return self._chunks_of.get(document_id, [])
 

@@ -9,18 +9,9 @@ import pytest
 
 from memory_bank.config import RetrievalConfig
 from memory_bank.index.retrieval import Retriever
-from memory_bank.navigation import (
-    NOT_FOUND_ANSWER,
-    NavigationAgent,
-    _Sentence,
-    answer_text,
-    calibrate_confidence,
-    complete_lead_ins,
-    content_terms,
-    question_entities,
-    stem_all,
-    term_coverage,
-)
+from memory_bank.answering import AnswerSentence, answer_text, calibrate_confidence, complete_lead_ins
+from memory_bank.navigation import NOT_FOUND_ANSWER, NavigationAgent
+from memory_bank.question_terms import content_terms, question_entities, stem_all, term_coverage
 from memory_bank.store import StoreReader
 from memory_bank.text.sentences import split_sentences
 from memory_bank.tools import StoreTools
@@ -167,9 +158,9 @@ def test_confidence_grows_with_similarity_and_coverage():
     assert calibrate_confidence(0.5, None) == pytest.approx((0.5 - 0.2) / 0.35)
 
 
-def _sentences(chunk: int, texts: list[str]) -> list[_Sentence]:
+def _sentences(chunk: int, texts: list[str]) -> list[AnswerSentence]:
     return [
-        _Sentence(chunk, number, text, np.zeros(3, dtype=np.float32), 0.0, frozenset())
+        AnswerSentence(chunk, number, text, np.zeros(3, dtype=np.float32), 0.0, frozenset())
         for number, text in enumerate(texts)
     ]
 
@@ -205,3 +196,35 @@ def test_section_titles_are_not_answer_sentences(tmp_path):
     result = make_agent(store).request("What about the sourdough starter?")
     assert "24 degrees" in result.answer
     assert "#" not in result.answer
+
+
+BRIDGE_STORE = {
+    "/places": ("Towns and their history.", [
+        Note("leland_north_carolina", ("leland", "north carolina", "town"),
+             "Leland\n\nLeland is a town in Brunswick County, North Carolina. Several movies, such as "
+             "Maximum Overdrive (1986), were shot in or around Leland."),
+        Note("wilmington_port", ("wilmington", "port"),
+             "Wilmington\n\nWilmington is a port city in North Carolina with a film studio and a "
+             "historic riverfront."),
+        Note("asheville_mountains", ("asheville", "mountains"),
+             "Asheville\n\nAsheville is a city in the Blue Ridge Mountains of western North Carolina."),
+    ]),
+    "/films": ("Films and their makers.", [
+        Note("maximum_overdrive", ("horror", "comedy"),
+             "Maximum Overdrive\n\nMaximum Overdrive is an American science fiction horror comedy "
+             "written and directed by Stephen King, about machines that come to life."),
+        Note("the_shining", ("horror", "kubrick"),
+             "The Shining\n\nThe Shining is a psychological horror film produced and directed by "
+             "Stanley Kubrick."),
+        Note("jaws", ("thriller", "spielberg"),
+             "Jaws\n\nJaws is a thriller film directed by Steven Spielberg about a great white shark."),
+    ]),
+}
+
+
+def test_the_second_hop_of_a_bridge_question_is_read_and_quoted(tmp_path):
+    agent = make_agent(build_store(tmp_path / "bridge", BRIDGE_STORE, shared_embedder()))
+    result = agent.request("Who directed the film that was shot in or around Leland, North Carolina in 1986?")
+    assert any(path.endswith("leland_north_carolina.md") for path in result.sources)
+    assert any(path.endswith("maximum_overdrive.md") for path in result.sources)
+    assert "Stephen King" in result.answer
