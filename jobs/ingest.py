@@ -23,10 +23,15 @@ if TYPE_CHECKING:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m jobs.ingest", description=__doc__)
     parser.add_argument("paths", nargs="+", type=Path, help="files and directories to ingest")
+    add_store_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def add_store_arguments(parser: argparse.ArgumentParser) -> None:
+    """--store, --config and --address, shared by the jobs that write a store."""
     parser.add_argument("--store", required=True, type=Path, help="store directory")
     parser.add_argument("--config", type=Path, default=None, help="YAML config")
     parser.add_argument("--address", default=None, help="Ray address (default: RAY_ADDRESS/auto)")
-    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from jobs.ingest import run_job
+from jobs.ingest import add_store_arguments, run_job
 from memory_bank.errors import StoreError
 from memory_bank.store.layout import is_store
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m jobs.rebuild", description=__doc__)
-    parser.add_argument("--store", required=True, type=Path, help="store directory")
-    parser.add_argument("--config", type=Path, default=None, help="YAML config")
-    parser.add_argument("--address", default=None, help="Ray address (default: RAY_ADDRESS/auto)")
+    add_store_arguments(parser)
     return parser.parse_args(argv)
 
 

@@ -10,7 +10,8 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -19,6 +20,10 @@ from rich.tree import Tree
 
 from memory_bank.errors import MemoryBankError
 from memory_bank.schemas import IngestSummary
+
+if TYPE_CHECKING:
+    from memory_bank.bank import MemoryBank
+    from memory_bank.progress import ProgressSink
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 _err = Console(stderr=True)
@@ -59,18 +64,9 @@ def ingest(
     as_json: JsonOption = False,
 ) -> None:
     """Ingest sources into the store: chunk, memorize, embed, organize, write."""
-    from memory_bank.cli_progress import IngestProgress
-
-    try:
-        bank = _bank(store, config, runner="local" if local else "ray")
-        if address:
-            bank.config.ray.address = address
-        with IngestProgress(_err, enabled=not as_json) as progress:
-            summary = bank.add(files=[str(p) for p in paths], progress=progress)
-    except MemoryBankError as exc:
-        _fail(str(exc))
-        return
-    _print_summary(summary, as_json, f"ingested into {summary.store}")
+    files = [str(path) for path in paths]
+    _build(store, config, address, local, as_json, "ingested into",
+           lambda bank, progress: bank.add(files=files, progress=progress))
 
 
 @app.command()
@@ -82,6 +78,20 @@ def rebuild(
     as_json: JsonOption = False,
 ) -> None:
     """Plan the whole tree anew from the stored memories (e.g. on a schedule, after many adds)."""
+    _build(store, config, address, local, as_json, "rebuilt",
+           lambda bank, progress: bank.rebuild(progress=progress))
+
+
+def _build(
+    store: Path,
+    config: Optional[Path],
+    address: Optional[str],
+    local: bool,
+    as_json: bool,
+    verb: str,
+    work: Callable[[MemoryBank, ProgressSink], IngestSummary],
+) -> None:
+    """Run an ingest-like `work` with the per-stage display, then print its summary."""
     from memory_bank.cli_progress import IngestProgress
 
     try:
@@ -89,11 +99,11 @@ def rebuild(
         if address:
             bank.config.ray.address = address
         with IngestProgress(_err, enabled=not as_json) as progress:
-            summary = bank.rebuild(progress=progress)
+            summary = work(bank, progress)
     except MemoryBankError as exc:
         _fail(str(exc))
         return
-    _print_summary(summary, as_json, f"rebuilt {summary.store}")
+    _print_summary(summary, as_json, f"{verb} {summary.store}")
 
 
 def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:
