@@ -118,7 +118,7 @@ class MemoryBankServer:
     def __init__(self, store: str, config: dict[str, Any] | None = None) -> None:
         import torch
 
-        from memory_bank.query import QueryService
+        from memory_bank.query.service import QueryService
 
         torch.set_num_threads(REPLICA_TORCH_THREADS)
         self._service = QueryService(Path(store), AppConfig.model_validate(config or {}))

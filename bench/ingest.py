@@ -8,7 +8,7 @@ tokens of real text: the QMSum validation meetings as conversation JSON, the Hot
 paragraphs in Markdown documents of 20 paragraphs, the FairytaleQA validation stories as text,
 and data/sample. When those are not enough, new documents are made by recombining their real
 paragraphs and meeting turns (fixed seed). It then ingests the corpus into a fresh store with
-`RayIngest` (configs/local.yaml, with `--set` overrides) and, after Ray is shut down, times the
+`ray_runner` (configs/local.yaml, with `--set` overrides) and, after Ray is shut down, times the
 model's own `encode` (batch 64, torch threads = cores) on the stored chunks twice: (a) the chunk
 texts, which the model truncates at 256 word-pieces, and (b) the very windows the pipeline
 embeds, i.e. equal model work. Prints one table and the whole-ingest / raw-encode ratios.
@@ -225,7 +225,7 @@ def run_ingest(corpus: Corpus, store: Path, config: AppConfig) -> IngestRun:
     """Ingest the corpus with Ray already up, so the rows time the ingest, not cluster start."""
     import ray
 
-    from pipeline.ingest import RayIngest
+    from pipeline.executor import ray_runner
     from pipeline.runtime import ensure_ray
 
     fresh_store(store)
@@ -233,7 +233,7 @@ def run_ingest(corpus: Corpus, store: Path, config: AppConfig) -> IngestRun:
     started_ray = ensure_ray(config.ray)
     ray_seconds = time.perf_counter() - started
     try:
-        summary = RayIngest(config).run(store, files=[corpus.directory])
+        summary = ray_runner(config).run(store, files=[corpus.directory])
     finally:
         if started_ray:
             ray.shutdown()  # the raw runs below get the machine to themselves
@@ -364,7 +364,7 @@ def main() -> None:
           + (f"; {len(ingest.skipped)} files skipped: {ingest.skipped[:3]}" if ingest.skipped else "")
           + ".")
     stages = {name: getattr(config.ray, name).model_dump() for name in ("chunk", "embed", "memorize")}
-    print(f"RayIngest, {args.config.relative_to(REPO) if args.config.is_relative_to(REPO) else args.config}"
+    print(f"Ray ingest, {args.config.relative_to(REPO) if args.config.is_relative_to(REPO) else args.config}"
           f"{' + ' + ', '.join(args.overrides) if args.overrides else ''}: {stages}, embedding "
           f"{config.embedding.model_dump(exclude={'model_name'})}; {os.cpu_count()} cores. Raw encode: "
           f"load_model(num_threads={os.cpu_count()}, precision={config.embedding.precision}), model.encode(batch_size={RAW_BATCH_SIZE}), after "

@@ -115,8 +115,8 @@ def synthesize_store(store: Path, size: int, pool: Pool, config: AppConfig, embe
         meta = StoreReader(store).meta
         if meta.get("bench_recipe") == RECIPE and meta.get("total_chunks") == size:
             return tree_kind
-    from memory_bank.agents.memorize import memorize_offline
-    from memory_bank.ingest import assemble_parts, compose_readmes, embed_readmes, ensure_valid_tree
+    from memory_bank.memorize.extractive import memorize_offline
+    from memory_bank.ingest.runner import assemble_parts, compose_readmes, embed_readmes, ensure_valid_tree
     from memory_bank.store.files import assign_chunk_paths
     from memory_bank.store.writer import meta_extra_from_config, write_store
     from memory_bank.taxonomy import TaxonomyItem, flat_fallback, plan_taxonomy

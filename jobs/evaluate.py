@@ -36,12 +36,12 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import get_args
+from typing import Literal, get_args
 
 from rich.console import Console
 
-from memory_bank.bank import MemoryBank, Runner
-from memory_bank.cli_progress import IngestProgress
+from memory_bank.app.bank import MemoryBank
+from memory_bank.app.progress_display import IngestProgress
 from memory_bank.config import load_config
 from memory_bank.errors import ConfigError, MemoryBankError, StoreError
 from memory_bank.evaluation import (
@@ -63,6 +63,7 @@ from memory_bank.store.reader import StoreReader
 from memory_bank.text.sources import load_sources
 
 EVAL_MODES: tuple[str, ...] = ("bm25", "vector", "hybrid", "tree", "ask")
+Runner = Literal["local", "ray"]
 # Hits per search: enough chunk texts to fill the largest token budget (4k tokens) even where
 # memories are short (HotpotQA paragraphs average about 95 tokens).
 DEFAULT_TOP_K = 50
@@ -175,7 +176,7 @@ def evaluate(options: EvalOptions) -> EvalRun:
     store = options.store or work_dir / "store"
     if options.store is None:
         remove_old_store(store)
-    bank = MemoryBank(store, config=config, runner=options.runner)
+    bank = MemoryBank(store, config=config, executor=executor_factory(options.runner))
     ingest_started = time.perf_counter()
     ingested = ingest_corpus(bank, dataset)
     ingest_seconds = time.perf_counter() - ingest_started
@@ -205,6 +206,15 @@ def evaluate(options: EvalOptions) -> EvalRun:
         query_seconds=query_seconds,
         total_seconds=time.perf_counter() - started,
     )
+
+
+def executor_factory(runner: Runner):
+    """None (in-process) for "local"; the Ray executor for "ray"."""
+    if runner == "local":
+        return None
+    from pipeline.executor import RayExecutor
+
+    return RayExecutor
 
 
 def remove_old_store(store: Path) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from memory_bank.errors import MemoryBankError
 
 if TYPE_CHECKING:
-    from memory_bank.ingest import IngestRunner
+    from memory_bank.ingest.runner import IngestRunner
     from memory_bank.schemas import IngestSummary
 
 
@@ -45,12 +45,12 @@ def run_job(args: argparse.Namespace, work: Callable[[IngestRunner], IngestSumma
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         from memory_bank.config import load_config
-        from pipeline.ingest import RayIngest
+        from pipeline.executor import ray_runner
 
         config = load_config(args.config)
         if args.address:
             config.ray.address = args.address
-        summary = work(RayIngest(config))
+        summary = work(ray_runner(config))
     except MemoryBankError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

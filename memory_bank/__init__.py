@@ -8,14 +8,14 @@ __all__ = ["MemoryBank", "ChatResult", "SearchHit", "IngestSummary"]
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from memory_bank.bank import MemoryBank
+    from memory_bank.app.bank import MemoryBank
     from memory_bank.schemas import ChatResult, IngestSummary, SearchHit
 
 
 def __getattr__(name: str):
     # Lazy so that `import memory_bank.text.tokens` in a Ray worker does not drag in the facade.
     if name == "MemoryBank":
-        from memory_bank.bank import MemoryBank
+        from memory_bank.app.bank import MemoryBank
 
         return MemoryBank
     if name in {"ChatResult", "SearchHit", "IngestSummary"}:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+import os
+
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -94,6 +96,13 @@ class AppConfig(StrictModel):
     llm: LLMConfig = LLMConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
     ray: RayConfig = RayConfig()
+
+
+def user_cache_dir() -> Path:
+    """Where this user's machine-level caches live ($XDG_CACHE_HOME/memory-bank, else
+    ~/.cache/memory-bank); read when asked, never at import."""
+    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache_home) / "memory-bank"
 
 
 def load_config(path: str | Path | None = None) -> AppConfig:

@@ -13,39 +13,18 @@ from typing import Any
 
 import numpy as np
 
-from memory_bank.agents.memorize import memorize_offline
+from memory_bank.memorize.extractive import memorize_offline
 from memory_bank.config import ChunkConfig, EmbeddingConfig, MemorizeConfig
-from memory_bank.errors import SourceError
 from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding, Embedder
 from memory_bank.schemas import Chunk, Document
 from memory_bank.text.chunking import chunk_document
 from memory_bank.text.sentences import Span
-from memory_bank.text.sources import load_file
 
 Batch = dict[str, Any]
 
 
 def _strings(column: Any) -> list[str]:
     return [str(value) for value in column]
-
-
-def read_batch(batch: Batch) -> Batch:
-    """Paths -> documents (JSON) or the reason a file was skipped."""
-    started = time.perf_counter()
-    documents, errors = [], []
-    for path in _strings(batch["path"]):
-        try:
-            documents.append(load_file(path).model_dump_json())
-            errors.append("")
-        except SourceError as exc:
-            documents.append("")
-            errors.append(str(exc))
-    return {
-        "order": np.asarray(batch["order"]),
-        "document": np.array(documents, dtype=object),
-        "error": np.array(errors, dtype=object),
-        "read_s": _per_row(started, len(documents)),
-    }
 
 
 def chunk_batch(batch: Batch, config: ChunkConfig) -> Batch:

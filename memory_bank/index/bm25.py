@@ -23,41 +23,14 @@ from typing import Literal
 
 import bm25s
 import numpy as np
-from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+from memory_bank.text.lexicon import search_tokens
 
 logger = logging.getLogger(__name__)
 
 # Bump when tokenization or the on-disk layout changes: older persisted indexes get rebuilt.
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: tokens from text.lexicon.search_tokens
 _STAMP_FILE = "stamp.json"
-
-STOPWORDS = frozenset(STOPWORDS_EN_PLUS)
-
-# Hiragana, Katakana (full and half width) and CJK ideographs: written without spaces, so they
-# are indexed as overlapping character bigrams, which makes Japanese and Chinese searchable
-# without a language-specific segmenter.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
-_TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|[^\W_{_CJK}]+")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercased word tokens without English stopwords; CJK runs become character bigrams.
-
-    Single Latin letters are dropped (possessive "s", initials); single digits are kept.
-    No stemming: bm25s only offers one through PyStemmer, which is not a dependency here.
-    """
-    tokens: list[str] = []
-    for match in _TOKEN.finditer(text.lower()):
-        run = match.group(0)
-        if match.group("cjk"):
-            if len(run) == 1:
-                tokens.append(run)
-            else:
-                tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
-        elif (len(run) > 1 or run.isdigit()) and run not in STOPWORDS:
-            tokens.append(run)
-    return tokens
-
 
 class Bm25Index:
     """A BM25 index over a fixed list of documents; document i is row i of the store."""
@@ -71,14 +44,14 @@ class Bm25Index:
         if not documents:
             return cls(None, 0)
         model = bm25s.BM25()
-        model.index([tokenize(text) for text in documents], show_progress=False)
+        model.index([search_tokens(text) for text in documents], show_progress=False)
         return cls(model, len(documents))
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for `query` (float32, zeros when no query term is known)."""
         if self._model is None:
             return np.zeros(0, dtype=np.float32)
-        token_ids = self._model.get_tokens_ids(tokenize(query))
+        token_ids = self._model.get_tokens_ids(search_tokens(query))
         if not token_ids:
             return np.zeros(self.num_docs, dtype=np.float32)
         return np.asarray(self._model.get_scores_from_ids(token_ids), dtype=np.float32)

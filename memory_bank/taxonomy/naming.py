@@ -8,16 +8,14 @@ by their subdirectories and sizes.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
 from typing import NamedTuple
 
 from memory_bank.taxonomy.terms import RankedTerm
+from memory_bank.text.lexicon import MAX_NAME_LENGTH
 
-MAX_NAME_LENGTH = 60
-NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
 TERMS_PER_NAME = 2
 # A group whose best term is used by this share of its memories is named after that term.
 UMBRELLA_COVERAGE = 0.6
@@ -36,10 +34,6 @@ MAX_ENDING = 3
 
 Theme = tuple[str, int]  # a subgroup's best term and its number of memories
 Listed = tuple[str, int]  # a subdirectory's label in a description and its number of memories
-
-
-def is_valid_name(name: str) -> bool:
-    return len(name) <= MAX_NAME_LENGTH and NAME_PATTERN.fullmatch(name) is not None
 
 
 def _near_duplicate(first: str, second: str) -> bool:

@@ -11,6 +11,7 @@ import numpy as np
 from memory_bank.config import TaxonomyConfig
 from memory_bank.errors import TaxonomyError
 from memory_bank.schemas import DirectoryNode
+from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy.clustering import LeafBounds, grow_tree, single_threaded
 from memory_bank.taxonomy.coarse import (
     assign_coarse,
@@ -73,19 +74,23 @@ def _check_inputs(items: Sequence[TaxonomyItem], vectors: np.ndarray) -> np.ndar
 
 
 def plan_taxonomy(
-    items: Sequence[TaxonomyItem], vectors: np.ndarray, config: TaxonomyConfig
+    items: Sequence[TaxonomyItem],
+    vectors: np.ndarray,
+    config: TaxonomyConfig,
+    map_groups: TaskMap = run_serially,
 ) -> DirectoryNode:
     """The full directory tree for `items` (rooted at "/"); deterministic.
 
     Up to `config.coarse_threshold` memories are clustered in one call; above it the corpus is
-    split into coarse groups and planned group by group, exactly as a parallel caller would
-    (this needs `max_depth >= 2`: with one level, every directory is a leaf).
+    split into coarse groups whose subtrees are planned by `plan_group` through `map_groups`
+    (one call per group: Ray passes a task-backed map) and grafted under one root. Grouping
+    needs `max_depth >= 2`: with one level, every directory is a leaf.
     """
     data = _check_inputs(items, vectors)
     if not items:
         return DirectoryNode(path="/", name="", description=EMPTY_STORE_DESCRIPTION)
     if len(items) > config.coarse_threshold and config.max_depth >= 2:
-        return _plan_in_groups(items, data, config)
+        return _plan_in_groups(items, data, config, map_groups)
     with single_threaded():
         labeler = TreeLabeler.for_items(items, data)
         clusters = grow_tree(data, config.max_depth, config, is_root=True)
@@ -93,7 +98,7 @@ def plan_taxonomy(
 
 
 def _plan_in_groups(
-    items: Sequence[TaxonomyItem], vectors: np.ndarray, config: TaxonomyConfig
+    items: Sequence[TaxonomyItem], vectors: np.ndarray, config: TaxonomyConfig, map_groups: TaskMap
 ) -> DirectoryNode:
     n_total = len(items)
     model = fit_coarse(vectors[sample_rows(n_total, config)], n_total, config)
@@ -103,10 +108,11 @@ def _plan_in_groups(
         labels = assign_coarse(merged, vectors)
     order = np.argsort(labels, kind="stable")
     boundaries = np.flatnonzero(np.diff(labels[order])) + 1
-    plans = [
-        plan_group(int(labels[rows[0]]), [items[row] for row in rows], vectors[rows], config)
+    calls = [
+        (int(labels[rows[0]]), [items[row] for row in rows], vectors[rows], config)
         for rows in np.split(order, boundaries)
     ]
+    plans: list[GroupPlan] = map_groups(plan_group, calls)
     return assemble_tree([plan.node for plan in plans], config, [plan.summary for plan in plans])
 
 

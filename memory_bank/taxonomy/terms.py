@@ -13,7 +13,6 @@ Directory names must be plain ASCII (`[a-z0-9_]`), so terms are ASCII words: acc
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,11 +21,9 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-MIN_TERM_LENGTH = 3
-# Longer "words" are hashes, URLs or base64, never a good directory name.
-MAX_TERM_LENGTH = 30
+from memory_bank.text.lexicon import fold_to_ascii, is_name_word, plural_key
+
 RANKED_TERMS = 10  # candidates per group handed to naming and descriptions
 # A phrase that covers as many memories as its best word reads better than the word alone.
 PHRASE_BONUS = 1.25
@@ -36,69 +33,14 @@ MIN_SPREAD_GROUPS = 4  # below this many groups, "spread across most groups" mea
 # A term siblings use as much as the group tells nothing apart, but it may still be all there is.
 DISTINCT_FLOOR = 0.05
 
-# scikit-learn's list holds a few words that are topics in their own right ("interest rates").
-_CONTENT_WORDS = frozenset({"bill", "computer", "detail", "fire", "interest", "system"})
-# Words that name no topic, on top of scikit-learn's English list: fillers of technical prose,
-# vague size and quality words, and time words (dates say when, not what about).
-_GENERIC_WORDS = frozenset(
-    """
-    allow allows based called different example examples include included includes including
-    just like made make makes provide provided provides use used uses using various way ways
-    big bigger biggest small smaller smallest large larger largest high higher low lower long
-    longer short shorter new newer old older good better best great main major common general
-    important simple number numbers lot lots thing things kind kinds
-    time times year years month months week weeks day days hour hours minute minutes today
-    tomorrow yesterday date dates ago later early late recent recently annual daily weekly
-    monday tuesday wednesday thursday friday saturday sunday january february march april may
-    june july august september october november december
-    """.split()
-)
-STOPWORDS = (frozenset(ENGLISH_STOP_WORDS) - _CONTENT_WORDS) | _GENERIC_WORDS
-
 # Letter-led words, or runs of anything that separates them except whitespace and hyphens:
 # two words are adjacent (may form a phrase) only with nothing but " " or "-" between them. A
 # single letter hyphenated to a word stays one word ("B-tree", "k-means", "t-SNE").
 _TOKEN = re.compile(r"[A-Za-z](?:-[A-Za-z][A-Za-z0-9]*|[A-Za-z0-9]*)|[^A-Za-z\s-]+")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 # Capitalized words opening a sentence or a line: the capital says nothing about the word there.
 # (Two simple patterns: one alternation scanning every position was several times slower.)
 _SENTENCE_OPENER = re.compile(r"[.!?][ \t]+([A-Z][A-Za-z0-9]*)")
 _LINE_OPENER = re.compile(r"^[^A-Za-z\n]*([A-Z][A-Za-z0-9]*)", re.MULTILINE)
-_COMBINING_MARKS = re.compile(r"[\u0300-\u036f]")
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
-
-
-def _fold_to_ascii(text: str) -> str:
-    """Strip accents; turn every other non-ASCII character into a word break."""
-    if text.isascii():
-        return text
-    decomposed = _COMBINING_MARKS.sub("", unicodedata.normalize("NFKD", text))
-    return _NON_ASCII.sub(" ", decomposed)
-
-
-def _is_term(word: str) -> bool:
-    return MIN_TERM_LENGTH <= len(word) <= MAX_TERM_LENGTH and word.lower() not in STOPWORDS
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercase ASCII terms of `text`: letters first, 3-30 characters, no stop or generic words."""
-    return [word.lower() for word in _WORD.findall(_fold_to_ascii(text)) if _is_term(word)]
-
-
-def term_key(word: str) -> str:
-    """Lowercase `word` without a plural ending, so "Networks" and "network" count as one term.
-
-    A light rule, not a stemmer: only the display form is ever shown, so a wrong key merely keeps
-    two forms apart ("analysis" keeps its "s").
-    """
-    key = word.lower()
-    if len(key) < 4 or not key.endswith("s") or key.endswith(("ss", "us", "is")):
-        return key
-    if key.endswith("ies") and len(key) > 4:
-        return key[:-3] + "y"
-    if key.endswith(("sses", "xes", "shes", "zzes")):
-        return key[:-2]
-    return key[:-1]
 
 
 def is_phrase(term: str) -> bool:
@@ -143,7 +85,7 @@ class _Reader:
         (recorded with their form). A title chains several key phrases, so its words never make
         a phrase here."""
         parts = [*keywords, *title.split("_")]
-        tokens = _TOKEN.findall(_fold_to_ascii(self.CURATED_SEPARATOR.join(parts)))
+        tokens = _TOKEN.findall(fold_to_ascii(self.CURATED_SEPARATOR.join(parts)))
         keys = self._keys_of(tokens)
         terms = set(filter(None, keys))
         for position, (first, second) in enumerate(pairwise(keys)):
@@ -155,7 +97,7 @@ class _Reader:
 
     def text_keys(self, text: str) -> list[str | None]:
         """Key per token of `text`; None for separators and for words that are no terms."""
-        folded = _fold_to_ascii(text)
+        folded = fold_to_ascii(text)
         tokens = _TOKEN.findall(folded)
         self._text_forms.update(tokens)  # counted in C; non-words are filtered out later
         if folded != folded.lower():  # a text without capitals has no capitalized opener
@@ -168,7 +110,7 @@ class _Reader:
         return [known[token] if token in known else self._learn(token) for token in tokens]
 
     def _learn(self, token: str) -> str | None:
-        key = term_key(token) if token[0].isalpha() and _is_term(token) else None
+        key = plural_key(token) if token[0].isalpha() and is_name_word(token) else None
         self._keys[token] = key
         if key:
             self._first_forms.setdefault(key, token.lower())

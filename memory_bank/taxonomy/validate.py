@@ -12,7 +12,7 @@ from memory_bank.config import TaxonomyConfig
 from memory_bank.schemas import DirectoryNode
 from memory_bank.taxonomy.clustering import LeafBounds, branching_factor
 from memory_bank.taxonomy.labels import child_path
-from memory_bank.taxonomy.naming import MAX_NAME_LENGTH, is_valid_name
+from memory_bank.text.lexicon import MAX_NAME_LENGTH, is_valid_name
 
 MAX_LISTED = 10  # indices quoted per problem; the count is always given
 

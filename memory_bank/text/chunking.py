@@ -41,6 +41,7 @@ from tiktoken import Encoding
 from memory_bank.config import ChunkConfig
 from memory_bank.schemas import Chunk, Document
 from memory_bank.text.sentences import split_sentence_spans
+from memory_bank.text.lexicon import header_of
 from memory_bank.text.tokens import get_encoding
 
 # Cost of ending a chunk right before an atom of each kind. Relative sizes matter, not values.
@@ -63,7 +64,6 @@ _ESTIMATE_MARGIN = 0.02  # share of max_tokens kept spare for counting errors at
 # first: tokens that long are rare, and a wrong guess only adds cut options.
 _MAX_CHARS_PER_TOKEN = 32
 
-_HEADER_LINE = re.compile(r" {0,3}(#{1,6})[ \t]+(\S.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
@@ -156,10 +156,10 @@ def _text_blocks(text: str, start: int, end: int) -> list[_Block]:
         elif not line.strip():
             _close_block(text, block_start, line_start, blocks)
             block_start = None
-        elif header := _HEADER_LINE.match(line):
+        elif header := header_of(line):
             _close_block(text, block_start, line_start, blocks)
             block_start = None
-            level, title = len(header.group(1)), header.group(2).strip()
+            level, title = header
             blocks.append(_Block(*_trim(text, line_start, line_end), header_level=level, title=title))
         elif block_start is None:
             block_start = line_start

@@ -32,7 +32,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from pypdf import PdfReader
 
 from memory_bank.errors import SourceError
 from memory_bank.schemas import Document, DocumentKind, Turn
+from memory_bank.text.lexicon import markdown_title
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +57,6 @@ SUPPORTED_SUFFIXES: dict[str, DocumentKind] = {
 
 _LINE_BREAKS = re.compile(r"\r\n?|[\v\f\x85\u2028\u2029]")
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
-_MARKDOWN_TITLE = re.compile(r"^ {0,3}#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 _CONVERSATION_SHAPES = (
     'a list of turns {"speaker", "text", "timestamp"?}, {"turns": [...]}, '
@@ -100,31 +100,75 @@ def discover_files(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
-def load_sources(paths: Iterable[str | Path], *, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceLoad:
-    """Read every supported file under `paths`; bad sources are reported, never raised."""
+class SkippedSource(BaseModel):
+    """A source that could not be read, and why."""
+
+    source: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.reason}"
+
+
+FileOutcome = Document | SkippedSource
+# Reads files into documents, in the given order; `read_files_serially` in-process, a parallel
+# version (one task per batch of files) under Ray.
+FileReader = Callable[[Sequence[Path]], list[FileOutcome]]
+
+
+def read_files_serially(paths: Sequence[Path], *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[FileOutcome]:
+    """Each path read with `load_file`; an unreadable one becomes a `SkippedSource`."""
+    outcomes: list[FileOutcome] = []
+    for path in paths:
+        try:
+            outcomes.append(load_file(path, max_bytes=max_bytes))
+        except SourceError as exc:
+            outcomes.append(SkippedSource(source=exc.source, reason=exc.reason))
+    return outcomes
+
+
+def load_sources(
+    paths: Iterable[str | Path],
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    read_files: FileReader | None = None,
+) -> SourceLoad:
+    """Read every supported file under `paths`; bad sources are reported, never raised.
+
+    A file reached twice (named and inside a given directory) is read once; a file with the same
+    content as an earlier one is skipped as "same content as <earlier>". `read_files` reads the
+    discovered files (default: one after the other, in this process).
+    """
     result = SourceLoad()
-    first_source_by_id: dict[str, str] = {}
+    # In the order given: a path that could not be expanded, or a file to read.
+    entries: list[Path | SkippedSource] = []
     seen_files: set[Path] = set()
     for given in [paths] if isinstance(paths, (str, Path)) else paths:
         try:
-            files = discover_files([given])
+            found = discover_files([given])
         except SourceError as exc:
-            result.skipped.append(str(exc))
+            entries.append(SkippedSource(source=exc.source, reason=exc.reason))
             continue
-        for file in files:
-            if file.resolve() in seen_files:
-                continue
-            seen_files.add(file.resolve())
-            try:
-                document = load_file(file, max_bytes=max_bytes)
-            except SourceError as exc:
-                result.skipped.append(str(exc))
-                continue
-            first = first_source_by_id.setdefault(document.document_id, document.source)
-            if first != document.source:
-                result.skipped.append(f"{document.source}: same content as {first}")
-                continue
-            result.documents.append(document)
+        for file in found:
+            if file.resolve() not in seen_files:
+                seen_files.add(file.resolve())
+                entries.append(file)
+    files = [entry for entry in entries if isinstance(entry, Path)]
+    if read_files is None:
+        read = iter(read_files_serially(files, max_bytes=max_bytes))
+    else:
+        read = iter(read_files(files))
+    outcomes = [next(read) if isinstance(entry, Path) else entry for entry in entries]
+    first_source_by_id: dict[str, str] = {}
+    for outcome in outcomes:
+        if isinstance(outcome, SkippedSource):
+            result.skipped.append(str(outcome))
+            continue
+        first = first_source_by_id.setdefault(outcome.document_id, outcome.source)
+        if first != outcome.source:
+            result.skipped.append(f"{outcome.source}: same content as {first}")
+            continue
+        result.documents.append(outcome)
     return result
 
 
@@ -156,7 +200,7 @@ def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Docume
     text = _clean(text).strip()
     if not text:
         raise SourceError(source, "empty")  # nothing but control characters
-    title = (_markdown_title(text) if kind == "markdown" else None) or _humanize(path.stem)
+    title = (markdown_title(text) if kind == "markdown" else None) or _humanize(path.stem)
     return _document(text=text, source=source, title=title, kind=kind)
 
 
@@ -165,7 +209,7 @@ def document_from_text(text: str, source: str = "<text>", title: str | None = No
     cleaned = _clean(text).strip()
     if not cleaned:
         return None
-    title = title or _markdown_title(cleaned) or _first_line_title(cleaned)
+    title = title or markdown_title(cleaned) or _first_line_title(cleaned)
     return _document(text=cleaned, source=source, title=title, kind="text")
 
 
@@ -220,11 +264,6 @@ def _decode_text(data: bytes, source: str) -> str:
 
 def _clean(text: str) -> str:
     return _CONTROL_CHARS.sub("", _LINE_BREAKS.sub("\n", text))
-
-
-def _markdown_title(text: str) -> str | None:
-    match = _MARKDOWN_TITLE.search(text)
-    return match.group(1).strip() if match else None
 
 
 def _humanize(stem: str) -> str:

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from memory_bank.config import AppConfig
-from memory_bank.ingest import LocalIngest
+from memory_bank.ingest.runner import local_runner
 from memory_bank.schemas import MemorizedChunk
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import validate_taxonomy
-from pipeline.ingest import RayIngest
-from pipeline.planning import compose_readmes_distributed, plan_tree_distributed
+from pipeline.executor import ray_runner
+from memory_bank.ingest.stages import compose_readmes, plan_tree
+from pipeline.executor import RayExecutor
 from memory_bank.store.files import assign_chunk_paths
 from tests.support import shared_embedder
 from tests.unit.test_ingest import assert_valid_store
@@ -35,8 +36,8 @@ def test_ray_pipeline_matches_the_in_process_run(ray_cluster, tmp_path):
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 truncated")
     files = [*map(str, SMALL_CORPUS), str(tmp_path / "broken.pdf")]
 
-    summary = RayIngest(config).run(tmp_path / "ray_store", files=files)
-    LocalIngest(config, shared_embedder()).run(tmp_path / "local_store", files=files)
+    summary = ray_runner(config).run(tmp_path / "ray_store", files=files)
+    local_runner(config, shared_embedder()).run(tmp_path / "local_store", files=files)
 
     meta = assert_valid_store(tmp_path / "ray_store")
     assert summary.documents == 4 and meta["total_documents"] == 4
@@ -67,21 +68,44 @@ def test_distributed_planning_covers_a_large_corpus(ray_cluster):
         for i in range(900)
     ]
 
-    tree = plan_tree_distributed(memories, vectors, config, task_cpus=1)
-    readmes = compose_readmes_distributed(
-        tree, memories, assign_chunk_paths(tree, memories), config, task_cpus=1
-    )
+    task_map = RayExecutor(AppConfig()).map
+    tree = plan_tree(memories, vectors, config, task_map)
+    paths = assign_chunk_paths(tree, memories)
+    readmes = compose_readmes(tree, memories, paths, config, task_map)
 
     assert validate_taxonomy(tree, 900, config) == []
+    assert len(tree.children) > 1  # planned in coarse groups, one Ray task each
     assert set(readmes) == {node.path for node in tree.iter_nodes()}
     assert readmes["/"].startswith("# ")
+    # Ray only decides where the calls run: the in-process map gives the same plan and READMEs.
+    assert tree == plan_tree(memories, vectors, config)
+    assert readmes == compose_readmes(tree, memories, paths, config)
+
+
+def test_both_runners_skip_the_same_sources(ray_cluster, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# Alpha\n\nThe alpha document talks about sourdough starters.\n")
+    (corpus / "b_copy.md").write_text("# Alpha\n\nThe alpha document talks about sourdough starters.\n")
+    (corpus / "empty.txt").write_text("")
+    (corpus / "c.txt").write_text("A third text about lighthouses and their keepers on the coast.\n")
+    files = [str(corpus), str(tmp_path / "missing.md")]
+
+    on_ray = ray_runner(AppConfig()).run(tmp_path / "ray_store", files=files)
+    in_process = local_runner(AppConfig(), shared_embedder()).run(tmp_path / "local_store", files=files)
+
+    assert on_ray.skipped == in_process.skipped
+    assert any("same content as" in line and "b_copy.md" in line for line in on_ray.skipped)
+    assert any("empty.txt" in line for line in on_ray.skipped)
+    assert any("missing.md" in line for line in on_ray.skipped)
+    assert on_ray.documents == in_process.documents == 2
 
 
 def test_rebuild_job_replans_a_store(ray_cluster, tmp_path, capsys):
     from jobs.rebuild import main
 
     store = tmp_path / "store"
-    LocalIngest(AppConfig(), shared_embedder()).run(store, files=list(map(str, SMALL_CORPUS[:2])))
+    local_runner(AppConfig(), shared_embedder()).run(store, files=list(map(str, SMALL_CORPUS[:2])))
     version = StoreReader(store).store_version
 
     assert main(["--store", str(store)]) == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memory_bank.bank import MemoryBank
+from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 from memory_bank.store.reader import StoreReader
@@ -82,7 +82,7 @@ def corpus(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def bank(tmp_path_factory, corpus) -> MemoryBank:
-    memory_bank = MemoryBank(tmp_path_factory.mktemp("serve") / "store", runner="local")
+    memory_bank = MemoryBank(tmp_path_factory.mktemp("serve") / "store")
     memory_bank.add(files=sorted(corpus.values()))
     return memory_bank
 

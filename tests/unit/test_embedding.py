@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import sys
 from pathlib import Path
 
@@ -174,6 +177,11 @@ def test_sentence_longer_than_a_window_is_cut_but_still_embedded(embedder: Embed
     assert _cosine(encoding.vector, embedder.encode_chunks([text])[0].vector) > 0.8
 
 
+@pytest.mark.skipif(
+    not embedding.bfloat16_runs(),
+    reason="bfloat16 inference dies of SIGILL on this CPU (AMX advertised, not enabled): "
+    "`auto` precision uses float32 here, which the other tests cover",
+)
 def test_bfloat16_vectors_agree_with_float32(embedder: Embedder) -> None:
     half = Embedder(EmbeddingConfig(precision="bfloat16"))
     texts = [GIL_PARAGRAPH, _long_chunk_with_fact_at_the_end(), "東京タワーは1958年に完成した。"]
@@ -201,10 +209,34 @@ def test_auto_precision_follows_the_cpu_flags(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(embedding, "has_native_bfloat16", lambda: False)
     assert resolve_precision("auto") == "float32"
     monkeypatch.setattr(embedding, "has_native_bfloat16", lambda: True)
+    monkeypatch.setattr(embedding, "bfloat16_runs", lambda: False)  # advertised, but it traps
+    assert resolve_precision("auto") == "float32"
+    monkeypatch.setattr(embedding, "bfloat16_runs", lambda: True)
     assert resolve_precision("auto") == "bfloat16"
     assert resolve_precision("float32") == "float32"
     with pytest.raises(ModelLoadError, match="precision"):
         resolve_precision("int8")
+
+
+def test_the_bfloat16_probe_runs_in_a_child_process_and_is_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls = []
+
+    def fake_run(command, **kwargs):
+        calls.append(command)
+        return subprocess.CompletedProcess(command, returncode=-4)  # SIGILL
+
+    monkeypatch.setattr(embedding.subprocess, "run", fake_run)
+    embedding._cached_bfloat16_probe.cache_clear()
+    try:
+        assert embedding._cached_bfloat16_probe("machine-a") is False
+        embedding._cached_bfloat16_probe.cache_clear()
+        assert embedding._cached_bfloat16_probe("machine-a") is False  # read back from the file
+        assert len(calls) == 1 and calls[0][0] == sys.executable
+    finally:
+        embedding._cached_bfloat16_probe.cache_clear()
 
 
 def test_pack_windows_breaks_between_sentences_and_cuts_long_ones() -> None:

@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 import yaml
 
-from memory_bank.bank import MemoryBank
+from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.errors import NothingToIngestError
-from memory_bank.ingest import LocalIngest, embed_readmes
-from memory_bank.ingest_work import memory_recipe
+from memory_bank.ingest.runner import local_runner
+from memory_bank.ingest.stages import embed_readmes
+from memory_bank.ingest.work import memory_recipe
 from memory_bank.store.files import parse_chunk_file
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import validate_taxonomy
@@ -39,7 +40,7 @@ def embedder():
 
 
 def _ingest(store: Path, embedder, files=None, text=None, config: AppConfig | None = None):
-    return LocalIngest(config or AppConfig(), embedder).run(store, files=files, text=text)
+    return local_runner(config or AppConfig(), embedder).run(store, files=files, text=text)
 
 
 def _visible_files(store: Path) -> list[Path]:
@@ -180,7 +181,7 @@ def _tiny_image(tmp_path: Path) -> str:
 
 
 def test_empty_text_creates_nothing_and_raises_nothing(tmp_path):
-    summary = MemoryBank(tmp_path / "store", runner="local").add(text="")
+    summary = MemoryBank(tmp_path / "store").add(text="")
     assert summary.chunks == 0
     assert not (tmp_path / "store").exists()
 

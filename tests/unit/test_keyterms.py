@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from memory_bank.agents.keyterms import extract_keywords, make_title
+from memory_bank.memorize.keyterms import extract_keywords, make_title
 
 TITLE = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
 

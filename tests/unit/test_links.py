@@ -14,10 +14,10 @@ from memory_bank.index.links import (
     follow_links,
     title_aliases,
 )
-from memory_bank.index.retrieval import Retriever
-from memory_bank.navigation import NavigationAgent
+from tests.support import open_search
+from memory_bank.query.navigation import NavigationAgent
 from memory_bank.store import StoreReader
-from memory_bank.tools import StoreTools
+from memory_bank.query.tools import StoreTools
 from tests.unit.query_fixtures import Note, build_store, shared_embedder
 
 # A small wiki: the question "who directed the film shot in Leland in 1986?" matches the Leland
@@ -136,12 +136,12 @@ def wiki(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def retriever(wiki):
-    return Retriever(StoreReader(wiki), shared_embedder(), RetrievalConfig())
+    return open_search(StoreReader(wiki), shared_embedder(), RetrievalConfig())
 
 
 def test_hybrid_search_follows_a_title_link_to_the_second_hop(retriever):
-    query_vector = retriever.encode_query(BRIDGE_QUESTION)
-    plain = [retriever.chunk_path(i) for i, _ in retriever.hybrid_candidates(BRIDGE_QUESTION, query_vector, links=False)]
+    query_vector = retriever.hybrid.encode_query(BRIDGE_QUESTION)
+    plain = [retriever.corpus.chunk_path(i) for i, _ in retriever.hybrid.hybrid_candidates(BRIDGE_QUESTION, query_vector, links=False)]
     assert plain[0] == "places/leland_north_carolina.md"
     assert plain.index("films/maximum_overdrive.md") >= 2
     hits = retriever.search(BRIDGE_QUESTION, top_k=2, mode="hybrid")
@@ -150,7 +150,7 @@ def test_hybrid_search_follows_a_title_link_to_the_second_hop(retriever):
 
 
 def test_the_agent_answers_from_the_linked_document_and_cites_both(wiki, retriever):
-    agent = NavigationAgent(StoreTools(wiki, retriever.reader, retriever), retriever)
+    agent = NavigationAgent(StoreTools(wiki, retriever.corpus.reader, retriever), retriever.hybrid)
     result = agent.request(BRIDGE_QUESTION)
     assert "Stephen King" in result.answer
     assert result.sources[:2] == ["places/leland_north_carolina.md", "films/maximum_overdrive.md"]

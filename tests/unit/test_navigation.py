@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from memory_bank.config import RetrievalConfig
-from memory_bank.index.retrieval import Retriever
-from memory_bank.answering import AnswerSentence, answer_text, calibrate_confidence, complete_lead_ins
-from memory_bank.navigation import NOT_FOUND_ANSWER, NavigationAgent
-from memory_bank.question_terms import content_terms, question_entities, stem_all, term_coverage
+from tests.support import open_search
+from memory_bank.query.answering import AnswerSentence, answer_text, calibrate_confidence, complete_lead_ins
+from memory_bank.query.navigation import NOT_FOUND_ANSWER, NavigationAgent
+from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
 from memory_bank.store import StoreReader
 from memory_bank.text.sentences import split_sentences
-from memory_bank.tools import StoreTools
+from memory_bank.query.tools import StoreTools
 from tests.unit.query_fixtures import ML_TECH_STORE, Note, PYTHON_ONLY_STORE, build_store, shared_embedder
 
 
@@ -31,8 +31,8 @@ class CountingEncoder:
 
 def make_agent(store, encoder=None, config=None) -> NavigationAgent:
     reader = StoreReader(store)
-    retriever = Retriever(reader, encoder or shared_embedder(), config or RetrievalConfig())
-    return NavigationAgent(StoreTools(store, reader, retriever), retriever)
+    retriever = open_search(reader, encoder or shared_embedder(), config or RetrievalConfig())
+    return NavigationAgent(StoreTools(store, reader, retriever), retriever.hybrid)
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 
 from memory_bank.config import AppConfig
 from memory_bank.errors import ConfigError
-from memory_bank.index.retrieval import Retriever
-from memory_bank.query import QueryService
+from tests.support import open_search
+from memory_bank.query.service import QueryService
 from memory_bank.store import StoreReader
 from tests.unit.query_fixtures import ML_TECH_STORE, PYTHON_ONLY_STORE, build_store, shared_embedder
 
@@ -36,13 +36,13 @@ def stores(tmp_path_factory):
 
 def test_stored_readme_vectors_match_embedding_the_readmes_on_open(stores):
     with_vectors, without_vectors = stores
-    stored = Retriever(StoreReader(with_vectors), embedder=None).directories()
-    embedded = Retriever(StoreReader(without_vectors), shared_embedder()).directories()
+    stored = open_search(StoreReader(with_vectors), embedder=None).corpus.directories()
+    embedded = open_search(StoreReader(without_vectors), shared_embedder()).corpus.directories()
     assert stored.paths == embedded.paths
     np.testing.assert_allclose(stored.vectors, embedded.vectors, atol=1e-5)
     assert stored.readme_terms == embedded.readme_terms
     with pytest.raises(ConfigError, match="embedding model"):
-        Retriever(StoreReader(without_vectors), embedder=None).directories()
+        open_search(StoreReader(without_vectors), embedder=None).corpus.directories()
 
 
 def test_warm_up_and_questions_embed_only_the_question_when_readme_vectors_are_stored(stores):
@@ -80,9 +80,9 @@ def test_the_store_is_reopened_only_when_its_version_changes(tmp_path):
 
 def test_a_repeated_query_is_embedded_once(stores):
     recorder = RecordingEmbedder()
-    retriever = Retriever(StoreReader(stores[0]), recorder)
+    retriever = open_search(StoreReader(stores[0]), recorder)
     first = retriever.search("asyncio event loop", mode="vector")
-    vector = retriever.encode_query("asyncio event loop")
+    vector = retriever.hybrid.encode_query("asyncio event loop")
     assert retriever.search("asyncio event loop", mode="vector") == first
     assert recorder.batch_sizes == [1]
     np.testing.assert_array_equal(vector, shared_embedder().encode(["asyncio event loop"])[0])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_bank.agents.readme import (
+from memory_bank.taxonomy.readme import (
     ReadmeFileEntry,
     compose_readme,
     describe_directory,

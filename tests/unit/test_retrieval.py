@@ -7,9 +7,10 @@ import pytest
 
 from memory_bank.config import AppConfig, RetrievalConfig
 from memory_bank.errors import ConfigError, ToolError
-from memory_bank.index.bm25 import Bm25Index, tokenize, top_positive
-from memory_bank.index.retrieval import Retriever
-from memory_bank.ingest import LocalIngest
+from memory_bank.index.bm25 import Bm25Index, top_positive
+from memory_bank.text.lexicon import search_tokens as tokenize
+from tests.support import open_search
+from memory_bank.ingest.runner import local_runner
 from memory_bank.store import StoreReader
 from tests.fakes import HashingEmbedder
 from tests.unit.query_fixtures import ML_TECH_STORE, build_store, shared_embedder
@@ -22,7 +23,7 @@ def reader(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def retriever(reader):
-    return Retriever(reader, shared_embedder(), RetrievalConfig())
+    return open_search(reader, shared_embedder(), RetrievalConfig())
 
 
 def test_tokenize_lowercases_and_drops_stopwords_and_single_letters():
@@ -80,10 +81,10 @@ def test_every_mode_returns_well_formed_hits_best_first(reader, retriever, mode)
 def test_hybrid_score_is_the_documented_mix_of_normalized_bm25_and_cosine(reader, retriever):
     query = "recurrent hidden state vanishing gradients"
     hits = retriever.search(query, top_k=3, mode="hybrid")
-    bm25 = retriever.bm25_scores(query)
+    bm25 = retriever.hybrid.bm25_scores(query)
     query_vector = shared_embedder().encode([query])[0]
     for hit in hits:
-        index = retriever.index_of_path(hit.chunk_path)
+        index = retriever.corpus.index_of_path(hit.chunk_path)
         expected = 0.5 * bm25[index] / bm25.max() + 0.5 * float(reader.memory_vectors()[index] @ query_vector)
         assert hit.score == pytest.approx(expected, abs=1e-4)
     assert hits[0].chunk_path == "ml/sequence/rnn_hidden_state.md"
@@ -91,8 +92,8 @@ def test_hybrid_score_is_the_documented_mix_of_normalized_bm25_and_cosine(reader
 
 def test_alpha_moves_hybrid_between_vector_and_bm25_rankings(reader):
     query = "multiversion concurrency control readers writers"
-    only_bm25 = Retriever(reader, shared_embedder(), RetrievalConfig(alpha=1.0))
-    only_vector = Retriever(reader, shared_embedder(), RetrievalConfig(alpha=0.0))
+    only_bm25 = open_search(reader, shared_embedder(), RetrievalConfig(alpha=1.0))
+    only_vector = open_search(reader, shared_embedder(), RetrievalConfig(alpha=0.0))
     bm25_paths = [hit.chunk_path for hit in only_bm25.search(query, top_k=3, mode="bm25")]
     vector_paths = [hit.chunk_path for hit in only_vector.search(query, top_k=3, mode="vector")]
     assert [hit.chunk_path for hit in only_bm25.search(query, top_k=len(bm25_paths), mode="hybrid")] == bm25_paths
@@ -115,14 +116,14 @@ def test_blank_queries_unknown_modes_and_missing_embedder(reader, retriever):
     assert retriever.search("   ", mode="hybrid") == []
     with pytest.raises(ToolError, match="unknown search mode"):
         retriever.search("attention", mode="fuzzy")
-    lexical_only = Retriever(reader, embedder=None)
+    lexical_only = open_search(reader, embedder=None)
     assert lexical_only.search("attention heads", mode="bm25")
     with pytest.raises(ConfigError, match="embedding model"):
         lexical_only.search("attention heads", mode="hybrid")
 
 
 def test_an_empty_store_has_no_hits(tmp_path):
-    empty = Retriever(StoreReader(build_store(tmp_path / "empty", {}, shared_embedder())), shared_embedder())
+    empty = open_search(StoreReader(build_store(tmp_path / "empty", {}, shared_embedder())), shared_embedder())
     for mode in ("bm25", "vector", "hybrid", "tree"):
         assert empty.search("anything at all", mode=mode) == []
 
@@ -132,10 +133,10 @@ def test_a_hit_carries_the_raw_chunk_text_not_its_shorter_memory(tmp_path):
         f"Sourdough step {n} keeps the starter at {20 + n} degrees while the dough rests and rises slowly."
         for n in range(30)
     ]
-    LocalIngest(AppConfig(), HashingEmbedder()).run(tmp_path / "store", text="\n".join(sentences))
+    local_runner(AppConfig(), HashingEmbedder()).run(tmp_path / "store", text="\n".join(sentences))
     reader = StoreReader(tmp_path / "store")
     memory = reader.memories().column("memory").to_pylist()[0]
     chunk_text = reader.chunks().column("text").to_pylist()[0]
     assert len(memory) < len(chunk_text)  # offline memorize kept an extract of this long chunk
-    hits = Retriever(reader, HashingEmbedder()).search("starter degrees dough", top_k=1, mode="hybrid")
+    hits = open_search(reader, HashingEmbedder()).search("starter degrees dough", top_k=1, mode="hybrid")
     assert hits[0].text == chunk_text

@@ -20,9 +20,9 @@ from memory_bank.taxonomy.terms import (
     TermMatrix,
     group_spread,
     rank_terms,
-    term_key,
-    tokenize,
 )
+from memory_bank.text.lexicon import name_words as tokenize
+from memory_bank.text.lexicon import plural_key as term_key
 
 CONFIG = TaxonomyConfig()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from memory_bank.config import AppConfig, TaxonomyConfig
-from memory_bank.ingest import LocalIngest
+from memory_bank.ingest.runner import local_runner
 from memory_bank.schemas import DirectoryNode
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import TaxonomyItem, plan_taxonomy, validate_taxonomy
@@ -90,7 +90,7 @@ def _chunk_paths(reader: StoreReader) -> dict[str, str]:
 
 def test_adding_a_document_keeps_every_stored_memory_where_it_was(tmp_path):
     store = tmp_path / "store"
-    ingest = LocalIngest(AppConfig(), shared_embedder())
+    ingest = local_runner(AppConfig(), shared_embedder())
     first = ingest.run(store, files=[SAMPLE / path for path in ML_AND_ENGINEERING])
     assert not first.placed
     paths_before = _chunk_paths(StoreReader(store))
@@ -108,10 +108,10 @@ def test_adding_a_document_keeps_every_stored_memory_where_it_was(tmp_path):
 
 
 def test_rebuild_plans_the_whole_tree_anew_without_memorizing(tmp_path):
-    from memory_bank.ingest import plan_tree
+    from memory_bank.ingest.runner import plan_tree
 
     store = tmp_path / "store"
-    ingest = LocalIngest(AppConfig(), shared_embedder())
+    ingest = local_runner(AppConfig(), shared_embedder())
     ingest.run(store, files=[SAMPLE / path for path in ML_AND_ENGINEERING])
     assert ingest.run(store, files=[SAMPLE / "notes" / "home" / "sourdough_baking.md"]).placed
     memories_before = StoreReader(store).memories().drop_columns(["directory", "path"]).to_pylist()

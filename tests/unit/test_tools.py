@@ -12,9 +12,9 @@ import pytest
 
 from memory_bank.config import RetrievalConfig
 from memory_bank.errors import ToolError
-from memory_bank.index.retrieval import Retriever
+from tests.support import open_search
 from memory_bank.store import StoreReader
-from memory_bank.tools import Entry, GrepMatch, StoreTools
+from memory_bank.query.tools import Entry, GrepMatch, StoreTools
 from tests.unit.query_fixtures import ML_TECH_STORE, PYTHON_ONLY_STORE, build_store, shared_embedder
 
 
@@ -236,7 +236,7 @@ def test_answer_checks_its_sources(tech_store):
 
 def test_searches_return_ranked_hits(tech_store):
     reader = StoreReader(tech_store)
-    tools = StoreTools(tech_store, reader, Retriever(reader, shared_embedder(), RetrievalConfig()))
+    tools = StoreTools(tech_store, reader, open_search(reader, shared_embedder(), RetrievalConfig()))
     for hits in (tools.bm25_search("BERT masked language model pretraining"), tools.vector_search("What is BERT?")):
         assert hits[0].chunk_path == "ml/transformers/bert_pretraining.md"
         assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
@@ -255,29 +255,29 @@ def test_bm25_index_is_built_once_and_reused_until_the_store_changes(tmp_path):
     assert hits[0].chunk_path == "programming/react/react_useeffect_hook.md"
     assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
     first.bm25_search("transformer attention heads")
-    assert (first.retriever.bm25.builds, first.retriever.bm25.loads) == (1, 0)
-    old_index_dir = first.retriever.bm25.directory
+    assert (first.searcher.corpus.bm25.builds, first.searcher.corpus.bm25.loads) == (1, 0)
+    old_index_dir = first.searcher.corpus.bm25.directory
     assert json.loads((old_index_dir / "stamp.json").read_text())["store_version"] == first.reader.store_version
 
     second = StoreTools(store)  # a new process or replica on the same store version
     assert second.bm25_search("React useEffect side effects") == hits
-    assert (second.retriever.bm25.builds, second.retriever.bm25.loads) == (0, 1)
+    assert (second.searcher.corpus.bm25.builds, second.searcher.corpus.bm25.loads) == (0, 1)
 
     build_store(store, PYTHON_ONLY_STORE, shared_embedder())  # the store is replaced: new version
     third = StoreTools(store)
     assert third.bm25_search("asyncio event loop")[0].chunk_path == "python/python_asyncio_event_loop.md"
-    assert (third.retriever.bm25.builds, third.retriever.bm25.loads) == (1, 0)
-    assert third.retriever.bm25.directory.is_dir()
+    assert (third.searcher.corpus.bm25.builds, third.searcher.corpus.bm25.loads) == (1, 0)
+    assert third.searcher.corpus.bm25.directory.is_dir()
 
 
 def test_bm25_index_is_saved_without_pickle(tech_store):
     tools = StoreTools(tech_store)
     tools.bm25_search("GIL threads")
-    files = sorted(path.name for path in tools.retriever.bm25.directory.iterdir())
+    files = sorted(path.name for path in tools.searcher.corpus.bm25.directory.iterdir())
     assert all(name.endswith((".npy", ".json")) for name in files), files
     for name in files:
         if name.endswith(".npy"):
-            np.load(tools.retriever.bm25.directory / name, allow_pickle=False)
+            np.load(tools.searcher.corpus.bm25.directory / name, allow_pickle=False)
 
 
 def test_bm25_index_stays_in_memory_when_the_store_is_not_writable(tmp_path, caplog):
@@ -288,4 +288,4 @@ def test_bm25_index_stays_in_memory_when_the_store_is_not_writable(tmp_path, cap
         hits = tools.bm25_search("mypy static type checker")
     assert hits[0].chunk_path == "python/python_type_hints_mypy.md"
     assert "keeping it in memory" in caplog.text
-    assert tools.retriever.bm25.builds == 1
+    assert tools.searcher.corpus.bm25.builds == 1

@@ -12,7 +12,7 @@ It follows the exploration guidelines of seed 000 §6.2 without an LLM:
 4. read the most promising chunk files until the evidence covers the question or the budget of
    tool calls (`max_iterations`) is spent, then the chunks of documents that the chunks read name
    by title (the second hop of a bridge question);
-5. answer extractively (`memory_bank.answering`): the best sentences of the chunks read, at
+5. answer extractively (`memory_bank.query.answering`): the best sentences of the chunks read, at
    least one from each (precomputed sentence vectors from `.bank/sentences.parquet`, so nothing
    is embedded per sentence at query time), citing every chunk file read, best first.
    Confidence comes from how close the best evidence is to the question and how many of the
@@ -32,7 +32,7 @@ import numpy as np
 
 from memory_bank.config import RetrievalConfig
 from memory_bank.errors import ToolError
-from memory_bank.answering import (
+from memory_bank.query.answering import (
     SENTENCE_TERM_WEIGHT,
     AnswerSentence,
     answer_text,
@@ -41,13 +41,14 @@ from memory_bank.answering import (
     is_section_title,
     select_sentences,
 )
-from memory_bank.index.bm25 import tokenize
-from memory_bank.index.retrieval import Retriever, TextEncoder
+from memory_bank.text.lexicon import search_tokens
+from memory_bank.index.embedding import TextEncoder
+from memory_bank.index.hybrid import HybridSearch
 from memory_bank.schemas import ChatResult, DirectoryNode
 from memory_bank.store.files import parse_chunk_file, readme_relative_path
 from memory_bank.text.sentences import split_sentences
-from memory_bank.question_terms import content_terms, question_entities, stem_all, term_coverage
-from memory_bank.tools import StoreTools
+from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
+from memory_bank.query.tools import StoreTools
 
 NOT_FOUND_THRESHOLD = 0.3
 NOT_FOUND_ANSWER = "The memory does not contain information to answer this question."
@@ -104,14 +105,15 @@ class NavigationAgent:
     def __init__(
         self,
         tools: StoreTools,
-        retriever: Retriever,
+        search: HybridSearch,
         embedder: TextEncoder | None = None,
         config: RetrievalConfig | None = None,
     ) -> None:
         self.tools = tools
-        self.retriever = retriever
-        self.embedder = embedder or retriever.embedder
-        self.config = config or retriever.config
+        self.search = search
+        self.corpus = search.corpus
+        self.embedder = embedder or search.embedder
+        self.config = config or search.config
         self._readme_stems: list[frozenset[str]] | None = None
 
     def request(self, question: str, max_iterations: int | None = None) -> ChatResult:
@@ -124,16 +126,16 @@ class NavigationAgent:
         run = _Run(question, budget)
         terms = content_terms(question)
         self._read_root(run)
-        if self.retriever.num_chunks == 0:
+        if self.corpus.num_chunks == 0:
             run.note("the store holds no memories")
             return self._not_found(run, "the store is empty")
         if not run.can_call():
             return self._not_found(run, f"stopped at max_iterations={run.budget} before reading any memory")
 
-        query_vector = self.retriever.encode_query(question)
-        bm25_scores = self.retriever.bm25_scores(question)
-        found = self.retriever.hybrid_candidates(question, query_vector, bm25_scores=bm25_scores)
-        best = f", best {self.retriever.chunk_path(found[0][0])} ({found[0][1]:.2f})" if found else ""
+        query_vector = self.search.encode_query(question)
+        bm25_scores = self.search.bm25_scores(question)
+        found = self.search.hybrid_candidates(question, query_vector, bm25_scores=bm25_scores)
+        best = f", best {self.corpus.chunk_path(found[0][0])} ({found[0][1]:.2f})" if found else ""
         run.call(f"search {question!r} (hybrid) -> {len(found)} candidates{best}")
         grep_counts = self._grep_entities(run, question_entities(question))
         leaves = self._descend(run, query_vector, terms, self._best_by_directory(found))
@@ -162,11 +164,11 @@ class NavigationAgent:
             files = sorted({
                 match.file
                 for match in self.tools.grep(entity, whole_word=True)
-                if self.retriever.index_of_path(match.file) is not None
+                if self.corpus.index_of_path(match.file) is not None
             })
             run.call(f"grep {entity!r} -> {len(files)} file{'s' if len(files) != 1 else ''}")
             for path in files:
-                index = self.retriever.index_of_path(path)
+                index = self.corpus.index_of_path(path)
                 counts[index] = counts.get(index, 0) + 1
         return counts
 
@@ -178,9 +180,9 @@ class NavigationAgent:
         best_found: dict[str, float],
     ) -> list[DirectoryNode]:
         """Beam descent from the root; returns the directories the beam ends in."""
-        directories = self.retriever.directories()
+        directories = self.corpus.directories()
         readme_stems = self._directory_stems()
-        frontier: list[tuple[DirectoryNode, float]] = [(self.retriever.reader.tree(), 1.0)]
+        frontier: list[tuple[DirectoryNode, float]] = [(self.corpus.tree(), 1.0)]
         while any(node.children for node, _ in frontier):
             scored = [(node, score) for node, score in frontier if not node.children]
             for node, _ in frontier:
@@ -218,20 +220,20 @@ class NavigationAgent:
         leaves: list[DirectoryNode],
     ) -> list[_Candidate]:
         """Chunks worth reading, best first: search hits, grep hits and the beam's best chunks."""
-        directories = self.retriever.directories()
+        directories = self.corpus.directories()
         in_beam: set[int] = set()
         for leaf in leaves:
             if leaf.path == "/":  # a store whose memories all sit at the root
-                members = list(range(self.retriever.num_chunks))
+                members = list(range(self.corpus.num_chunks))
             else:
                 members = directories.subtree_chunks[directories.position[leaf.path]]
-            cosines = self.retriever.cosines(query_vector, members)
+            cosines = self.search.cosines(query_vector, members)
             in_beam.update(members[int(j)] for j in np.argsort(-cosines, kind="stable")[:2])
         # Search hits keep their search score, which includes what title links lent them;
         # grep and beam finds outside the search's top get their own hybrid score.
         searched = dict(found[: 2 * self.config.top_k])
         others = sorted((set(grep_counts) | in_beam) - set(searched))
-        other_scores = self.retriever.hybrid_scores(bm25_scores, query_vector, others)
+        other_scores = self.search.hybrid_scores(bm25_scores, query_vector, others)
         scores = searched | {index: float(score) for index, score in zip(others, other_scores, strict=True)}
         ranked = [
             _Candidate(
@@ -265,7 +267,7 @@ class NavigationAgent:
         for candidate in self._linked_candidates(read, ranked)[:MAX_LINK_READS]:
             if not run.can_call():
                 break
-            run.note(f"follow the title link to {self.retriever.chunk_path(candidate.index)}")
+            run.note(f"follow the title link to {self.corpus.chunk_path(candidate.index)}")
             if self._read(run, candidate, read, covered, terms):
                 break
         return read
@@ -274,7 +276,7 @@ class NavigationAgent:
         self, run: _Run, candidate: _Candidate, read: dict[int, str], covered: set[str], terms: list[str]
     ) -> bool:
         """Read one chunk file; True when the evidence now covers every question term."""
-        path = self.retriever.chunk_path(candidate.index)
+        path = self.corpus.chunk_path(candidate.index)
         _, read[candidate.index] = parse_chunk_file(self.tools.cat(path))
         run.call(f"cat {path} (priority {candidate.priority:.2f})")
         run.read(path)
@@ -288,7 +290,7 @@ class NavigationAgent:
 
     def _linked_candidates(self, read: dict[int, str], ranked: list[_Candidate]) -> list[_Candidate]:
         """The best unread candidate of each document that a chunk read names by its title."""
-        graph = self.retriever.link_graph()
+        graph = self.corpus.link_graph()
         named = frozenset().union(*(graph.named_by_chunk(index) for index in read))
         linked: dict[str, _Candidate] = {}
         for candidate in ranked:  # best first
@@ -305,7 +307,7 @@ class NavigationAgent:
             return self._not_found(run, "no readable evidence")
         chosen = complete_lead_ins(select_sentences(sentences, terms), sentences)
         evidence_stems = frozenset().union(*run.evidence.values())
-        chunk_cosines = self.retriever.cosines(query_vector, sorted({s.chunk for s in chosen}))
+        chunk_cosines = self.search.cosines(query_vector, sorted({s.chunk for s in chosen}))
         best_cosine = max(max(float(s.vector @ query_vector) for s in chosen), float(chunk_cosines.max()))
         confidence = calibrate_confidence(best_cosine, term_coverage(terms, evidence_stems) if terms else None)
         if confidence < NOT_FOUND_THRESHOLD:
@@ -317,7 +319,7 @@ class NavigationAgent:
         # sentence first (`chosen` opens with the best sentences).
         quote_order = list(dict.fromkeys(s.chunk for s in chosen))
         ordered = sorted(chosen, key=lambda s: (quote_order.index(s.chunk), s.number))
-        sources = [self.retriever.chunk_path(index) for index in read]
+        sources = [self.corpus.chunk_path(index) for index in read]
         final = self.tools.answer(answer_text([s.text for s in ordered]), confidence, sources)
         run.note(f"answer: {len(ordered)} sentences from {len(sources)} files (confidence {final.confidence:.2f})")
         return self._result(run, final.text, final.sources, final.confidence, f"{run.calls} tool calls")
@@ -332,7 +334,7 @@ class NavigationAgent:
             for number, (text, vector, cosine) in enumerate(zip(texts, vectors, cosines, strict=True)):
                 if is_section_title(text):
                     continue  # a section title names a topic; it answers nothing by itself
-                stems = stem_all(tokenize(text))
+                stems = stem_all(search_tokens(text))
                 score = float(cosine) + SENTENCE_TERM_WEIGHT * term_coverage(terms, stems)
                 scored.append(AnswerSentence(index, number, text, vector, score, stems))
         return sorted(scored, key=lambda s: (-s.score, s.chunk, s.number))
@@ -340,7 +342,7 @@ class NavigationAgent:
     def _chunk_sentences(self, index: int, memory_text: str) -> tuple[list[str], np.ndarray]:
         """The chunk's stored sentences and vectors (the raw text behind the memory); a store
         without them falls back to embedding the sentences of the memory text that was read."""
-        texts, vectors = self.retriever.chunk_sentences(index)
+        texts, vectors = self.corpus.chunk_sentences(index)
         if texts:
             return texts, vectors
         texts = split_sentences(memory_text)
@@ -350,20 +352,20 @@ class NavigationAgent:
 
     def _evidence_stems(self, run: _Run, index: int, memory_text: str) -> frozenset[str]:
         if index not in run.evidence:
-            texts, _ = self.retriever.chunk_sentences(index)
-            run.evidence[index] = stem_all(tokenize(" ".join(texts) or memory_text))
+            texts, _ = self.corpus.chunk_sentences(index)
+            run.evidence[index] = stem_all(search_tokens(" ".join(texts) or memory_text))
         return run.evidence[index]
 
     def _directory_stems(self) -> list[frozenset[str]]:
         if self._readme_stems is None:
-            self._readme_stems = [stem_all(terms) for terms in self.retriever.directories().readme_terms]
+            self._readme_stems = [stem_all(terms) for terms in self.corpus.directories().readme_terms]
         return self._readme_stems
 
     def _best_by_directory(self, found: list[tuple[int, float]]) -> dict[str, float]:
         """The best search score inside each directory's subtree (directories with a hit only)."""
         best: dict[str, float] = {}
         for index, score in found:
-            directory = _directory_of(self.retriever.chunk_path(index))
+            directory = _directory_of(self.corpus.chunk_path(index))
             while directory != "/":
                 best[directory] = max(best.get(directory, 0.0), score)
                 directory = directory.rsplit("/", 1)[0] or "/"

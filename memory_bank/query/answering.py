@@ -10,11 +10,12 @@ and the question-term coverage onto 0..1.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from memory_bank.text.lexicon import LIST_MARKER, MARKDOWN_HEADER
 
 MAX_ANSWER_SENTENCES = 4
 MAX_SENTENCES_PER_CHUNK = 2
@@ -28,13 +29,11 @@ MAX_LIST_ITEMS = 6
 # all-MiniLM-L6-v2 pairs are unrelated, above 0.55 they are about the same thing.
 COSINE_FLOOR, COSINE_CEILING = 0.2, 0.55
 
-_HEADER_LINE = re.compile(r"\s{0,3}#{1,6}\s")
-_LIST_ITEM = re.compile(r"\s*(?:[-*+•]|\d{1,3}[.)])\s")
 
 
 def is_section_title(sentence: str) -> bool:
     """A Markdown header line: it names a topic and answers nothing by itself."""
-    return _HEADER_LINE.match(sentence) is not None
+    return MARKDOWN_HEADER.match(sentence) is not None
 
 
 @dataclass(frozen=True)
@@ -90,12 +89,12 @@ def complete_lead_ins(chosen: list[AnswerSentence], sentences: list[AnswerSenten
             continue
         for offset in range(1, MAX_LIST_ITEMS + 1):
             following = by_position.get((lead_in.chunk, lead_in.number + offset))
-            if following is None or (offset > 1 and not _LIST_ITEM.match(following.text)):
+            if following is None or (offset > 1 and not LIST_MARKER.match(following.text)):
                 break
             if (following.chunk, following.number) not in taken:
                 completed.append(following)
                 taken.add((following.chunk, following.number))
-            if not _LIST_ITEM.match(following.text):
+            if not LIST_MARKER.match(following.text):
                 break  # a plain sentence completes the lead-in by itself
     return completed
 
@@ -105,7 +104,7 @@ def answer_text(sentences: Sequence[str]) -> str:
     parts: list[str] = []
     for number, sentence in enumerate(sentences):
         if number:
-            parts.append("\n" if _LIST_ITEM.match(sentence) else " ")
+            parts.append("\n" if LIST_MARKER.match(sentence) else " ")
         parts.append(sentence.strip())
     return "".join(parts)
 

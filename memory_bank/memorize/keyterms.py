@@ -13,45 +13,39 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
+from memory_bank.text.lexicon import (
+    CJK_CONTENT_RUN,
+    KEY_TERM_STOPWORDS,
+    MARKDOWN_HEADER,
+    MAX_NAME_LENGTH,
+    header_of,
+    plural_key,
+)
 from memory_bank.text.sentences import split_sentences
 
-# scikit-learn's list holds a few words that are content in technical text ("file system").
-_STOPWORDS = (ENGLISH_STOP_WORDS - {"system", "computer", "bill", "fire", "interest", "detail"}) | {
-    "use", "used", "uses", "using", "like", "just", "new", "make", "makes", "way", "ways", "lot",
-    "thing", "things", "let", "lets", "does", "did", "doing", "say", "says", "said", "want",
-    "need", "needs", "got", "yes", "ok", "okay", "oh", "yeah", "really", "good", "great", "know",
-    "think", "going", "able", "example", "examples", "important", "mean", "means", "e.g", "i.e",
-    "bc", "ad", "bce", "ce",
-}
 _CONJUNCTIONS = {"and", "or", "but", "nor"}  # "bop and modal" is a list, not a term
-HEADER_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)[\s#]*$")
 _WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+#]|['’./-](?=[A-Za-z0-9]))*")
 _POSSESSIVE = re.compile(r"['’]s$")
-# Han, Katakana and Hangul runs carry the content of CJK text; hiragana mostly marks grammar.
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u30a0-\u30ff\u31f0-\u31ff\uac00-\ud7af]{2,}")
 _CJK_WHOLE_RUN_MAX = 6  # longer runs are counted as character bigrams
 _TITLE_WORD = re.compile(r"[a-z0-9]+")
-_TITLE_MAX_CHARS = 60
 _TITLE_MAX_WORDS = 5
 _REPLACE_SHARE = 0.6  # a longer phrase replaces a kept part of it when scoring this share of it
 
 
 def is_stopword(word: str) -> bool:
     """True for a lowercase function word or contraction ("i'll", "don't")."""
-    return word in _STOPWORDS or "'" in word
+    return word in KEY_TERM_STOPWORDS or "'" in word
 
 
 def extract_keywords(text: str, section: str | None, max_keywords: int) -> list[str]:
     """Up to `max_keywords` lowercase key terms, best first; never empty when `text` has a word
     character. `section` (the header above the text) counts as a strong signal."""
-    headers = [match.group(1) for line in text.splitlines() if (match := HEADER_LINE.match(line))]
+    headers = [header[1] for line in text.splitlines() if (header := header_of(line))]
     if section and section.strip() not in headers:
         headers.append(section.strip())
     latin = _latin_keywords(text, headers, max_keywords)
     cjk = _cjk_keywords(text, headers, max_keywords)
-    cjk_chars = sum(len(run) for run in _CJK_RUN.findall(text))
+    cjk_chars = sum(len(run) for run in CJK_CONTENT_RUN.findall(text))
     latin_chars = sum(char.isascii() and char.isalpha() for char in text)
     keywords = (cjk + latin if cjk_chars > latin_chars else latin + cjk)[:max_keywords]
     if not keywords:  # e.g. only numbers: the most frequent tokens are still better than nothing
@@ -88,7 +82,7 @@ def make_title(keywords: list[str], text: str, index: int) -> str:
         words += ["chunk", str(index)]
     if not words[0][0].isalpha():
         words.insert(0, "chunk")
-    while len("_".join(words)) > _TITLE_MAX_CHARS:
+    while len("_".join(words)) > MAX_NAME_LENGTH:
         words.pop()
     return "_".join(words)
 
@@ -107,7 +101,7 @@ def _latin_keywords(text: str, headers: list[str], limit: int) -> list[str]:
         line
         for sentence in split_sentences(text)
         for line in sentence.splitlines()
-        if line.strip() and not HEADER_LINE.match(line)
+        if line.strip() and not MARKDOWN_HEADER.match(line)
     ]
     candidates: dict[tuple[str, ...], _Candidate] = {}
     for unit_index, line in enumerate(headers + body_lines):
@@ -118,7 +112,7 @@ def _latin_keywords(text: str, headers: list[str], limit: int) -> list[str]:
             _count_ngrams(run, unit_index, first_word_start, candidates)
     scored = []
     for key, entry in candidates.items():
-        in_header = all(word in header_words or _singular(word) in header_words for word in key)
+        in_header = all(word in header_words or plural_key(word) in header_words for word in key)
         if len(key) > 1 and entry.count < 2 and not in_header and not entry.capitalized:
             continue  # a phrase seen once is usually an accident of wording, not a term
         score = (
@@ -140,7 +134,7 @@ def _count_ngrams(
     candidates: dict[tuple[str, ...], _Candidate],
 ) -> None:
     words = [_normal_word(match.group(0)) for match in run]
-    keys = [_singular(word) for word in words]
+    keys = [plural_key(word) for word in words]
     can_edge = [not is_stopword(word) and _is_wordlike(word) for word in words]
     upper = [match.group(0)[0].isupper() for match in run]
     for size in (1, 2, 3):
@@ -175,12 +169,6 @@ def _adjacent_word_runs(sentence: str) -> list[list[re.Match[str]]]:
 
 def _normal_word(word: str) -> str:
     return _POSSESSIVE.sub("", word.lower()).replace("’", "'")
-
-
-def _singular(word: str) -> str:
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
 
 
 def _is_wordlike(word: str) -> bool:
@@ -228,7 +216,7 @@ def _edges_overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 def _cjk_keywords(text: str, headers: list[str], limit: int) -> list[str]:
     counts: Counter[str] = Counter()
     first_seen: dict[str, int] = {}
-    for run in _CJK_RUN.finditer(text):
+    for run in CJK_CONTENT_RUN.finditer(text):
         value = run.group(0)
         if len(value) <= _CJK_WHOLE_RUN_MAX:
             grams = [value]

@@ -22,7 +22,7 @@ from memory_bank.schemas import SearchHit
 from memory_bank.store.layout import META_FILE
 
 if TYPE_CHECKING:
-    from memory_bank.index.retrieval import Retriever
+    from memory_bank.index.search import Searcher
     from memory_bank.store.reader import StoreReader
 
 DEFAULT_MAX_GREP_MATCHES = 100
@@ -59,7 +59,7 @@ class ToolAnswer(BaseModel):
 class StoreTools:
     """`ls`, `cat`, `grep`, `bm25_search`, `vector_search`, `deep_retrieval` and `answer`.
 
-    `reader` (for `deep_retrieval` and the searches) and `retriever` (for the searches) are
+    `reader` (for `deep_retrieval` and the searches) and `searcher` (for the searches) are
     opened on first use when not given; plain directories work for `ls`, `cat` and `grep`.
     """
 
@@ -67,14 +67,14 @@ class StoreTools:
         self,
         store_dir: str | os.PathLike[str],
         reader: StoreReader | None = None,
-        retriever: Retriever | None = None,
+        searcher: Searcher | None = None,
         max_grep_matches: int = DEFAULT_MAX_GREP_MATCHES,
     ) -> None:
         self.root = Path(store_dir).expanduser().resolve()
         if not self.root.is_dir():
             raise ToolError(f"no store directory at {self.root}")
         self._reader = reader
-        self._retriever = retriever
+        self._searcher = searcher
         self.max_grep_matches = max_grep_matches
         # Lowercased text of every visible file, reused while the store's meta file is the same.
         self._grep_corpus: GrepCorpus | None = None
@@ -204,25 +204,26 @@ class StoreTools:
         return self._reader
 
     @property
-    def retriever(self) -> Retriever:
-        if self._retriever is None:
-            from memory_bank.config import RetrievalConfig
-            from memory_bank.index.retrieval import Retriever
+    def searcher(self) -> Searcher:
+        if self._searcher is None:
+            from memory_bank.index.corpus import StoreCorpus
+            from memory_bank.index.hybrid import HybridSearch
+            from memory_bank.index.search import Searcher
 
             # Without an embedder only BM25 works; callers that want vector search pass one.
-            self._retriever = Retriever(self.reader, embedder=None, config=RetrievalConfig())
-        return self._retriever
+            self._searcher = Searcher(HybridSearch(StoreCorpus(self.reader), embedder=None))
+        return self._searcher
 
     def _search(self, query: str, top_k: int, mode: Literal["bm25", "vector"]) -> list[SearchHit]:
         if not query.strip():
             raise ToolError(f"{mode} search: the query must not be empty")
         if top_k < 1:
             raise ToolError(f"{mode} search: top_k must be at least 1, got {top_k}")
-        if mode == "vector" and not self.retriever.has_embedder:
+        if mode == "vector" and not self.searcher.has_embedder:
             raise ToolError(
-                "vector search needs an embedding model: give StoreTools a Retriever with an Embedder"
+                "vector search needs an embedding model: give StoreTools a Searcher with an Embedder"
             )
-        return self.retriever.search(query, top_k=top_k, mode=mode)
+        return self.searcher.search(query, top_k=top_k, mode=mode)
 
     def resolve(self, path: str) -> Path:
         """The absolute path of a store path, refusing anything outside the store or hidden."""

@@ -15,12 +15,12 @@ from pathlib import PurePath
 
 import numpy as np
 
-from memory_bank.agents.keyterms import HEADER_LINE, extract_keywords, is_stopword, make_title
+from memory_bank.memorize.keyterms import extract_keywords, is_stopword, make_title
 from memory_bank.config import MemorizeConfig
 from memory_bank.index.embedding import ChunkEncoding
 from memory_bank.schemas import Chunk, MemorizedChunk
+from memory_bank.text.lexicon import LIST_MARKER, MARKDOWN_HEADER
 
-_LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _LETTER_WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _MARKDOWN_EMPHASIS = re.compile(r"\*\*|__|(?<!\w)[*_]|[*_](?!\w)|`")
 _CLAUSE_END = re.compile(r"[,;:—–]\s")
@@ -122,7 +122,7 @@ def _split_units(text: str, encoding: ChunkEncoding) -> list[_Unit]:
     for row, span in enumerate(encoding.sentence_spans):
         piece = text[span.start : span.end]
         first_line, newline, rest = piece.partition("\n")
-        if not HEADER_LINE.match(first_line):
+        if not MARKDOWN_HEADER.match(first_line):
             units.append(_Unit(span.start, span.end, piece, row, is_header=False))
             continue
         units.append(_Unit(span.start, span.start + len(first_line), first_line, row, True))
@@ -155,7 +155,7 @@ def _relevance(
 def _fact_bonus(sentence: str, keywords: list[str]) -> float:
     """Extra relevance for sentences that carry numbers, names and the chunk's key terms."""
     lowered = sentence.lower()
-    words = _LETTER_WORD.findall(_LIST_MARKER.sub("", sentence))
+    words = _LETTER_WORD.findall(LIST_MARKER.sub("", sentence))
     # A capital opening the sentence says nothing; an acronym anywhere does.
     names = {word for word in words[1:] if word[0].isupper()} | {
         word for word in words[:1] if len(word) > 1 and word.isupper()
@@ -222,7 +222,7 @@ def _tldr(content: list[_Unit], relevance: np.ndarray, turn_prefix: re.Pattern[s
     """The most central sentence (fact bonuses included, so a vague sentence that merely sits
     near the chunk's average loses to a concrete one), as one plain line ending a sentence."""
     texts = [
-        _MARKDOWN_EMPHASIS.sub("", _LIST_MARKER.sub("", HEADER_LINE.sub(r"\1", unit.text)))
+        _MARKDOWN_EMPHASIS.sub("", LIST_MARKER.sub("", MARKDOWN_HEADER.sub(r"\2", unit.text)))
         for unit in content
     ]
     if turn_prefix:  # keep who said it, drop when

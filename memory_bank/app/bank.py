@@ -1,37 +1,42 @@
-"""`MemoryBank`: the Python API. Ingest with Ray (default) or in-process; query in-process."""
+"""`MemoryBank`: the Python API over one store.
+
+Ingests run on an executor the caller chooses: in-process by default, or any factory such as
+`pipeline.executor.RayExecutor` (the Ray layer is never imported here). Queries run in-process.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
 
 from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
-from memory_bank.progress import ProgressSink
+from memory_bank.index.embedding import Embedder
+from memory_bank.ingest.executor import Executor, LocalExecutor
+from memory_bank.ingest.progress import ProgressSink
+from memory_bank.ingest.runner import ExecutorFactory, IngestRunner
 from memory_bank.schemas import ChatResult, DirectoryNode, IngestSummary, SearchHit
-
-if TYPE_CHECKING:
-    from memory_bank.ingest import IngestRunner
-
-Runner = Literal["ray", "local"]
 
 
 class MemoryBank:
     """A memory store on disk.
 
-    `runner="ray"` runs ingests as a Ray pipeline (joining a running Ray session, `RAY_ADDRESS`,
-    or starting a local one); `runner="local"` runs every stage in this process.
+    `executor` makes the executor an ingest runs on from the config: None runs every stage in
+    this process; `pipeline.executor.RayExecutor` runs the ingest as a Ray pipeline (joining a
+    running Ray session, `config.ray.address` / `RAY_ADDRESS`, or starting a local one).
     """
 
     def __init__(
-        self, store: str | Path, config: AppConfig | None = None, runner: Runner = "ray"
+        self,
+        store: str | Path,
+        config: AppConfig | None = None,
+        executor: ExecutorFactory | None = None,
     ) -> None:
         self.store = Path(store)
         self.config = config or AppConfig()
-        self.runner = runner
+        self._executor_factory = executor
         self._query = None
-        self._embedder = None
+        self._embedder: Embedder | None = None
 
     def add(
         self,
@@ -44,15 +49,6 @@ class MemoryBank:
             return IngestSummary(store=str(self.store), documents=0, chunks=0, directories=0)
         return self._runner().run(self.store, files, text, progress)
 
-    def _runner(self) -> IngestRunner:
-        if self.runner == "local":
-            from memory_bank.ingest import LocalIngest
-
-            return LocalIngest(self.config, self._shared_embedder())
-        from pipeline.ingest import RayIngest
-
-        return RayIngest(self.config)
-
     def rebuild(self, progress: ProgressSink | None = None) -> IngestSummary:
         """Plan the whole tree anew from the stored memories and vectors (no re-memorizing,
         unless the store was made with another memory recipe) and rewrite the store; what a
@@ -63,10 +59,13 @@ class MemoryBank:
             raise StoreError(f"no memory store at {self.store} to rebuild")
         return self._runner().run(self.store, progress=progress, replan=True)
 
-    def request(self, question: str, max_iterations: int = 10) -> ChatResult:
+    def request(self, question: str, max_iterations: int | None = None) -> ChatResult:
+        """Answer `question` from the store (at most `max_iterations` tool calls; default
+        `retrieval.max_iterations`)."""
         return self._query_service().ask(question, max_iterations=max_iterations)
 
-    def search(self, query: str, top_k: int = 5, mode: str = "hybrid") -> list[SearchHit]:
+    def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
+        """The best `top_k` hits (default `retrieval.top_k`) for `query`, best first."""
         return self._query_service().search(query, top_k=top_k, mode=mode)
 
     def tree(self) -> DirectoryNode:
@@ -74,16 +73,22 @@ class MemoryBank:
 
         return StoreReader(self.store).tree()
 
-    def _shared_embedder(self):
-        if self._embedder is None:
-            from memory_bank.index.embedding import Embedder
+    def _runner(self) -> IngestRunner:
+        executor: Executor
+        if self._executor_factory is None:
+            executor = LocalExecutor(self.config, self._shared_embedder())
+        else:
+            executor = self._executor_factory(self.config)
+        return IngestRunner(self.config, executor)
 
+    def _shared_embedder(self) -> Embedder:
+        if self._embedder is None:
             self._embedder = Embedder(self.config.embedding)
         return self._embedder
 
     def _query_service(self):
         if self._query is None:
-            from memory_bank.query import QueryService
+            from memory_bank.query.service import QueryService
 
             self._query = QueryService(self.store, self.config, self._shared_embedder())
         return self._query

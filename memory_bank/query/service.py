@@ -13,12 +13,14 @@ from pathlib import Path
 from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
 from memory_bank.index.embedding import Embedder
-from memory_bank.index.retrieval import Retriever
-from memory_bank.navigation import NavigationAgent
+from memory_bank.index.corpus import StoreCorpus
+from memory_bank.index.hybrid import HybridSearch
+from memory_bank.index.search import Searcher
+from memory_bank.query.navigation import NavigationAgent
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 from memory_bank.store.layout import META_FILE, is_store
 from memory_bank.store.reader import StoreReader
-from memory_bank.tools import StoreTools
+from memory_bank.query.tools import StoreTools
 
 # What identifies one committed store on disk: (inode, mtime_ns, size) of its meta file.
 StoreStamp = tuple[int, int, int]
@@ -30,9 +32,10 @@ class _OpenStore:
 
     def __init__(self, store: Path, config: AppConfig, embedder: Embedder) -> None:
         self.reader = StoreReader(store)
-        self.retriever = Retriever(self.reader, embedder, config.retrieval)
-        self.tools = StoreTools(store, reader=self.reader, retriever=self.retriever)
-        self.agent = NavigationAgent(self.tools, self.retriever, embedder, config.retrieval)
+        self.hybrid = HybridSearch(StoreCorpus(self.reader, embedder), embedder, config.retrieval)
+        self.searcher = Searcher(self.hybrid)
+        self.tools = StoreTools(store, reader=self.reader, searcher=self.searcher)
+        self.agent = NavigationAgent(self.tools, self.hybrid, embedder, config.retrieval)
 
 
 class QueryService:
@@ -73,7 +76,7 @@ class QueryService:
     def warm_up(self) -> None:
         """Load the model, the indexes and the grep corpus now rather than on the first request."""
         opened = self._current()
-        opened.retriever.warm_up()
+        opened.hybrid.warm_up()
         opened.tools.warm_up()
         # The agent and the search keep a few small structures of their own (README stems,
         # title links) that only a question builds; with everything above loaded it is quick.
@@ -83,8 +86,8 @@ class QueryService:
         iterations = max_iterations or self.config.retrieval.max_iterations
         return self._current().agent.request(question, max_iterations=iterations)
 
-    def search(self, query: str, top_k: int = 5, mode: str = "hybrid") -> list[SearchHit]:
-        return self._current().retriever.search(query, top_k=top_k, mode=mode)
+    def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
+        return self._current().searcher.search(query, top_k=top_k, mode=mode)
 
     def tree(self) -> DirectoryNode:
         return self._current().reader.tree()

@@ -7,14 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 
-from memory_bank.index.bm25 import tokenize
-
-# Words that shape a question but say nothing about its topic.
-QUESTION_WORDS = frozenset(
-    "explain describe compare comparison difference differences tell give show work works "
-    "mean means meaning use used happen happens example examples versus vs list summarize "
-    "summary overview please know".split()
-)
+from memory_bank.text.lexicon import QUESTION_WORDS, light_stem, search_tokens
 
 # Double quotes anywhere; single quotes only around a phrase, so "Rust's" is not a quote.
 _QUOTED = re.compile(r"[\"“”]([^\"“”]{2,60})[\"“”]|(?<!\w)['‘]([^'‘’]{2,60})['’](?!\w)")
@@ -24,7 +17,7 @@ _IDENTIFIER = re.compile(r"[a-z][A-Z]|\w_\w|[a-z]\.[a-z]")  # camelCase, snake_c
 
 def content_terms(question: str) -> list[str]:
     """The question's topical terms, light-stemmed: BM25 tokens minus question words, unique."""
-    return list(dict.fromkeys(light_stem(term) for term in tokenize(question) if term not in QUESTION_WORDS))
+    return list(dict.fromkeys(light_stem(term) for term in search_tokens(question) if term not in QUESTION_WORDS))
 
 
 def term_coverage(terms: Sequence[str], stems: AbstractSet[str]) -> float:
@@ -36,21 +29,6 @@ def term_coverage(terms: Sequence[str], stems: AbstractSet[str]) -> float:
 
 def stem_all(tokens: Iterable[str]) -> frozenset[str]:
     return frozenset(light_stem(token) for token in tokens)
-
-
-def light_stem(word: str) -> str:
-    """Strip one common English inflection (plural, -ed, -ing) when a 4-letter stem remains.
-
-    Only for judging whether evidence mentions a question term; BM25 itself does not stem.
-    """
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
-        return word[:-1]
-    return word
 
 
 def question_entities(question: str) -> list[str]:

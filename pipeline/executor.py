@@ -1,38 +1,53 @@
-"""The ingest pipeline on Ray: Ray Data for read/chunk/embed/memorize, Ray tasks for planning
-and READMEs, a single writer (this driver) for the atomic store swap."""
+"""The Ray executor of an ingest: Ray Data for chunk/embed/memorize, Ray tasks for reading files,
+planning coarse taxonomy groups, composing README subtrees and embedding READMEs.
+
+It only decides where work runs: every step calls the domain's stage functions
+(`memory_bank.ingest.stages`, `pipeline.stages`), and the runner (`memory_bank.ingest.runner`)
+does the rest, including the single atomic write from this driver.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import ray
 
-from memory_bank.config import EmbeddingConfig
-from memory_bank.errors import SourceError
+from memory_bank.config import AppConfig, EmbeddingConfig
 from memory_bank.index.embedding import Embedder
-from memory_bank.ingest import IngestRunner, StageTimer, assemble_parts
-from memory_bank.ingest_work import MemoryParts
-from memory_bank.progress import ProgressSink
-from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
-from memory_bank.text.sources import SourceLoad, discover_files, document_from_text
-from pipeline.planning import compose_readmes_distributed, plan_tree_distributed
+from memory_bank.ingest.progress import ProgressSink, StageTimer
+from memory_bank.ingest.runner import IngestRunner
+from memory_bank.ingest.stages import assemble_parts
+from memory_bank.ingest.work import MemoryParts
+from memory_bank.schemas import Chunk, Document, MemorizedChunk
+from memory_bank.text.sources import FileOutcome, read_files_serially
 from pipeline.runtime import ensure_ray
-from pipeline.stages import EmbedChunks, chunk_batch, decode_encoding, memorize_batch, read_batch
+from pipeline.stages import EmbedChunks, chunk_batch, decode_encoding, memorize_batch
+
+R = TypeVar("R")
+FILES_PER_READ_TASK = 16
 
 
-class RayIngest(IngestRunner):
-    """Runs an ingest on Ray (local or a cluster) and writes the store from the driver."""
+class RayExecutor:
+    """Runs an ingest's work on Ray (a local instance or a cluster)."""
+
+    def __init__(self, config: AppConfig) -> None:
+        self.config = config
 
     def start(self, timer: StageTimer) -> None:
         with timer.stage("start ray"):
             ensure_ray(self.config.ray)
 
-    def read(self, files: Sequence[str | Path], text: str | None) -> SourceLoad:
-        documents, skipped = self._read(files, text)
-        return SourceLoad(documents=documents, skipped=skipped)
+    def read_files(self, paths: Sequence[Path]) -> list[FileOutcome]:
+        read = _read_files_task.options(num_cpus=self.config.ray.chunk.num_cpus)
+        batches = [
+            list(paths[start : start + FILES_PER_READ_TASK])
+            for start in range(0, len(paths), FILES_PER_READ_TASK)
+        ]
+        return [outcome for batch in ray.get([read.remote(b) for b in batches]) for outcome in batch]
 
     def memorize(self, documents: list[Document], first_index: int, timer: StageTimer) -> MemoryParts:
         with timer.stage("chunk"):
@@ -43,17 +58,9 @@ class RayIngest(IngestRunner):
             timer.add(f"{stage} busy", seconds)
         return added
 
-    def plan(self, memories: Sequence[MemorizedChunk], vectors: np.ndarray) -> DirectoryNode:
-        return plan_tree_distributed(
-            memories, vectors, self.config.taxonomy, self.config.ray.plan_task_cpus
-        )
-
-    def readmes(
-        self, tree: DirectoryNode, memories: Sequence[MemorizedChunk], chunk_paths: dict[int, str]
-    ) -> dict[str, str]:
-        return compose_readmes_distributed(
-            tree, memories, chunk_paths, self.config.taxonomy, self.config.ray.plan_task_cpus
-        )
+    def map(self, function: Callable[..., R], calls: Sequence[tuple[Any, ...]]) -> list[R]:
+        task = ray.remote(function).options(num_cpus=self.config.ray.plan_task_cpus)
+        return ray.get([task.remote(*arguments) for arguments in calls])
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         # A task rather than the driver: the driver never loads torch and the model (seconds and
@@ -62,36 +69,7 @@ class RayIngest(IngestRunner):
         task = _encode_texts_task.options(num_cpus=self.config.ray.embed.num_cpus)
         return ray.get(task.remote(texts, self.config.embedding))
 
-    # --- stages -------------------------------------------------------------------------------
-
-    def _read(self, files: Sequence[str | Path], text: str | None) -> tuple[list[Document], list[str]]:
-        import ray.data
-
-        documents: list[Document] = []
-        skipped: list[str] = []
-        paths: list[Path] = []
-        for given in files:
-            try:
-                paths.extend(discover_files([given]))
-            except SourceError as exc:
-                skipped.append(str(exc))
-        if paths:
-            rows = [{"order": i, "path": str(path)} for i, path in enumerate(paths)]
-            read = ray.data.from_items(rows, override_num_blocks=_blocks(len(rows), 8)).map_batches(
-                read_batch, batch_size=8, num_cpus=self.config.ray.chunk.num_cpus
-            )
-            for row in sorted(read.take_all(), key=lambda r: r["order"]):
-                if row["error"]:
-                    skipped.append(row["error"])
-                else:
-                    documents.append(Document.model_validate_json(row["document"]))
-        raw = document_from_text(text) if text else None
-        if raw is not None:
-            documents.append(raw)
-        unique: dict[str, Document] = {}
-        for doc in documents:
-            unique.setdefault(doc.document_id, doc)
-        return list(unique.values()), skipped
+    # --- Ray Data stages ----------------------------------------------------------------------
 
     def _chunk(self, documents: list[Document]) -> list[Chunk]:
         import ray.data
@@ -155,6 +133,16 @@ class RayIngest(IngestRunner):
             busy["memorize"] += float(np.sum(batch["memorize_s"]))
             progress.advance("embed+memorize", len(batch["index"]))
         return _assemble_parts(chunks, first_index, collected), busy
+
+
+def ray_runner(config: AppConfig) -> IngestRunner:
+    """An ingest runner on Ray (`jobs.ingest`, `memory-bank ingest` without --local)."""
+    return IngestRunner(config, RayExecutor(config))
+
+
+@ray.remote
+def _read_files_task(paths: list[Path]) -> list[FileOutcome]:
+    return read_files_serially(paths)
 
 
 @ray.remote

@@ -27,7 +27,7 @@ from memory_bank.taxonomy.naming import (
     list_children,
     one_line,
 )
-from memory_bank.taxonomy.terms import tokenize
+from memory_bank.text.lexicon import name_words
 
 DEFAULT_STORE_TITLE = "Memory Bank"
 KEY_TERMS = 3
@@ -65,7 +65,7 @@ def _key_terms(texts: Sequence[str], min_children: int = 1) -> list[str]:
     children_using: Counter[str] = Counter()
     occurrences: Counter[str] = Counter()
     for text in texts:
-        terms = [term for term in tokenize(text) if term not in _TEMPLATE_WORDS]
+        terms = [term for term in name_words(text) if term not in _TEMPLATE_WORDS]
         occurrences.update(terms)
         children_using.update(set(terms))
     ranked = sorted(children_using, key=lambda t: (-children_using[t], -occurrences[t], t))
@@ -131,7 +131,7 @@ def _closing_sentence(
             f"Together they hold {total} memories, the most in "
             f"{humanize(child_dirs[largest].name)} ({counts[largest]})."
         )
-    mentioned = set(tokenize(opening))
+    mentioned = set(name_words(opening))
     shared = _key_terms(_child_texts(child_dirs, files), min_children=2)
     fresh = [term for term in shared if term not in mentioned][:KEY_TERMS]
     return f"Several of them mention {join_words(fresh)}." if fresh else None

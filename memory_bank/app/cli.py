@@ -22,8 +22,8 @@ from memory_bank.errors import MemoryBankError
 from memory_bank.schemas import IngestSummary
 
 if TYPE_CHECKING:
-    from memory_bank.bank import MemoryBank
-    from memory_bank.progress import ProgressSink
+    from memory_bank.app.bank import MemoryBank
+    from memory_bank.ingest.progress import ProgressSink
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 _err = Console(stderr=True)
@@ -47,11 +47,19 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=1)
 
 
-def _bank(store: Path, config: Optional[Path], runner: str = "ray"):
-    from memory_bank.bank import MemoryBank
+def _bank(store: Path, config: Optional[Path], on_ray: bool = False, address: Optional[str] = None):
+    """The store's facade; with `on_ray`, ingests run on Ray (imported here, at the edge)."""
+    from memory_bank.app.bank import MemoryBank
     from memory_bank.config import load_config
 
-    return MemoryBank(store, config=load_config(config), runner=runner)
+    settings = load_config(config)
+    if address:
+        settings.ray.address = address
+    if not on_ray:
+        return MemoryBank(store, config=settings)
+    from pipeline.executor import RayExecutor
+
+    return MemoryBank(store, config=settings, executor=RayExecutor)
 
 
 @app.command()
@@ -92,12 +100,10 @@ def _build(
     work: Callable[[MemoryBank, ProgressSink], IngestSummary],
 ) -> None:
     """Run an ingest-like `work` with the per-stage display, then print its summary."""
-    from memory_bank.cli_progress import IngestProgress
+    from memory_bank.app.progress_display import IngestProgress
 
     try:
-        bank = _bank(store, config, runner="local" if local else "ray")
-        if address:
-            bank.config.ray.address = address
+        bank = _bank(store, config, on_ray=not local, address=address)
         with IngestProgress(_err, enabled=not as_json) as progress:
             summary = work(bank, progress)
     except MemoryBankError as exc:
@@ -132,7 +138,9 @@ def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     store: StoreOption,
-    max_iterations: Annotated[int, typer.Option("--max-iterations", min=1)] = 10,
+    max_iterations: Annotated[
+        Optional[int], typer.Option("--max-iterations", min=1, help="Default: retrieval.max_iterations.")
+    ] = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -156,7 +164,9 @@ def ask(
 def search(
     query: Annotated[str, typer.Argument(help="Search text.")],
     store: StoreOption,
-    top_k: Annotated[int, typer.Option("--top-k", min=1)] = 5,
+    top_k: Annotated[
+        Optional[int], typer.Option("--top-k", min=1, help="Default: retrieval.top_k.")
+    ] = None,
     mode: Annotated[str, typer.Option("--mode", help="hybrid | bm25 | vector | tree")] = "hybrid",
     config: ConfigOption = None,
     as_json: JsonOption = False,

@@ -1,1 +1,0 @@
-"""The agent roles (memorize, readme, ...), one module per role."""

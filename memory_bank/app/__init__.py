@@ -1,0 +1,1 @@
+"""The user-facing edge: the `MemoryBank` facade, the `memory-bank` command line and its display."""

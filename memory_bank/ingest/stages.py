@@ -1,0 +1,202 @@
+"""The ingest stages as plain typed functions.
+
+Read sources -> chunk -> embed (chunk + sentence vectors in one pass) -> memorize -> plan the
+taxonomy -> compose READMEs bottom-up -> embed READMEs -> write the store in one atomic swap.
+Both executors (in-process, `executor.py`, and Ray, `pipeline/`) call these same functions; where
+a stage has independent pieces (files to read, coarse groups to plan, subtrees to describe) it
+takes the executor's map instead of knowing where the pieces run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memory_bank.config import AppConfig, ChunkConfig, MemorizeConfig, TaxonomyConfig
+from memory_bank.errors import NothingToIngestError
+from memory_bank.index.embedding import ChunkEncoding
+from memory_bank.ingest.work import MemoryParts, memory_recipe
+from memory_bank.memorize.extractive import memorize_offline
+from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
+from memory_bank.store.tables import SentenceRecord
+from memory_bank.store.writer import meta_extra_from_config, write_store
+from memory_bank.tasks import TaskMap, run_serially
+from memory_bank.taxonomy import TaxonomyItem, flat_fallback, plan_taxonomy, validate_taxonomy
+from memory_bank.taxonomy.readme import ReadmeFileEntry, compose_readme
+from memory_bank.text.chunking import chunk_document
+from memory_bank.text.sources import FileReader, SourceLoad, document_from_text, load_sources
+
+
+def read_inputs(
+    files: Iterable[str | Path] | None, text: str | None, read_files: FileReader | None = None
+) -> SourceLoad:
+    """Load every given file/directory and the raw text; bad files are skipped, not raised."""
+    loaded = load_sources(list(files or []), read_files=read_files)
+    raw = document_from_text(text) if text else None
+    if raw is not None and all(doc.document_id != raw.document_id for doc in loaded.documents):
+        loaded.documents.append(raw)
+    return loaded
+
+
+def require_something(loaded: SourceLoad, files_given: bool) -> None:
+    """Raise only when files were given and not one of them could be read."""
+    if files_given and not loaded.documents and loaded.skipped:
+        reasons = "\n  ".join(loaded.skipped)
+        raise NothingToIngestError(f"nothing could be ingested:\n  {reasons}")
+
+
+def chunk_documents(documents: Sequence[Document], config: ChunkConfig) -> list[Chunk]:
+    return [chunk for doc in documents for chunk in chunk_document(doc, config)]
+
+
+def memorize_encoded(
+    chunks: Sequence[Chunk],
+    encodings: Sequence[ChunkEncoding],
+    first_index: int,
+    config: MemorizeConfig,
+) -> MemoryParts:
+    """Memorize embedded chunks; memory indices start at `first_index`, in chunk order."""
+    memories = [
+        memorize_offline(chunk, encoding, first_index + offset, config)
+        for offset, (chunk, encoding) in enumerate(zip(chunks, encodings, strict=True))
+    ]
+    return assemble_parts(chunks, encodings, memories)
+
+
+def assemble_parts(
+    chunks: Sequence[Chunk], encodings: Sequence[ChunkEncoding], memories: Sequence[MemorizedChunk]
+) -> MemoryParts:
+    """Gather memorized chunks, their vectors and their sentence records, in the given order."""
+    parts = MemoryParts(chunks=list(chunks), memories=list(memories))
+    for chunk, encoding, memory in zip(chunks, encodings, memories, strict=True):
+        for number, span in enumerate(encoding.sentence_spans):
+            parts.sentences.append(
+                SentenceRecord(
+                    chunk_id=chunk.chunk_id,
+                    index=memory.index,
+                    sentence=number,
+                    start_char=span.start,
+                    end_char=span.end,
+                    text=chunk.text[span.start : span.end],
+                )
+            )
+    if encodings:
+        parts.memory_vectors = np.stack([e.vector for e in encodings]).astype(np.float32)
+        parts.sentence_vectors = np.concatenate([e.sentence_vectors for e in encodings]).astype(
+            np.float32
+        )
+    return parts
+
+
+def taxonomy_items(memories: Sequence[MemorizedChunk]) -> list[TaxonomyItem]:
+    return [TaxonomyItem.from_memory(memory) for memory in memories]
+
+
+def plan_tree(
+    memories: Sequence[MemorizedChunk],
+    vectors: np.ndarray,
+    config: TaxonomyConfig,
+    map_groups: TaskMap = run_serially,
+) -> DirectoryNode:
+    """Plan the whole tree (coarse groups through `map_groups`); a plan that fails validation
+    is replaced by the flat fallback."""
+    tree = plan_taxonomy(taxonomy_items(memories), vectors, config, map_groups)
+    return ensure_valid_tree(tree, [memory.index for memory in memories], config)
+
+
+def ensure_valid_tree(
+    tree: DirectoryNode, indices: Sequence[int], config: TaxonomyConfig
+) -> DirectoryNode:
+    if validate_taxonomy(tree, len(indices), config):
+        return flat_fallback(indices, config)
+    return tree
+
+
+def compose_readmes(
+    tree: DirectoryNode,
+    memories: Sequence[MemorizedChunk],
+    chunk_paths: Mapping[int, str],
+    config: TaxonomyConfig,
+    map_subtrees: TaskMap = run_serially,
+) -> dict[str, str]:
+    """README text of every directory of `tree` (tree path -> text).
+
+    Above `coarse_threshold` memories each top-level subtree is composed by one call of
+    `map_subtrees` (a README depends only on its directory and its children, so the parts are
+    independent); a small tree is composed in one go, where shipping parts would cost more.
+    """
+    if len(memories) <= config.coarse_threshold:
+        return compose_subtree_readmes(tree, memories, chunk_paths)
+    by_index = {memory.index: memory for memory in memories}
+    calls = []
+    for subtree in tree.children:
+        indices = [i for node in subtree.iter_nodes() for i in node.chunk_indices]
+        calls.append((subtree, [by_index[i] for i in indices], {i: chunk_paths[i] for i in indices}))
+    readmes: dict[str, str] = {}
+    for part in map_subtrees(compose_subtree_readmes, calls):
+        readmes.update(part)
+    readmes["/"] = compose_readme(tree, tree.children, [])
+    return readmes
+
+
+def compose_subtree_readmes(
+    node: DirectoryNode, memories: Sequence[MemorizedChunk], chunk_paths: Mapping[int, str]
+) -> dict[str, str]:
+    """README text for `node` and every directory below it (tree path -> text)."""
+    by_index = {memory.index: memory for memory in memories}
+    readmes: dict[str, str] = {}
+    for directory in node.iter_nodes():
+        files = [
+            ReadmeFileEntry(
+                name=chunk_paths[i].rsplit("/", 1)[-1], title=by_index[i].title, tldr=by_index[i].tldr
+            )
+            for i in directory.chunk_indices
+        ]
+        readmes[directory.path] = compose_readme(directory, directory.children, files)
+    return readmes
+
+
+def embed_readmes(
+    readmes: Mapping[str, str],
+    known: Mapping[str, np.ndarray],
+    encode: Callable[[list[str]], np.ndarray],
+) -> dict[str, np.ndarray]:
+    """The vector of every README (tree path -> vector), as `Embedder.encode` gives it.
+
+    Texts found in `known` (text -> vector, e.g. `stored_readme_vectors`) are not embedded
+    again: a re-ingest that leaves most of the tree alone embeds only the READMEs that changed.
+    """
+    fresh = sorted({text for text in readmes.values() if text not in known})
+    vectors = dict(known)
+    if fresh:
+        vectors.update(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True))
+    return {directory: vectors[text] for directory, text in readmes.items()}
+
+
+def finish_store(
+    store: Path,
+    parts: MemoryParts,
+    tree: DirectoryNode,
+    readmes: dict[str, str],
+    readme_vectors: Mapping[str, np.ndarray],
+    config: AppConfig,
+) -> int:
+    """Write the store atomically, its tree checked against this ingest's taxonomy settings;
+    returns the number of directories below the root."""
+    stats = write_store(
+        store,
+        documents=parts.documents,
+        chunks=parts.chunks,
+        memories=parts.memories,
+        memory_vectors=parts.memory_vectors,
+        sentences=parts.sentences,
+        sentence_vectors=parts.sentence_vectors,
+        tree=tree,
+        readmes=readmes,
+        readme_vectors=readme_vectors,
+        meta_extra={**meta_extra_from_config(config), "memory_recipe": memory_recipe(config)},
+        taxonomy_config=config.taxonomy,
+    )
+    return stats.directories

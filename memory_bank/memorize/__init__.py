@@ -1,0 +1,1 @@
+"""The memorize role: a chunk becomes a structured memory (title, memory, tldr, keywords, context)."""

@@ -1,0 +1,185 @@
+"""The one lexicon: how text is cut into words, which words carry no topic, what a Markdown
+header or list item looks like, which scripts are written without spaces, and how long a name
+may be. Every module that looks at words takes them from here.
+
+Two tokenizers, for two jobs:
+- `search_tokens`: what BM25, term coverage and title links compare. Lowercased words without
+  function words; Han, Hiragana and Katakana runs become overlapping character bigrams, which
+  makes Chinese and Japanese searchable without a segmenter.
+- `name_words`: what directory names and descriptions are built from. ASCII only (directory
+  names are `[a-z0-9_]`: accents folded, other scripts dropped), letter-led, 3-30 characters,
+  without function words or generic words ("various", "today").
+
+Word forms: `plural_key` folds plurals ("networks" -> "network"), the key of a key term or a
+directory-name term (only display forms are ever shown); `light_stem` also drops "-ing"/"-ed",
+for judging whether evidence mentions a question's term.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from bm25s.stopwords import STOPWORDS_EN_PLUS
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+# --- scripts --------------------------------------------------------------------------------
+
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+HIRAGANA = "\u3040-\u309f"
+KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+HANGUL = "\uac00-\ud7af"
+# Written without spaces between words: searched as character bigrams.
+UNSPACED_SCRIPTS = HIRAGANA + KATAKANA + HAN
+# Runs of these carry the content of CJK text (Hiragana mostly marks grammar): key-term candidates.
+CJK_CONTENT_RUN = re.compile(f"[{HAN}{KATAKANA}{HANGUL}]{{2,}}")
+
+# --- words that carry no topic --------------------------------------------------------------
+
+# Function words for search: bm25s's English list (with contractions, "s", "t", ...).
+SEARCH_STOPWORDS = frozenset(STOPWORDS_EN_PLUS)
+# scikit-learn's English list holds a few words that are topics in their own right ("file
+# system", "interest rates"); without them it is the function-word list of key terms and names.
+TOPIC_WORDS = frozenset({"bill", "computer", "detail", "fire", "interest", "system"})
+FUNCTION_WORDS = frozenset(ENGLISH_STOP_WORDS) - TOPIC_WORDS
+# Fillers of prose and conversation ("yeah", "let's say"): never a key term.
+FILLER_WORDS = frozenset(
+    """
+    use used uses using like just new make makes way ways lot thing things let lets does did
+    doing say says said want need needs got yes ok okay oh yeah really good great know think
+    going able example examples important mean means e.g i.e bc ad bce ce
+    """.split()
+)
+# Words that name no topic: fillers of technical prose, vague size and quality words, and time
+# words (dates say when, not what about). Never part of a directory name.
+GENERIC_WORDS = frozenset(
+    """
+    allow allows based called different example examples include included includes including
+    just like made make makes provide provided provides use used uses using various way ways
+    big bigger biggest small smaller smallest large larger largest high higher low lower long
+    longer short shorter new newer old older good better best great main major common general
+    important simple number numbers lot lots thing things kind kinds
+    time times year years month months week weeks day days hour hours minute minutes today
+    tomorrow yesterday date dates ago later early late recent recently annual daily weekly
+    monday tuesday wednesday thursday friday saturday sunday january february march april may
+    june july august september october november december
+    """.split()
+)
+KEY_TERM_STOPWORDS = FUNCTION_WORDS | FILLER_WORDS
+NAME_STOPWORDS = FUNCTION_WORDS | GENERIC_WORDS
+# Words that shape a question but say nothing about its topic.
+QUESTION_WORDS = frozenset(
+    """
+    explain describe compare comparison difference differences tell give show work works mean
+    means meaning use used happen happens example examples versus vs list summarize summary
+    overview please know
+    """.split()
+)
+
+# --- Markdown -------------------------------------------------------------------------------
+
+# An ATX header line: level marks, a title, optional closing marks (CommonMark). MULTILINE, so
+# `.match` reads the first line of a longer text and `.search` finds a header anywhere.
+MARKDOWN_HEADER = re.compile(r"^ {0,3}(#{1,6})[ \t]+(\S.*?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
+# A list item's marker: "-", "*", "+", "•" or "1." / "1)", then a space.
+LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])[ \t]+")
+
+
+def header_of(line: str) -> tuple[int, str] | None:
+    """(level, title) when `line` (or a text's first line) is a Markdown header."""
+    match = MARKDOWN_HEADER.match(line)
+    return (len(match.group(1)), match.group(2).strip()) if match else None
+
+
+def markdown_title(text: str) -> str | None:
+    """The title of the first level-1 header of `text`, if any."""
+    for match in MARKDOWN_HEADER.finditer(text):
+        if len(match.group(1)) == 1:
+            return match.group(2).strip()
+    return None
+
+
+# --- tokenizers -----------------------------------------------------------------------------
+
+_SEARCH_TOKEN = re.compile(rf"(?P<unspaced>[{UNSPACED_SCRIPTS}]+)|[^\W_{UNSPACED_SCRIPTS}]+")
+
+
+def search_tokens(text: str) -> list[str]:
+    """Lowercased word tokens without function words; unspaced-script runs become character
+    bigrams. Single Latin letters are dropped (possessive "s", initials); single digits kept."""
+    tokens: list[str] = []
+    for match in _SEARCH_TOKEN.finditer(text.lower()):
+        run = match.group(0)
+        if match.group("unspaced"):
+            if len(run) == 1:
+                tokens.append(run)
+            else:
+                tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+        elif (len(run) > 1 or run.isdigit()) and run not in SEARCH_STOPWORDS:
+            tokens.append(run)
+    return tokens
+
+
+MIN_NAME_WORD = 3
+# Longer "words" are hashes, URLs or base64, never a good directory name.
+MAX_NAME_WORD = 30
+NAME_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_COMBINING_MARKS = re.compile(r"[\u0300-\u036f]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def fold_to_ascii(text: str) -> str:
+    """Strip accents; turn every other non-ASCII character into a word break."""
+    if text.isascii():
+        return text
+    decomposed = _COMBINING_MARKS.sub("", unicodedata.normalize("NFKD", text))
+    return _NON_ASCII.sub(" ", decomposed)
+
+
+def is_name_word(word: str) -> bool:
+    """A word fit for a directory name: 3-30 characters, not a function or generic word."""
+    return MIN_NAME_WORD <= len(word) <= MAX_NAME_WORD and word.lower() not in NAME_STOPWORDS
+
+
+def name_words(text: str) -> list[str]:
+    """Lowercase ASCII words of `text` fit for directory names (see `is_name_word`)."""
+    return [word.lower() for word in NAME_WORD.findall(fold_to_ascii(text)) if is_name_word(word)]
+
+
+# --- word forms -----------------------------------------------------------------------------
+
+
+def plural_key(word: str) -> str:
+    """Lowercase `word` without a plural ending: "Networks" -> "network", "queries" -> "query",
+    "boxes" -> "box". A light rule, not a stemmer ("analysis" keeps its "s")."""
+    key = word.lower()
+    if len(key) < 4 or not key.endswith("s") or key.endswith(("ss", "us", "is")):
+        return key
+    if key.endswith("ies") and len(key) > 4:
+        return key[:-3] + "y"
+    if key.endswith(("sses", "xes", "shes", "zzes")):
+        return key[:-2]
+    return key[:-1]
+
+
+def light_stem(word: str) -> str:
+    """Strip one common English inflection (plural, -ed, -ing) when a 4-letter stem remains."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+# --- names ----------------------------------------------------------------------------------
+
+# Directory names and memory titles: lowercase [a-z0-9_], a leading letter, at most 60 characters.
+MAX_NAME_LENGTH = 60
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def is_valid_name(name: str) -> bool:
+    return len(name) <= MAX_NAME_LENGTH and NAME_PATTERN.fullmatch(name) is not None
