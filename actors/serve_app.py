@@ -1,7 +1,7 @@
 """The HTTP API: a Ray Serve deployment with a FastAPI ingress over one memory store.
 
-    POST /query   {"question": ..., "max_iterations": 10}            -> ChatResult
-    POST /search  {"query": ..., "top_k": 5, "mode": "hybrid"}       -> list[SearchHit]
+    POST /query   {"question": ..., "max_iterations"?}               -> ChatResult
+    POST /search  {"query": ..., "top_k"?, "mode": "hybrid"}         -> list[SearchHit]
     GET  /tree                                                     -> DirectoryNode
     GET  /healthz                                                  -> {"status", "store_version"}
     GET  /docs, /openapi.json                                      (FastAPI defaults)
@@ -48,7 +48,9 @@ class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, description="The question to answer from the store.")
-    max_iterations: int = Field(10, ge=1, le=50, description="Navigation steps at most.")
+    max_iterations: int | None = Field(
+        None, ge=1, le=50, description="Navigation steps at most (default: retrieval.max_iterations)."
+    )
 
     @field_validator("question")
     @classmethod
@@ -62,7 +64,7 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(description="Search text; a blank query finds nothing.")
-    top_k: int = Field(5, ge=1, le=100)
+    top_k: int | None = Field(None, ge=1, le=100, description="Hits (default: retrieval.top_k).")
     mode: Literal["hybrid", "bm25", "vector", "tree"] = "hybrid"
 
 

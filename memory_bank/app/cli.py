@@ -6,12 +6,13 @@ code here, at the edge.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
 from pathlib import Path
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional, ParamSpec
 
 import typer
 from rich.console import Console
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from memory_bank.app.bank import MemoryBank
     from memory_bank.ingest.progress import ProgressSink
 
+P = ParamSpec("P")
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 _err = Console(stderr=True)
 _out = Console()
@@ -42,9 +44,22 @@ LocalOption = Annotated[
 ]
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     _err.print(f"[bold red]error:[/] {message}", highlight=False)
     raise typer.Exit(code=1)
+
+
+def _reports_errors(command: Callable[P, None]) -> Callable[P, None]:
+    """A domain error becomes one red line and exit status 1, here at the edge."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            command(*args, **kwargs)
+        except MemoryBankError as exc:
+            _fail(str(exc))
+
+    return run
 
 
 def _bank(store: Path, config: Optional[Path], on_ray: bool = False, address: Optional[str] = None):
@@ -63,6 +78,7 @@ def _bank(store: Path, config: Optional[Path], on_ray: bool = False, address: Op
 
 
 @app.command()
+@_reports_errors
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files and directories to ingest.")],
     store: StoreOption,
@@ -78,6 +94,7 @@ def ingest(
 
 
 @app.command()
+@_reports_errors
 def rebuild(
     store: StoreOption,
     config: ConfigOption = None,
@@ -102,13 +119,9 @@ def _build(
     """Run an ingest-like `work` with the per-stage display, then print its summary."""
     from memory_bank.app.progress_display import IngestProgress
 
-    try:
-        bank = _bank(store, config, on_ray=not local, address=address)
-        with IngestProgress(_err, enabled=not as_json) as progress:
-            summary = work(bank, progress)
-    except MemoryBankError as exc:
-        _fail(str(exc))
-        return
+    bank = _bank(store, config, on_ray=not local, address=address)
+    with IngestProgress(_err, enabled=not as_json) as progress:
+        summary = work(bank, progress)
     _print_summary(summary, as_json, f"{verb} {summary.store}")
 
 
@@ -135,6 +148,7 @@ def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:
 
 
 @app.command()
+@_reports_errors
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     store: StoreOption,
@@ -145,11 +159,7 @@ def ask(
     as_json: JsonOption = False,
 ) -> None:
     """Answer a question from the store, citing the memory files used."""
-    try:
-        result = _bank(store, config).request(question, max_iterations=max_iterations)
-    except MemoryBankError as exc:
-        _fail(str(exc))
-        return
+    result = _bank(store, config).request(question, max_iterations=max_iterations)
     if as_json:
         print(result.model_dump_json())
         return
@@ -161,6 +171,7 @@ def ask(
 
 
 @app.command()
+@_reports_errors
 def search(
     query: Annotated[str, typer.Argument(help="Search text.")],
     store: StoreOption,
@@ -174,11 +185,7 @@ def search(
     """Rank memories for a query (no answer synthesis)."""
     if mode not in {"hybrid", "bm25", "vector", "tree"}:
         _fail(f"unknown mode {mode!r}; choose hybrid, bm25, vector or tree")
-    try:
-        hits = _bank(store, config).search(query, top_k=top_k, mode=mode)
-    except MemoryBankError as exc:
-        _fail(str(exc))
-        return
+    hits = _bank(store, config).search(query, top_k=top_k, mode=mode)
     if as_json:
         print(json.dumps([hit.model_dump() for hit in hits]))
         return
@@ -189,13 +196,10 @@ def search(
 
 
 @app.command()
+@_reports_errors
 def tree(store: StoreOption, as_json: JsonOption = False) -> None:
     """Show the store's directory tree."""
-    try:
-        root = _bank(store, None).tree()
-    except MemoryBankError as exc:
-        _fail(str(exc))
-        return
+    root = _bank(store, None).tree()
     if as_json:
         print(root.model_dump_json())
         return
@@ -211,6 +215,7 @@ def tree(store: StoreOption, as_json: JsonOption = False) -> None:
 
 
 @app.command()
+@_reports_errors
 def serve(
     store: StoreOption,
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
@@ -218,12 +223,9 @@ def serve(
     config: ConfigOption = None,
 ) -> None:
     """Serve the store over HTTP with Ray Serve (POST /query, POST /search, GET /tree)."""
-    try:
-        from actors.serve_app import run_blocking
+    from actors.serve_app import run_blocking
 
-        run_blocking(store, host=host, port=port, config_path=config)
-    except MemoryBankError as exc:
-        _fail(str(exc))
+    run_blocking(store, host=host, port=port, config_path=config)
 
 
 def _quiet_libraries() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_core import to_jsonable_python
+from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
@@ -257,7 +257,7 @@ def build_manifest(
         dataset_sha256=combined.hexdigest(),
         dataset_files=hashes,
         token_counter=token_counter,
-        config=to_jsonable_python(config),
+        config=TypeAdapter(Any).dump_python(config, mode="json"),
         python=platform.python_version(),
     )
 

@@ -19,6 +19,7 @@ from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.progress import StageTimer
 from memory_bank.ingest.stages import chunk_documents, memorize_encoded
 from memory_bank.ingest.work import MemoryParts
+from memory_bank.llm.roles import LLMBackend
 from memory_bank.schemas import Document
 from memory_bank.tasks import run_serially
 from memory_bank.text.sources import FileOutcome, read_files_serially
@@ -35,8 +36,11 @@ class Executor(Protocol):
     def read_files(self, paths: Sequence[Path]) -> list[FileOutcome]:
         """Each file read into a document (or skipped, with why), in the given order."""
 
-    def memorize(self, documents: list[Document], first_index: int, timer: StageTimer) -> MemoryParts:
-        """Chunk, embed and memorize `documents`; memory indices start at `first_index`."""
+    def memorize(
+        self, documents: list[Document], first_index: int, timer: StageTimer, backend: LLMBackend
+    ) -> MemoryParts:
+        """Chunk, embed and memorize `documents` (memorize: the backend's role); memory indices
+        start at `first_index`."""
 
     def map(self, function: Callable[..., R], calls: Sequence[tuple[Any, ...]]) -> list[R]:
         """Independent calls (planning groups, README subtrees); results in call order."""
@@ -58,13 +62,15 @@ class LocalExecutor:
     def read_files(self, paths: Sequence[Path]) -> list[FileOutcome]:
         return read_files_serially(paths)
 
-    def memorize(self, documents: list[Document], first_index: int, timer: StageTimer) -> MemoryParts:
+    def memorize(
+        self, documents: list[Document], first_index: int, timer: StageTimer, backend: LLMBackend
+    ) -> MemoryParts:
         with timer.stage("chunk"):
             chunks = chunk_documents(documents, self.config.chunking)
         with timer.stage("embed", total=len(chunks)):
             encodings = self.embedder.encode_chunks([chunk.text for chunk in chunks])
         with timer.stage("memorize", total=len(chunks)):
-            return memorize_encoded(chunks, encodings, first_index, self.config.memorize)
+            return memorize_encoded(chunks, encodings, first_index, self.config.memorize, backend)
 
     def map(self, function: Callable[..., R], calls: Sequence[tuple[Any, ...]]) -> list[R]:
         return run_serially(function, calls)

@@ -27,11 +27,13 @@ from memory_bank.ingest.stages import (
     taxonomy_items,
 )
 from memory_bank.ingest.work import MemoryParts, plan_work, stored_readme_vectors
+from memory_bank.llm import backend_for
+from memory_bank.llm.roles import PlaceRequest
 from memory_bank.schemas import DirectoryNode, IngestSummary
 from memory_bank.store.files import assign_chunk_paths
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import validate_taxonomy
-from memory_bank.taxonomy.placement import place_memories, should_place
+from memory_bank.taxonomy.placement import should_place
 
 # Makes the executor an ingest runs on; `MemoryBank` and the CLI take one of these.
 ExecutorFactory = Callable[[AppConfig], Executor]
@@ -43,6 +45,7 @@ class IngestRunner:
     def __init__(self, config: AppConfig, executor: Executor) -> None:
         self.config = config
         self.executor = executor
+        self.backend = backend_for(config.llm)
 
     def run(
         self,
@@ -74,7 +77,7 @@ class IngestRunner:
         if fresh or (replan and parts.memories):
             stored = len(parts.memories)
             if fresh:
-                added = self.executor.memorize(fresh, stored, timer)
+                added = self.executor.memorize(fresh, stored, timer, self.backend)
                 added.documents = fresh
                 parts.extend(added)
                 summary.chunks = len(added.chunks)
@@ -86,7 +89,12 @@ class IngestRunner:
             with timer.stage("readme"):
                 chunk_paths = assign_chunk_paths(tree, parts.memories)
                 readmes = compose_readmes(
-                    tree, parts.memories, chunk_paths, self.config.taxonomy, self.executor.map
+                    tree,
+                    parts.memories,
+                    chunk_paths,
+                    self.config.taxonomy,
+                    self.backend,
+                    self.executor.map,
                 )
             with timer.stage("embed readmes", total=len(readmes)):
                 # Embedded here, once, so the query side does not embed them when it opens.
@@ -101,20 +109,27 @@ class IngestRunner:
         return summary
 
     def _plan(self, parts: MemoryParts) -> DirectoryNode:
-        return plan_tree(parts.memories, parts.memory_vectors, self.config.taxonomy, self.executor.map)
+        return plan_tree(
+            parts.memories,
+            parts.memory_vectors,
+            self.config.taxonomy,
+            self.backend,
+            self.executor.map,
+        )
 
     def _tree_for(self, store: Path, parts: MemoryParts, stored: int) -> tuple[DirectoryNode, bool]:
         """The tree after adding `parts.memories[stored:]`: placed into the stored tree when the
         add is small next to it (paths stay stable), else planned anew. True when placed."""
         added = len(parts.memories) - stored
         if should_place(stored, added):
-            placed = place_memories(
-                StoreReader(store).tree(),
-                taxonomy_items(parts.memories),
-                parts.memory_vectors,
-                range(stored, stored + added),
-                self.config.taxonomy,
+            request = PlaceRequest(
+                tree=StoreReader(store).tree(),
+                items=taxonomy_items(parts.memories),
+                vectors=parts.memory_vectors,
+                new_indices=list(range(stored, stored + added)),
+                config=self.config.taxonomy,
             )
+            placed = self.backend.place(request).tree
             if placed is not None and not validate_taxonomy(
                 placed, len(parts.memories), self.config.taxonomy
             ):

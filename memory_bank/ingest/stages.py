@@ -18,13 +18,19 @@ from memory_bank.config import AppConfig, ChunkConfig, MemorizeConfig, TaxonomyC
 from memory_bank.errors import NothingToIngestError
 from memory_bank.index.embedding import ChunkEncoding
 from memory_bank.ingest.work import MemoryParts, memory_recipe
-from memory_bank.memorize.extractive import memorize_offline
+from memory_bank.llm.roles import (
+    LLMBackend,
+    MemorizeRequest,
+    OrganizeRequest,
+    ReadmeRequest,
+    readme_requests,
+)
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store.tables import SentenceRecord
 from memory_bank.store.writer import meta_extra_from_config, write_store
 from memory_bank.tasks import TaskMap, run_serially
-from memory_bank.taxonomy import TaxonomyItem, flat_fallback, plan_taxonomy, validate_taxonomy
-from memory_bank.taxonomy.readme import ReadmeFileEntry, compose_readme
+from memory_bank.taxonomy import TaxonomyItem, flat_fallback, validate_taxonomy
+from memory_bank.taxonomy.readme import ReadmeFileEntry
 from memory_bank.text.chunking import chunk_document
 from memory_bank.text.sources import FileReader, SourceLoad, document_from_text, load_sources
 
@@ -56,13 +62,14 @@ def memorize_encoded(
     encodings: Sequence[ChunkEncoding],
     first_index: int,
     config: MemorizeConfig,
+    backend: LLMBackend,
 ) -> MemoryParts:
-    """Memorize embedded chunks; memory indices start at `first_index`, in chunk order."""
-    memories = [
-        memorize_offline(chunk, encoding, first_index + offset, config)
-        for offset, (chunk, encoding) in enumerate(zip(chunks, encodings, strict=True))
-    ]
-    return assemble_parts(chunks, encodings, memories)
+    """Memorize embedded chunks with the backend's memorize role; memory indices start at
+    `first_index`, in chunk order."""
+    request = MemorizeRequest(
+        chunks=list(chunks), first_index=first_index, config=config, encodings=list(encodings)
+    )
+    return assemble_parts(chunks, encodings, backend.memorize(request).memories)
 
 
 def assemble_parts(
@@ -98,11 +105,13 @@ def plan_tree(
     memories: Sequence[MemorizedChunk],
     vectors: np.ndarray,
     config: TaxonomyConfig,
+    backend: LLMBackend,
     map_groups: TaskMap = run_serially,
 ) -> DirectoryNode:
-    """Plan the whole tree (coarse groups through `map_groups`); a plan that fails validation
-    is replaced by the flat fallback."""
-    tree = plan_taxonomy(taxonomy_items(memories), vectors, config, map_groups)
+    """Plan the whole tree with the backend's organize role (independent groups through
+    `map_groups`); a plan that still fails validation is replaced by the flat fallback."""
+    request = OrganizeRequest(items=taxonomy_items(memories), vectors=vectors, config=config)
+    tree = backend.organize(request, map_groups).tree
     return ensure_valid_tree(tree, [memory.index for memory in memories], config)
 
 
@@ -119,6 +128,7 @@ def compose_readmes(
     memories: Sequence[MemorizedChunk],
     chunk_paths: Mapping[int, str],
     config: TaxonomyConfig,
+    backend: LLMBackend,
     map_subtrees: TaskMap = run_serially,
 ) -> dict[str, str]:
     """README text of every directory of `tree` (tree path -> text).
@@ -128,34 +138,43 @@ def compose_readmes(
     independent); a small tree is composed in one go, where shipping parts would cost more.
     """
     if len(memories) <= config.coarse_threshold:
-        return compose_subtree_readmes(tree, memories, chunk_paths)
+        return compose_subtree_readmes(tree, memories, chunk_paths, backend)
     by_index = {memory.index: memory for memory in memories}
     calls = []
     for subtree in tree.children:
         indices = [i for node in subtree.iter_nodes() for i in node.chunk_indices]
-        calls.append((subtree, [by_index[i] for i in indices], {i: chunk_paths[i] for i in indices}))
+        part = [by_index[i] for i in indices]
+        calls.append((subtree, part, {i: chunk_paths[i] for i in indices}, backend))
     readmes: dict[str, str] = {}
     for part in map_subtrees(compose_subtree_readmes, calls):
         readmes.update(part)
-    readmes["/"] = compose_readme(tree, tree.children, [])
+    root = ReadmeRequest(node=tree, child_dirs=list(tree.children), files=[])
+    readmes["/"] = backend.readme(root).text
     return readmes
 
 
 def compose_subtree_readmes(
-    node: DirectoryNode, memories: Sequence[MemorizedChunk], chunk_paths: Mapping[int, str]
+    node: DirectoryNode,
+    memories: Sequence[MemorizedChunk],
+    chunk_paths: Mapping[int, str],
+    backend: LLMBackend,
 ) -> dict[str, str]:
-    """README text for `node` and every directory below it (tree path -> text)."""
+    """README text for `node` and every directory below it (tree path -> text), each from the
+    backend's readme role."""
     by_index = {memory.index: memory for memory in memories}
-    readmes: dict[str, str] = {}
-    for directory in node.iter_nodes():
-        files = [
+    files_by_directory = {
+        directory.path: [
             ReadmeFileEntry(
                 name=chunk_paths[i].rsplit("/", 1)[-1], title=by_index[i].title, tldr=by_index[i].tldr
             )
             for i in directory.chunk_indices
         ]
-        readmes[directory.path] = compose_readme(directory, directory.children, files)
-    return readmes
+        for directory in node.iter_nodes()
+    }
+    return {
+        request.node.path: backend.readme(request).text
+        for request in readme_requests(node, files_by_directory)
+    }
 
 
 def embed_readmes(

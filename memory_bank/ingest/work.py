@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from memory_bank.config import AppConfig
-from memory_bank.index.embedding import EMBEDDING_DIM
+from memory_bank.index.embedding import EMBEDDING_DIM, EMBEDDING_MODEL_NAME
 from memory_bank.schemas import Chunk, Document, MemorizedChunk
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
@@ -99,7 +99,11 @@ def memory_recipe(config: AppConfig) -> str:
         "chunking": config.chunking.model_dump(mode="json"),
         "memorize": config.memorize.model_dump(mode="json"),
         # Not precision or threads: they change vectors by rounding only.
-        "embedding": config.embedding.model_dump(mode="json", include={"model_name", "window_tokens"}),
+        # Keyed as before the model stopped being a setting, so existing stores keep their recipe.
+        "embedding": {
+            "model_name": EMBEDDING_MODEL_NAME,
+            "window_tokens": config.embedding.window_tokens,
+        },
     }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 

@@ -16,7 +16,7 @@ from memory_bank.index.embedding import Embedder
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.index.search import Searcher
-from memory_bank.query.navigation import NavigationAgent
+from memory_bank.llm import backend_for
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 from memory_bank.store.layout import META_FILE, is_store
 from memory_bank.store.reader import StoreReader
@@ -35,7 +35,8 @@ class _OpenStore:
         self.hybrid = HybridSearch(StoreCorpus(self.reader, embedder), embedder, config.retrieval)
         self.searcher = Searcher(self.hybrid)
         self.tools = StoreTools(store, reader=self.reader, searcher=self.searcher)
-        self.agent = NavigationAgent(self.tools, self.hybrid, embedder, config.retrieval)
+        backend = backend_for(config.llm)
+        self.agent = backend.navigator(self.tools, self.hybrid, embedder, config.retrieval)
 
 
 class QueryService:

