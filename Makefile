@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 
-.PHONY: install run test eval bench clean
+.PHONY: install run test test-quick lint format eval bench clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,23 @@ run: install
 	$(VENV)/bin/memory-bank ingest data/sample --store $(STORE)
 	$(VENV)/bin/memory-bank ask "$(QUESTION)" --store $(STORE)
 
-test: install
+# Lint, format check and the import rules (the domain never imports Ray, FastAPI or the Ray
+# layer), then every test.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+
+test: lint
 	$(PY) -m pytest -q
+
+# The same without the 100k-size inputs (marked `slow`): for the edit-test loop.
+test-quick: lint
+	$(PY) -m pytest -q -m "not slow"
+
+format: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 eval: install
 	$(PY) bench/evaluate.py --all-dev --out .eval

@@ -49,7 +49,10 @@ class QueryRequest(BaseModel):
 
     question: str = Field(min_length=1, description="The question to answer from the store.")
     max_iterations: int | None = Field(
-        None, ge=1, le=50, description="Navigation steps at most (default: retrieval.max_iterations)."
+        None,
+        ge=1,
+        le=50,
+        description="Navigation steps at most (default: retrieval.max_iterations).",
     )
 
     @field_validator("question")

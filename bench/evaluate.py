@@ -26,7 +26,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-from jobs.evaluate import EVAL_MODES, main as evaluate_main  # noqa: E402
+from jobs.evaluate import EVAL_MODES  # noqa: E402
+from jobs.evaluate import main as evaluate_main  # noqa: E402
 from memory_bank.evaluation.dataset_files import dataset_name, development_eval_dir  # noqa: E402
 
 DEFAULT_EVAL_DIR = development_eval_dir(REPO)  # $MEMORY_BANK_EVAL_DIR or ../shared/eval
@@ -34,7 +35,9 @@ FAIRYTALEQA_LIMIT = 300  # of 1,025 questions: every story is covered, the run s
 QMSUM_MEETINGS = 8
 
 
-def dev_runs(eval_dir: Path, fairytaleqa_limit: int, qmsum_meetings: int) -> list[tuple[str, list[str]]]:
+def dev_runs(
+    eval_dir: Path, fairytaleqa_limit: int, qmsum_meetings: int
+) -> list[tuple[str, list[str]]]:
     """(dataset name, jobs.evaluate arguments) of each development dataset."""
     runs = [
         (eval_dir / "hotpotqa", "hotpotqa", []),
@@ -48,16 +51,22 @@ def dev_runs(eval_dir: Path, fairytaleqa_limit: int, qmsum_meetings: int) -> lis
 
 
 def run_all_dev(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="bench/evaluate.py --all-dev", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="bench/evaluate.py --all-dev", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--all-dev", action="store_true")
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--eval-dir", type=Path, default=DEFAULT_EVAL_DIR, help="default: %(default)s")
+    parser.add_argument(
+        "--eval-dir", type=Path, default=DEFAULT_EVAL_DIR, help="default: %(default)s"
+    )
     parser.add_argument("--config", type=Path, default=None)
     parser.add_argument("--modes", default=",".join(EVAL_MODES))
     parser.add_argument("--runner", choices=("local", "ray"), default="local")
     parser.add_argument("--fairytaleqa-limit", type=int, default=FAIRYTALEQA_LIMIT)
     parser.add_argument("--qmsum-meetings", type=int, default=QMSUM_MEETINGS)
-    parser.add_argument("--reuse-stores", action="store_true", help="reuse each dataset's store from an earlier run")
+    parser.add_argument(
+        "--reuse-stores", action="store_true", help="reuse each dataset's store from an earlier run"
+    )
     args = parser.parse_args(argv)
     if not (args.eval_dir / "README.md").is_file():
         print(

@@ -101,7 +101,9 @@ def real_sources() -> tuple[list[SourceFile], list[str], list[list[dict[str, str
     for path in sorted((EVAL_DATA / "fairytaleqa" / "val" / "section-stories").glob("*.csv")):
         with path.open(encoding="utf-8", newline="") as handle:
             sections = [row["text"].strip() for row in csv.DictReader(handle)]
-        paragraphs.extend(p.strip() for section in sections for p in section.split("\n\n") if p.strip())
+        paragraphs.extend(
+            p.strip() for section in sections for p in section.split("\n\n") if p.strip()
+        )
         title = path.stem.removesuffix("-story").replace("-", " ").title()
         content = title + "\n\n" + "\n\n".join(sections) + "\n"
         files.append(SourceFile(f"fairytaleqa/{path.stem}.txt", content, "fairytaleqa"))
@@ -109,7 +111,10 @@ def real_sources() -> tuple[list[SourceFile], list[str], list[list[dict[str, str
 
 
 def recombined_source(
-    number: int, rng: np.random.Generator, paragraphs: list[str], meetings: list[list[dict[str, str]]]
+    number: int,
+    rng: np.random.Generator,
+    paragraphs: list[str],
+    meetings: list[list[dict[str, str]]],
 ) -> SourceFile:
     """A new document of real text: alternately a meeting stitched from runs of turns of several
     meetings, and an article of randomly drawn paragraphs (the kinds keep the corpus's mix)."""
@@ -119,10 +124,14 @@ def recombined_source(
             source = meetings[int(meeting)]
             start = int(rng.integers(0, max(1, len(source) - MIX_RUN_TURNS)))
             turns.extend(source[start : start + MIX_RUN_TURNS])
-        return SourceFile(f"recombined/meeting_{number:05d}.json", json.dumps(turns, indent=0), "recombined")
+        return SourceFile(
+            f"recombined/meeting_{number:05d}.json", json.dumps(turns, indent=0), "recombined"
+        )
     picks = rng.choice(len(paragraphs), size=MIX_PARAGRAPHS, replace=False)
     body = "\n\n".join(paragraphs[int(i)] for i in picks)
-    return SourceFile(f"recombined/article_{number:05d}.md", f"# Collection {number}\n\n{body}\n", "recombined")
+    return SourceFile(
+        f"recombined/article_{number:05d}.md", f"# Collection {number}\n\n{body}\n", "recombined"
+    )
 
 
 def build_corpus(target_tokens: int) -> Corpus:
@@ -186,8 +195,14 @@ class Totals:
         def rate(count: int) -> str:
             return f"{count / row.seconds:,.1f}" if row.rated and row.seconds > 0 else "-"
 
-        return [row.stage, f"{row.seconds:.1f}", rate(self.documents), rate(self.chunks),
-                rate(self.tokens), row.note]
+        return [
+            row.stage,
+            f"{row.seconds:.1f}",
+            rate(self.documents),
+            rate(self.chunks),
+            rate(self.tokens),
+            row.note,
+        ]
 
 
 def with_overrides(config: AppConfig, overrides: list[str]) -> AppConfig:
@@ -250,8 +265,13 @@ def run_ingest(corpus: Corpus, store: Path, config: AppConfig) -> IngestRun:
         if stage != "start ray":
             label = f"  {stage}" if stage.endswith(" busy") else stage
             rows.append(Row(label, seconds, notes.get(stage, "")))
-    rows.append(Row("whole ingest", summary.total_seconds,
-                    f"{summary.documents} docs, {summary.chunks} chunks, {summary.directories} dirs"))
+    rows.append(
+        Row(
+            "whole ingest",
+            summary.total_seconds,
+            f"{summary.documents} docs, {summary.chunks} chunks, {summary.directories} dirs",
+        )
+    )
     return IngestRun(rows, summary.total_seconds, summary.skipped)
 
 
@@ -268,7 +288,9 @@ def pipeline_windows(texts: list[str], config: AppConfig, model) -> tuple[list[s
     windows, pieces = [], 0
     for text, chunk, chunk_offsets in zip(texts, tokenized, offsets, strict=True):
         for start, end in chunk.windows:
-            windows.append(text[chunk_offsets[start][0] : chunk_offsets[end - 1][1]] if end > start else "")
+            windows.append(
+                text[chunk_offsets[start][0] : chunk_offsets[end - 1][1]] if end > start else ""
+            )
             pieces += end - start + 2
     return windows, pieces
 
@@ -289,8 +311,10 @@ def run_raw_encode(chunk_texts: list[str], config: AppConfig) -> list[Row]:
     windows, pipeline_pieces = pipeline_windows(chunk_texts, config, model)
     model.encode(chunk_texts[:RAW_BATCH_SIZE], batch_size=RAW_BATCH_SIZE)  # warm up
     rows = []
-    for label, texts in [("raw encode (a) chunk texts", chunk_texts),
-                         ("raw encode (b) pipeline windows", windows)]:
+    for label, texts in [
+        ("raw encode (a) chunk texts", chunk_texts),
+        ("raw encode (b) pipeline windows", windows),
+    ]:
         started = time.perf_counter()
         model.encode(texts, batch_size=RAW_BATCH_SIZE, show_progress_bar=False)
         seconds = time.perf_counter() - started
@@ -309,8 +333,12 @@ def print_table(rows: list[Row], totals: Totals) -> None:
     table = [header] + [totals.cells(row) for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for number, line in enumerate(table):
-        print("  ".join(cell.ljust(width) if i in (0, 5) else cell.rjust(width)
-                        for i, (cell, width) in enumerate(zip(line, widths, strict=True))).rstrip())
+        print(
+            "  ".join(
+                cell.ljust(width) if i in (0, 5) else cell.rjust(width)
+                for i, (cell, width) in enumerate(zip(line, widths, strict=True))
+            ).rstrip()
+        )
         if number == 0:
             print("  ".join("-" * width for width in widths))
 
@@ -321,13 +349,23 @@ def load_note(label: str) -> tuple[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tokens", type=int, default=1_000_000, help="corpus size in cl100k tokens")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--tokens", type=int, default=1_000_000, help="corpus size in cl100k tokens"
+    )
     parser.add_argument("--store", type=Path, default=OUT / "ingest_store")
     parser.add_argument("--quick", action="store_true", help="a 100k-token corpus for a smoke run")
     parser.add_argument("--config", type=Path, default=REPO / "configs" / "local.yaml")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a setting, e.g. ray.memorize.concurrency=2 (repeatable)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting, e.g. ray.memorize.concurrency=2 (repeatable)",
+    )
     args = parser.parse_args()
     target = 100_000 if args.quick else args.tokens
     config = with_overrides(load_config(args.config), args.overrides)
@@ -355,36 +393,51 @@ def main() -> None:
     recombined = (
         f"; {corpus.recombined_documents} of them ({corpus.recombined_tokens:,} tokens) recombined "
         f"from real paragraphs and meeting turns (seed {SEED}) to reach the target"
-        if corpus.recombined_documents else "; all real text, none recombined"
+        if corpus.recombined_documents
+        else "; all real text, none recombined"
     )
-    print(f"Corpus {corpus.directory.relative_to(REPO)}: {corpus.documents} files, "
-          f"{corpus.tokens:,} cl100k tokens (QMSum val meetings as JSON conversations, HotpotQA "
-          f"paragraphs as Markdown, FairytaleQA val stories as text, data/sample){recombined}.")
-    print(f"Ingested: {totals.documents} documents, {totals.chunks} chunks, {totals.tokens:,} tokens"
-          + (f"; {len(ingest.skipped)} files skipped: {ingest.skipped[:3]}" if ingest.skipped else "")
-          + ".")
-    stages = {name: getattr(config.ray, name).model_dump() for name in ("chunk", "embed", "memorize")}
-    print(f"Ray ingest, {args.config.relative_to(REPO) if args.config.is_relative_to(REPO) else args.config}"
-          f"{' + ' + ', '.join(args.overrides) if args.overrides else ''}: {stages}, embedding "
-          f"{config.embedding.model_dump()}; {os.cpu_count()} cores. Raw encode: "
-          f"load_model(num_threads={os.cpu_count()}, precision={config.embedding.precision}), model.encode(batch_size={RAW_BATCH_SIZE}), after "
-          f"ray.shutdown(), at the Ray workers' niceness {os.nice(0)}.")
+    print(
+        f"Corpus {corpus.directory.relative_to(REPO)}: {corpus.documents} files, "
+        f"{corpus.tokens:,} cl100k tokens (QMSum val meetings as JSON conversations, HotpotQA "
+        f"paragraphs as Markdown, FairytaleQA val stories as text, data/sample){recombined}."
+    )
+    print(
+        f"Ingested: {totals.documents} documents, {totals.chunks} chunks, {totals.tokens:,} tokens"
+        + (f"; {len(ingest.skipped)} files skipped: {ingest.skipped[:3]}" if ingest.skipped else "")
+        + "."
+    )
+    stages = {
+        name: getattr(config.ray, name).model_dump() for name in ("chunk", "embed", "memorize")
+    }
+    print(
+        f"Ray ingest, {args.config.relative_to(REPO) if args.config.is_relative_to(REPO) else args.config}"
+        f"{' + ' + ', '.join(args.overrides) if args.overrides else ''}: {stages}, embedding "
+        f"{config.embedding.model_dump()}; {os.cpu_count()} cores. Raw encode: "
+        f"load_model(num_threads={os.cpu_count()}, precision={config.embedding.precision}), model.encode(batch_size={RAW_BATCH_SIZE}), after "
+        f"ray.shutdown(), at the Ray workers' niceness {os.nice(0)}."
+    )
     print("Load average (1/5/15 min): " + "; ".join(note for note, _ in loads) + ".")
     if loads[0][1] > BUSY_LOAD:
-        print(f"WARNING: 1-minute load {loads[0][1]:.2f} before the ingest: other work competed "
-              f"for the {os.cpu_count()} cores; rerun when the machine is idle.")
+        print(
+            f"WARNING: 1-minute load {loads[0][1]:.2f} before the ingest: other work competed "
+            f"for the {os.cpu_count()} cores; rerun when the machine is idle."
+        )
     print()
     print_table(ingest.rows + raw_rows, totals)
     print()
     for raw in raw_rows:
         ratio = (totals.chunks / ingest.total_seconds) / (totals.chunks / raw.seconds)
         verdict = "meets" if ratio >= TARGET_RATIO else "misses"
-        print(f"whole ingest / {raw.stage.removeprefix('raw encode ')}: {ratio:.2f} chunks/s ratio "
-              f"({verdict} the >= {TARGET_RATIO} target)")
+        print(
+            f"whole ingest / {raw.stage.removeprefix('raw encode ')}: {ratio:.2f} chunks/s ratio "
+            f"({verdict} the >= {TARGET_RATIO} target)"
+        )
     truncated, windows = raw_rows
-    print(f"(a) / (b) raw encode alone: {truncated.seconds / windows.seconds:.2f}, "
-          f"the most the (a) ratio could reach if everything but the model were free: the pipeline "
-          f"embeds whole chunks, (a) only their first 256 word-pieces.")
+    print(
+        f"(a) / (b) raw encode alone: {truncated.seconds / windows.seconds:.2f}, "
+        f"the most the (a) ratio could reach if everything but the model were free: the pipeline "
+        f"embeds whole chunks, (a) only their first 256 word-pieces."
+    )
 
 
 if __name__ == "__main__":

@@ -91,7 +91,9 @@ def load_pool(embedder: Embedder) -> Pool:
         return Pool(json.loads(texts_file.read_text()), np.load(vectors_file))
     candidates = real_sentences()
     rng = np.random.default_rng(0)
-    chosen = sorted(rng.choice(len(candidates), size=min(POOL_SIZE, len(candidates)), replace=False))
+    chosen = sorted(
+        rng.choice(len(candidates), size=min(POOL_SIZE, len(candidates)), replace=False)
+    )
     sentences = [candidates[i] for i in chosen]
     print(f"embedding a pool of {len(sentences)} real sentences once ...", flush=True)
     vectors = embedder.encode(sentences)
@@ -108,16 +110,23 @@ def _normalized(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)).astype(np.float32)
 
 
-def synthesize_store(store: Path, size: int, pool: Pool, config: AppConfig, embedder: Embedder) -> str:
+def synthesize_store(
+    store: Path, size: int, pool: Pool, config: AppConfig, embedder: Embedder
+) -> str:
     """Write a store of `size` memories (cached); returns how its tree was made."""
     tree_kind = "plan_taxonomy" if size <= PLAN_LIMIT else "flat_fallback"
     if is_store(store):
         meta = StoreReader(store).meta
         if meta.get("bench_recipe") == RECIPE and meta.get("total_chunks") == size:
             return tree_kind
-    from memory_bank.memorize.extractive import memorize_offline
-    from memory_bank.ingest.stages import assemble_parts, compose_readmes, embed_readmes, ensure_valid_tree
+    from memory_bank.ingest.stages import (
+        assemble_parts,
+        compose_readmes,
+        embed_readmes,
+        ensure_valid_tree,
+    )
     from memory_bank.llm.offline import OfflineBackend
+    from memory_bank.memorize.extractive import memorize_offline
     from memory_bank.store.files import assign_chunk_paths
     from memory_bank.store.writer import meta_extra_from_config, write_store
     from memory_bank.taxonomy import TaxonomyItem, flat_fallback, plan_taxonomy
@@ -143,11 +152,18 @@ def synthesize_store(store: Path, size: int, pool: Pool, config: AppConfig, embe
         documents.append(document)
         offset = 0
         for position, text in enumerate(texts):
-            chunks.append(Chunk(
-                chunk_id=f"{document.document_id}-{position:05d}", document_id=document.document_id,
-                source=document.source, position=position, text=text, token_count=count_tokens(text),
-                start_char=offset, end_char=offset + len(text),
-            ))
+            chunks.append(
+                Chunk(
+                    chunk_id=f"{document.document_id}-{position:05d}",
+                    document_id=document.document_id,
+                    source=document.source,
+                    position=position,
+                    text=text,
+                    token_count=count_tokens(text),
+                    start_char=offset,
+                    end_char=offset + len(text),
+                )
+            )
             offset += len(text) + 2
     memories = [
         memorize_offline(chunk, encoding, index, config.memorize)
@@ -163,25 +179,40 @@ def synthesize_store(store: Path, size: int, pool: Pool, config: AppConfig, embe
     else:
         tree = flat_fallback(indices, config.taxonomy)
     readmes = compose_readmes(
-        tree, parts.memories, assign_chunk_paths(tree, parts.memories), config.taxonomy, OfflineBackend()
+        tree,
+        parts.memories,
+        assign_chunk_paths(tree, parts.memories),
+        config.taxonomy,
+        OfflineBackend(),
     )
     readme_vectors = None
     if size <= README_VECTORS_LIMIT:
         embedding_started = time.perf_counter()
         readme_vectors = embed_readmes(readmes, {}, embedder.encode)
-        print(f"  embedded {len(readmes)} READMEs in {time.perf_counter() - embedding_started:.0f} s",
-              flush=True)
+        print(
+            f"  embedded {len(readmes)} READMEs in {time.perf_counter() - embedding_started:.0f} s",
+            flush=True,
+        )
     writing_started = time.perf_counter()
     write_store(
-        store, documents=parts.documents, chunks=parts.chunks, memories=parts.memories,
-        memory_vectors=parts.memory_vectors, sentences=parts.sentences,
-        sentence_vectors=parts.sentence_vectors, tree=tree, readmes=readmes,
+        store,
+        documents=parts.documents,
+        chunks=parts.chunks,
+        memories=parts.memories,
+        memory_vectors=parts.memory_vectors,
+        sentences=parts.sentences,
+        sentence_vectors=parts.sentence_vectors,
+        tree=tree,
+        readmes=readmes,
         readme_vectors=readme_vectors,
         meta_extra={**meta_extra_from_config(config), "bench_recipe": RECIPE},
         taxonomy_config=config.taxonomy,
     )
     print(f"  write_store took {time.perf_counter() - writing_started:.0f} s", flush=True)
-    print(f"synthesized {store.name}: {size} memories in {time.perf_counter() - started:.0f} s", flush=True)
+    print(
+        f"synthesized {store.name}: {size} memories in {time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
     return tree_kind
 
 
@@ -190,7 +221,9 @@ def _document(chunk_texts: list[str], number: int) -> Document:
     text = "\n\n".join(chunk_texts)
     source = f"synthetic/document_{number:05d}.md"
     document_id = hashlib.sha256(text.encode()).hexdigest()[:16]
-    return Document(document_id=document_id, source=source, title=source, kind="markdown", text=text)
+    return Document(
+        document_id=document_id, source=source, title=source, kind="markdown", text=text
+    )
 
 
 class Questions:
@@ -224,8 +257,15 @@ class Row:
     def cells(self) -> list[str]:
         p50, p95 = np.percentile(self.latencies_ms, [50, 95])
         rate = f"{len(self.latencies_ms) / self.seconds:.1f}" if self.seconds else "-"
-        return [self.size, self.what, str(self.clients), str(len(self.latencies_ms)),
-                f"{p50:.1f}", f"{p95:.1f}", rate]
+        return [
+            self.size,
+            self.what,
+            str(self.clients),
+            str(len(self.latencies_ms)),
+            f"{p50:.1f}",
+            f"{p95:.1f}",
+            rate,
+        ]
 
     def percentile(self, q: float) -> float:
         return float(np.percentile(self.latencies_ms, q))
@@ -264,7 +304,9 @@ def time_http(
     return [ms for share in results for ms in share], time.perf_counter() - started
 
 
-def time_calls(call: Callable[[str], object], inputs: list[str], warmup_inputs: list[str]) -> list[float]:
+def time_calls(
+    call: Callable[[str], object], inputs: list[str], warmup_inputs: list[str]
+) -> list[float]:
     for text in warmup_inputs:
         call(text)
     latencies = []
@@ -298,14 +340,20 @@ def floor_application():
     return Floor.bind()
 
 
-def serve_rows(stores: dict[int, Path], pool: Pool, args: argparse.Namespace, config: AppConfig) -> list[Row]:
+def serve_rows(
+    stores: dict[int, Path], pool: Pool, args: argparse.Namespace, config: AppConfig
+) -> list[Row]:
     import ray
     from ray import serve
 
     from actors.serve_app import APP_NAME, build_app_for
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}},
+    )
     rows: list[Row] = []
     try:
         port = free_port()
@@ -315,7 +363,10 @@ def serve_rows(stores: dict[int, Path], pool: Pool, args: argparse.Namespace, co
         for size, store in stores.items():
             started = time.perf_counter()
             serve.run(build_app_for(store, config), name=APP_NAME, route_prefix="/")
-            print(f"deployed the {size}-chunk store in {time.perf_counter() - started:.1f} s", flush=True)
+            print(
+                f"deployed the {size}-chunk store in {time.perf_counter() - started:.1f} s",
+                flush=True,
+            )
             questions = Questions(pool, seed=size)
             endpoints: dict[str, tuple[str, Callable[[str], dict]]] = {
                 "floor {ok}": ("/floor/", lambda text: {}),
@@ -342,10 +393,15 @@ def in_process_rows(store: Path, pool: Pool, embedder: Embedder, requests: int) 
     from memory_bank.index.search import Searcher
 
     started = time.perf_counter()
-    hybrid = HybridSearch(StoreCorpus(StoreReader(store), embedder), embedder, AppConfig().retrieval)
+    hybrid = HybridSearch(
+        StoreCorpus(StoreReader(store), embedder), embedder, AppConfig().retrieval
+    )
     searcher = Searcher(hybrid)
     searcher.search("warm up", top_k=5, mode="hybrid")
-    print(f"opened the {store.name} store in-process in {time.perf_counter() - started:.1f} s", flush=True)
+    print(
+        f"opened the {store.name} store in-process in {time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
     questions = Questions(pool, seed=7)
     # The parts get their query vectors straight from the model, so none of these texts is in
     # the search's query cache when "hybrid search" (which embeds through it) is timed.
@@ -359,7 +415,10 @@ def in_process_rows(store: Path, pool: Pool, embedder: Embedder, requests: int) 
         "  faiss top-50": lambda text: hybrid.vector_candidates(vectors[text], 50),
         "  hybrid rescore": lambda text: hybrid.hybrid_candidates(text, vectors[text]),
     }
-    return [Row(size, what, "in-proc", time_calls(call, texts, warmup), 0.0) for what, call in parts.items()]
+    return [
+        Row(size, what, "in-proc", time_calls(call, texts, warmup), 0.0)
+        for what, call in parts.items()
+    ]
 
 
 def print_table(rows: list[Row]) -> None:
@@ -367,18 +426,28 @@ def print_table(rows: list[Row]) -> None:
     table = [header] + [row.cells() for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for number, line in enumerate(table):
-        print("  ".join(cell.rjust(width) if i > 1 else cell.ljust(width)
-                        for i, (cell, width) in enumerate(zip(line, widths, strict=True))))
+        print(
+            "  ".join(
+                cell.rjust(width) if i > 1 else cell.ljust(width)
+                for i, (cell, width) in enumerate(zip(line, widths, strict=True))
+            )
+        )
         if number == 0:
             print("  ".join("-" * width for width in widths))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--requests", type=int, default=200, help="requests per (size, endpoint, clients)")
+    parser.add_argument(
+        "--requests", type=int, default=200, help="requests per (size, endpoint, clients)"
+    )
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8])
-    parser.add_argument("--skip-100k", action="store_true", help="skip the in-process 100k measurement")
+    parser.add_argument(
+        "--skip-100k", action="store_true", help="skip the in-process 100k measurement"
+    )
     args = parser.parse_args()
 
     import torch
@@ -389,32 +458,46 @@ def main() -> None:
     pool = load_pool(embedder)
     sizes = sorted(set(args.sizes))
     stores = {size: OUT / f"store_{size}" for size in sizes}
-    made = {size: synthesize_store(store, size, pool, config, embedder) for size, store in stores.items()}
+    made = {
+        size: synthesize_store(store, size, pool, config, embedder)
+        for size, store in stores.items()
+    }
     if not args.skip_100k:
         stores_100k = OUT / f"store_{IN_PROCESS_SIZE}"
-        made[IN_PROCESS_SIZE] = synthesize_store(stores_100k, IN_PROCESS_SIZE, pool, config, embedder)
+        made[IN_PROCESS_SIZE] = synthesize_store(
+            stores_100k, IN_PROCESS_SIZE, pool, config, embedder
+        )
 
     rows = serve_rows(stores, pool, args, config)
     if not args.skip_100k:
         rows += in_process_rows(stores_100k, pool, embedder, args.requests)
 
     print()
-    print(f"Stores: synthetic ({RECIPE}); memories = 2-6 real sentences from a pool of "
-          f"{len(pool.sentences)} (HotpotQA corpus + QMSum transcripts), real MiniLM vectors + "
-          f"N(0, {NOISE}) noise, offline memorize, READMEs composed, written by write_store; trees: "
-          + ", ".join(f"{size:,} {kind}" for size, kind in made.items()) + ".")
-    print(f"Serve: 1 replica (1 CPU, 1 torch thread), ray.init(num_cpus=2), 127.0.0.1; clients are "
-          f"threads in this process, one httpx connection each. In-process: 1 torch thread.")
+    print(
+        f"Stores: synthetic ({RECIPE}); memories = 2-6 real sentences from a pool of "
+        f"{len(pool.sentences)} (HotpotQA corpus + QMSum transcripts), real MiniLM vectors + "
+        f"N(0, {NOISE}) noise, offline memorize, READMEs composed, written by write_store; trees: "
+        + ", ".join(f"{size:,} {kind}" for size, kind in made.items())
+        + "."
+    )
+    print(
+        "Serve: 1 replica (1 CPU, 1 torch thread), ray.init(num_cpus=2), 127.0.0.1; clients are "
+        "threads in this process, one httpx connection each. In-process: 1 torch thread."
+    )
     print()
     print_table(rows)
     print()
     for row in rows:
         if row.what == "/query" and row.clients == 1 and row.size == f"{10_000:,}":
-            print(f"target /query @10k, 1 client: p50 {row.percentile(50):.1f} ms (<= {TARGETS['query_p50']:.0f}), "
-                  f"p95 {row.percentile(95):.1f} ms (<= {TARGETS['query_p95']:.0f})")
+            print(
+                f"target /query @10k, 1 client: p50 {row.percentile(50):.1f} ms (<= {TARGETS['query_p50']:.0f}), "
+                f"p95 {row.percentile(95):.1f} ms (<= {TARGETS['query_p95']:.0f})"
+            )
         if row.what == "hybrid search":
-            print(f"target in-process hybrid @{row.size}: p50 {row.percentile(50):.1f} ms "
-                  f"(<= {TARGETS['hybrid_100k_p50']:.0f})")
+            print(
+                f"target in-process hybrid @{row.size}: p50 {row.percentile(50):.1f} ms "
+                f"(<= {TARGETS['hybrid_100k_p50']:.0f})"
+            )
 
 
 if __name__ == "__main__":

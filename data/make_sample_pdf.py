@@ -21,7 +21,11 @@ from reportlab.lib.units import cm
 from reportlab.platypus import Flowable, Paragraph, SimpleDocTemplate, Spacer
 
 DEFAULT_OUTPUT = (
-    Path(__file__).parent / "sample" / "articles" / "history" / "lighthouse_keeping_19th_century.pdf"
+    Path(__file__).parent
+    / "sample"
+    / "articles"
+    / "history"
+    / "lighthouse_keeping_19th_century.pdf"
 )
 
 TITLE = "Lighthouse Keeping in the Nineteenth Century"
@@ -187,14 +191,18 @@ class LighthouseFigure(Flowable):
             )
         drawing.add(Rect(mid - 0.75 * cm, top_y, 1.5 * cm, 0.15 * cm, fillColor=colors.black))
         lantern_glow = colors.HexColor("#fff3b0")
-        drawing.add(Rect(mid - 0.45 * cm, top_y + 0.15 * cm, 0.9 * cm, 0.7 * cm, fillColor=lantern_glow))
+        drawing.add(
+            Rect(mid - 0.45 * cm, top_y + 0.15 * cm, 0.9 * cm, 0.7 * cm, fillColor=lantern_glow)
+        )
         drawing.add(
             Polygon(
                 [mid - 0.55 * cm, roof_base, mid + 0.55 * cm, roof_base, mid, roof_peak],
                 fillColor=colors.black,
             )
         )
-        drawing.add(Line(0.3 * cm, 0.6 * cm, self.width - 0.3 * cm, 0.6 * cm, strokeColor=colors.white))
+        drawing.add(
+            Line(0.3 * cm, 0.6 * cm, self.width - 0.3 * cm, 0.6 * cm, strokeColor=colors.white)
+        )
         caption = "Figure 1. A rock lighthouse at night."
         drawing.add(String(0.3 * cm, 0.2 * cm, caption, fontSize=7, fillColor=colors.white))
         return drawing
@@ -203,9 +211,17 @@ class LighthouseFigure(Flowable):
 def build_story() -> list[Flowable]:
     """Lay out the title, the drawing and the article sections as reportlab flowables."""
     styles = getSampleStyleSheet()
-    body = ParagraphStyle("Body", parent=styles["BodyText"], fontSize=10, leading=13.5, spaceAfter=6)
-    heading = ParagraphStyle("Heading", parent=styles["Heading2"], fontSize=12.5, spaceBefore=8, spaceAfter=4)
-    story: list[Flowable] = [Paragraph(TITLE, styles["Title"]), LighthouseFigure(), Spacer(1, 0.4 * cm)]
+    body = ParagraphStyle(
+        "Body", parent=styles["BodyText"], fontSize=10, leading=13.5, spaceAfter=6
+    )
+    heading = ParagraphStyle(
+        "Heading", parent=styles["Heading2"], fontSize=12.5, spaceBefore=8, spaceAfter=4
+    )
+    story: list[Flowable] = [
+        Paragraph(TITLE, styles["Title"]),
+        LighthouseFigure(),
+        Spacer(1, 0.4 * cm),
+    ]
     for section_heading, paragraphs in SECTIONS:
         if section_heading is not None:
             story.append(Paragraph(section_heading, heading))
@@ -233,7 +249,9 @@ def write_pdf(output: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the PDF")
+    parser.add_argument(
+        "--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the PDF"
+    )
     print(write_pdf(parser.parse_args().output))
 
 

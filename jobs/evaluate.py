@@ -100,21 +100,37 @@ class EvalRun:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> EvalOptions:
-    parser = argparse.ArgumentParser(prog="python -m jobs.evaluate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("dataset_dir", type=Path, help="the dataset folder (e.g. ../shared/eval/hotpotqa)")
+    parser = argparse.ArgumentParser(
+        prog="python -m jobs.evaluate", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "dataset_dir", type=Path, help="the dataset folder (e.g. ../shared/eval/hotpotqa)"
+    )
     parser.add_argument("--format", required=True, choices=DATASET_FORMATS)
-    parser.add_argument("--out", required=True, type=Path, help="directory for corpus, store and report")
-    parser.add_argument("--limit", type=int, default=None, help="evaluate at most this many questions")
-    parser.add_argument("--max-groups", type=int, default=None, help="first N stories / meetings only")
+    parser.add_argument(
+        "--out", required=True, type=Path, help="directory for corpus, store and report"
+    )
+    parser.add_argument(
+        "--limit", type=int, default=None, help="evaluate at most this many questions"
+    )
+    parser.add_argument(
+        "--max-groups", type=int, default=None, help="first N stories / meetings only"
+    )
     parser.add_argument("--config", type=Path, default=None, help="YAML config (default: built-in)")
     parser.add_argument(
-        "--modes", default=",".join(EVAL_MODES), help=f"comma-separated subset of {','.join(EVAL_MODES)}"
+        "--modes",
+        default=",".join(EVAL_MODES),
+        help=f"comma-separated subset of {','.join(EVAL_MODES)}",
     )
-    parser.add_argument("--store", type=Path, default=None, help="reuse this store (ingest only what it lacks)")
+    parser.add_argument(
+        "--store", type=Path, default=None, help="reuse this store (ingest only what it lacks)"
+    )
     parser.add_argument(
         "--runner", choices=get_args(Runner), default="local", help="ingest in-process or with Ray"
     )
-    parser.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help="hits per search (default %(default)s)")
+    parser.add_argument(
+        "--top-k", type=int, default=DEFAULT_TOP_K, help="hits per search (default %(default)s)"
+    )
     parser.add_argument("--max-iterations", type=int, default=None, help="tool calls per `ask`")
     args = parser.parse_args(None if argv is None else list(argv))
     return EvalOptions(
@@ -133,7 +149,7 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalOptions:
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
-    """"bm25, hybrid" -> ("bm25", "hybrid"); unknown or no modes raise ConfigError."""
+    """ "bm25, hybrid" -> ("bm25", "hybrid"); unknown or no modes raise ConfigError."""
     modes = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
     unknown = [mode for mode in modes if mode not in EVAL_MODES]
     if unknown or not modes:
@@ -169,9 +185,18 @@ def evaluate(options: EvalOptions) -> EvalRun:
     max_iterations = options.max_iterations or config.retrieval.max_iterations
     work_dir = options.out_dir / dataset_name(options.dataset_format, options.dataset_dir)
     dataset = prepare_dataset(
-        options.dataset_dir, options.dataset_format, work_dir, limit=options.limit, max_groups=options.max_groups
+        options.dataset_dir,
+        options.dataset_format,
+        work_dir,
+        limit=options.limit,
+        max_groups=options.max_groups,
     )
-    log.info("%s: %d questions, %d corpus files", dataset.name, len(dataset.questions), len(dataset.source_files))
+    log.info(
+        "%s: %d questions, %d corpus files",
+        dataset.name,
+        len(dataset.questions),
+        len(dataset.source_files),
+    )
 
     store = options.store or work_dir / "store"
     if options.store is None:
@@ -183,7 +208,12 @@ def evaluate(options: EvalOptions) -> EvalRun:
 
     token_counter_name, count_tokens = default_token_counter()
     results, query_seconds = run_questions(
-        bank, dataset, options.modes, count_tokens, top_k=options.top_k, max_iterations=max_iterations
+        bank,
+        dataset,
+        options.modes,
+        count_tokens,
+        top_k=options.top_k,
+        max_iterations=max_iterations,
     )
     run_config = {
         "app": config.model_dump(mode="json"),
@@ -197,7 +227,9 @@ def evaluate(options: EvalOptions) -> EvalRun:
         "store_reused": options.store is not None,
         "search_passage_text": "chunk",
     }
-    report = write_report(options.out_dir, dataset, results, config=run_config, token_counter=token_counter_name)
+    report = write_report(
+        options.out_dir, dataset, results, config=run_config, token_counter=token_counter_name
+    )
     return EvalRun(
         report=report,
         store=store,
@@ -228,17 +260,25 @@ def remove_old_store(store: Path) -> None:
 def ingest_corpus(bank: MemoryBank, dataset: EvalDataset) -> bool:
     """Ingest the corpus unless the store already holds every corpus document; True if it ran."""
     corpus_ids = set(corpus_sources_by_document(dataset))
-    if is_store(bank.store) and corpus_ids <= set(StoreReader(bank.store).manifest.get("documents", {})):
+    if is_store(bank.store) and corpus_ids <= set(
+        StoreReader(bank.store).manifest.get("documents", {})
+    ):
         log.info("store %s already holds the corpus; not ingesting", bank.store)
         return False
     with _ingest_progress() as progress:
         summary = bank.add(files=[dataset.corpus_dir.resolve()], progress=progress)
     for line in summary.skipped:
         log.warning("skipped %s", line)
-    stages = ", ".join(f"{stage} {seconds:.0f}s" for stage, seconds in summary.stage_seconds.items())
+    stages = ", ".join(
+        f"{stage} {seconds:.0f}s" for stage, seconds in summary.stage_seconds.items()
+    )
     log.info(
         "ingested %d documents (%d unchanged) into %d chunks in %.0fs (%s)",
-        summary.documents, summary.unchanged_documents, summary.chunks, summary.total_seconds, stages,
+        summary.documents,
+        summary.unchanged_documents,
+        summary.chunks,
+        summary.total_seconds,
+        stages,
     )
     return True
 
@@ -274,14 +314,22 @@ class StoreIndex:
         self._chunk_of_path = dict(
             zip(
                 memories.column("path").to_pylist(),
-                zip(memories.column("document_id").to_pylist(), memories.column("chunk_id").to_pylist()),
+                zip(
+                    memories.column("document_id").to_pylist(),
+                    memories.column("chunk_id").to_pylist(),
+                    strict=True,
+                ),
                 strict=True,
             )
         )
-        sentences = reader.sentences().sort_by([("chunk_id", "ascending"), ("sentence", "ascending")])
+        sentences = reader.sentences().sort_by(
+            [("chunk_id", "ascending"), ("sentence", "ascending")]
+        )
         self._sentences: dict[str, list[str]] = defaultdict(list)
         for chunk_id, text in zip(
-            sentences.column("chunk_id").to_pylist(), sentences.column("text").to_pylist(), strict=True
+            sentences.column("chunk_id").to_pylist(),
+            sentences.column("text").to_pylist(),
+            strict=True,
         ):
             self._sentences[chunk_id].append(text)
         if not set(source_of_document) & {document for document, _ in self._chunk_of_path.values()}:
@@ -297,7 +345,9 @@ class StoreIndex:
         passages: list[Passage] = []
         for path in cited_paths:
             document_id, chunk_id = self._chunk_of_path.get(path, (None, None))
-            quoted = [sentence for sentence in self._sentences.get(chunk_id, []) if sentence in answer]
+            quoted = [
+                sentence for sentence in self._sentences.get(chunk_id, []) if sentence in answer
+            ]
             source = self.source_of_document.get(document_id) if document_id else None
             passages.append(Passage(source, " ".join(quoted) if quoted else answer))
         return passages
@@ -336,14 +386,24 @@ def run_questions(
                 hits = bank.search(question.question, top_k=top_k, mode=mode)
                 elapsed = time.perf_counter() - began
                 passages = [
-                    Passage(index.source_of_hit(hit.document_id) if hit.kind == "chunk" else None, hit.text)
+                    Passage(
+                        index.source_of_hit(hit.document_id) if hit.kind == "chunk" else None,
+                        hit.text,
+                    )
                     for hit in hits
                 ]
             seconds[mode] += elapsed
-            results.append(score_question(
-                dataset, question, passages, mode=mode, latency_seconds=elapsed,
-                count_tokens=count_tokens, generated_answer=generated_answer,
-            ))
+            results.append(
+                score_question(
+                    dataset,
+                    question,
+                    passages,
+                    mode=mode,
+                    latency_seconds=elapsed,
+                    count_tokens=count_tokens,
+                    generated_answer=generated_answer,
+                )
+            )
         if number % 25 == 0 or number == len(dataset.questions):
             log.info("%s: %d/%d questions", dataset.name, number, len(dataset.questions))
     return results, seconds
@@ -355,8 +415,12 @@ def print_run(run: EvalRun) -> None:
         console = Console(width=160)
     console.print(run.report.table)
     per_mode = ", ".join(f"{mode} {seconds:.1f}s" for mode, seconds in run.query_seconds.items())
-    ingest = f"ingest {run.ingest_seconds:.0f}s" if run.ingested else "ingest skipped (store reused)"
-    console.print(f"wall time {run.total_seconds:.0f}s: {ingest}; queries {per_mode}", highlight=False)
+    ingest = (
+        f"ingest {run.ingest_seconds:.0f}s" if run.ingested else "ingest skipped (store reused)"
+    )
+    console.print(
+        f"wall time {run.total_seconds:.0f}s: {ingest}; queries {per_mode}", highlight=False
+    )
     console.print(f"results: {run.report.results_path}", highlight=False)
 
 

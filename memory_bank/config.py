@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
-
-import os
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator

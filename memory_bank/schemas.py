@@ -105,6 +105,21 @@ class SearchHit(BaseModel):
     kind: Literal["chunk", "readme"] = "chunk"
 
 
+class TrajectoryStep(BaseModel):
+    """One step of an exploration: a tool call (numbered) or a decision between calls."""
+
+    number: int | None = None  # 1-based number of the tool call; None for a decision
+    action: str  # "cat", "grep", "search", "ls", "descend", "follow_link", "stop", "answer", ...
+    target: str = ""  # the path, pattern or query it was about
+    detail: str = ""  # what came of it
+
+    def render(self) -> str:
+        """One line of `ChatResult.trajectory`, e.g. "[3] grep 'BERT' -> 1 file"."""
+        target = repr(self.target) if self.action in ("search", "grep") else self.target
+        line = " ".join(part for part in (self.action, target, self.detail) if part)
+        return line if self.number is None else f"[{self.number}] {line}"
+
+
 class ChatResult(BaseModel):
     """The answer to a question (seed 000 §2.5)."""
 
@@ -114,8 +129,9 @@ class ChatResult(BaseModel):
     confidence: float
     files_read: list[str] = Field(default_factory=list)
     dirs_explored: list[str] = Field(default_factory=list)
-    trajectory: str = ""
+    trajectory: str = ""  # the steps, one rendered line each (the specification's exploration log)
     notes: str | None = None
+    steps: list[TrajectoryStep] = Field(default_factory=list)
 
 
 class IngestSummary(BaseModel):

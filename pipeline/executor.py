@@ -48,7 +48,9 @@ class RayExecutor:
             list(paths[start : start + FILES_PER_READ_TASK])
             for start in range(0, len(paths), FILES_PER_READ_TASK)
         ]
-        return [outcome for batch in ray.get([read.remote(b) for b in batches]) for outcome in batch]
+        return [
+            outcome for batch in ray.get([read.remote(b) for b in batches]) for outcome in batch
+        ]
 
     def memorize(
         self, documents: list[Document], first_index: int, timer: StageTimer, backend: LLMBackend
@@ -89,7 +91,8 @@ class RayExecutor:
             compute=ray.data.TaskPoolStrategy(size=min(stage.concurrency, blocks)),
         )
         ordered = [
-            (int(row["order"]), Chunk.model_validate_json(row["chunk"])) for row in chunked.take_all()
+            (int(row["order"]), Chunk.model_validate_json(row["chunk"]))
+            for row in chunked.take_all()
         ]
         ordered.sort(key=lambda pair: (pair[0], pair[1].position))
         return [chunk for _, chunk in ordered]
@@ -131,7 +134,10 @@ class RayExecutor:
             for row, index in enumerate(batch["index"]):
                 memory = MemorizedChunk.model_validate_json(str(batch["memory"][row]))
                 collected[int(index)] = (
-                    memory, batch["vector"][row], batch["spans"][row], batch["sentence_vectors"][row]
+                    memory,
+                    batch["vector"][row],
+                    batch["spans"][row],
+                    batch["sentence_vectors"][row],
                 )
             busy["embed"] += float(np.sum(batch["embed_s"]))
             busy["memorize"] += float(np.sum(batch["memorize_s"]))

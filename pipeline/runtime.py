@@ -10,7 +10,11 @@ from memory_bank.config import RayConfig
 logger = logging.getLogger(__name__)
 
 # Workers must never reach for a model hub: the model comes from the installed package.
-_WORKER_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+_WORKER_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
 
 
 def ensure_ray(config: RayConfig) -> bool:
@@ -25,7 +29,10 @@ def ensure_ray(config: RayConfig) -> bool:
     if address:
         logger.info("joining Ray at %s", address)
         ray.init(
-            address=address, runtime_env=runtime_env, log_to_driver=False, logging_level=logging.WARNING
+            address=address,
+            runtime_env=runtime_env,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
         )
     else:
         if os.environ.get("RAY_AUTH_MODE") is None:

@@ -76,7 +76,9 @@ def decode_encoding(vector: np.ndarray, spans: bytes, sentence_vectors: bytes) -
     return ChunkEncoding(
         vector=np.asarray(vector, dtype=np.float32),
         sentence_spans=[Span(int(start), int(end)) for start, end in span_array],
-        sentence_vectors=np.frombuffer(sentence_vectors, dtype=np.float32).reshape(-1, EMBEDDING_DIM),
+        sentence_vectors=np.frombuffer(sentence_vectors, dtype=np.float32).reshape(
+            -1, EMBEDDING_DIM
+        ),
     )
 
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: one Ray cluster for the whole session, started only if a test needs it."""
+"""Shared fixtures: one embedding model and one Ray cluster for the whole session (Ray started
+only if a test needs it), and the read-only test stores several modules query."""
 
 from __future__ import annotations
 
@@ -9,6 +10,31 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The one embedding model of the test session (tests.support.shared_embedder)."""
+    from tests.support import shared_embedder
+
+    return shared_embedder()
+
+
+@pytest.fixture(scope="session")
+def ml_tech_store(tmp_path_factory, embedder):
+    """The machine-learning and programming store of tests/unit/query_fixtures.py. Read-only:
+    a test that changes a store builds its own."""
+    from tests.unit.query_fixtures import ML_TECH_STORE, build_store
+
+    return build_store(tmp_path_factory.mktemp("shared") / "ml_tech", ML_TECH_STORE, embedder)
+
+
+@pytest.fixture(scope="session")
+def python_store(tmp_path_factory, embedder):
+    """The Python-only store of tests/unit/query_fixtures.py (read-only)."""
+    from tests.unit.query_fixtures import PYTHON_ONLY_STORE, build_store
+
+    return build_store(tmp_path_factory.mktemp("shared") / "python", PYTHON_ONLY_STORE, embedder)
 
 
 @pytest.fixture(scope="session")

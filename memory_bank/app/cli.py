@@ -10,9 +10,9 @@ import functools
 import json
 import logging
 import sys
-from pathlib import Path
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, NoReturn, Optional, ParamSpec
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec
 
 import typer
 from rich.console import Console
@@ -33,11 +33,11 @@ _out = Console()
 
 StoreOption = Annotated[Path, typer.Option("--store", help="Store directory.")]
 ConfigOption = Annotated[
-    Optional[Path], typer.Option("--config", help="YAML config (default: built-in defaults).")
+    Path | None, typer.Option("--config", help="YAML config (default: built-in defaults).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object/list on stdout.")]
 AddressOption = Annotated[
-    Optional[str], typer.Option("--address", help="Join this Ray cluster (else RAY_ADDRESS).")
+    str | None, typer.Option("--address", help="Join this Ray cluster (else RAY_ADDRESS).")
 ]
 LocalOption = Annotated[
     bool, typer.Option("--local", help="Run in-process without Ray (small inputs, debugging).")
@@ -62,7 +62,7 @@ def _reports_errors(command: Callable[P, None]) -> Callable[P, None]:
     return run
 
 
-def _bank(store: Path, config: Optional[Path], on_ray: bool = False, address: Optional[str] = None):
+def _bank(store: Path, config: Path | None, on_ray: bool = False, address: str | None = None):
     """The store's facade; with `on_ray`, ingests run on Ray (imported here, at the edge)."""
     from memory_bank.app.bank import MemoryBank
     from memory_bank.config import load_config
@@ -89,8 +89,15 @@ def ingest(
 ) -> None:
     """Ingest sources into the store: chunk, memorize, embed, organize, write."""
     files = [str(path) for path in paths]
-    _build(store, config, address, local, as_json, "ingested into",
-           lambda bank, progress: bank.add(files=files, progress=progress))
+    _build(
+        store,
+        config,
+        address,
+        local,
+        as_json,
+        "ingested into",
+        lambda bank, progress: bank.add(files=files, progress=progress),
+    )
 
 
 @app.command()
@@ -103,14 +110,21 @@ def rebuild(
     as_json: JsonOption = False,
 ) -> None:
     """Plan the whole tree anew from the stored memories (e.g. on a schedule, after many adds)."""
-    _build(store, config, address, local, as_json, "rebuilt",
-           lambda bank, progress: bank.rebuild(progress=progress))
+    _build(
+        store,
+        config,
+        address,
+        local,
+        as_json,
+        "rebuilt",
+        lambda bank, progress: bank.rebuild(progress=progress),
+    )
 
 
 def _build(
     store: Path,
-    config: Optional[Path],
-    address: Optional[str],
+    config: Path | None,
+    address: str | None,
     local: bool,
     as_json: bool,
     verb: str,
@@ -153,7 +167,8 @@ def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     store: StoreOption,
     max_iterations: Annotated[
-        Optional[int], typer.Option("--max-iterations", min=1, help="Default: retrieval.max_iterations.")
+        int | None,
+        typer.Option("--max-iterations", min=1, help="Default: retrieval.max_iterations."),
     ] = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
@@ -176,7 +191,7 @@ def search(
     query: Annotated[str, typer.Argument(help="Search text.")],
     store: StoreOption,
     top_k: Annotated[
-        Optional[int], typer.Option("--top-k", min=1, help="Default: retrieval.top_k.")
+        int | None, typer.Option("--top-k", min=1, help="Default: retrieval.top_k.")
     ] = None,
     mode: Annotated[str, typer.Option("--mode", help="hybrid | bm25 | vector | tree")] = "hybrid",
     config: ConfigOption = None,

@@ -18,7 +18,13 @@ from memory_bank.evaluation.evidence import (
     EvidenceUnit,
 )
 from memory_bank.evaluation.metrics import Passage, TokenCounter, default_token_counter
-from memory_bank.evaluation.report import ModeSummary, RunManifest, WrittenReport, build_table, write_report
+from memory_bank.evaluation.report import (
+    ModeSummary,
+    RunManifest,
+    WrittenReport,
+    build_table,
+    write_report,
+)
 from memory_bank.evaluation.scoring import (
     DEFAULT_BUDGETS,
     DEFAULT_KS,

@@ -47,7 +47,13 @@ from memory_bank.evaluation.metrics import normalize_answer
 
 _YES_NO = {"yes", "no"}
 _FAIRYTALEQA_QUESTION_COLUMNS = (
-    "question_id", "local-or-sum", "cor_section", "question", "ex-or-im1", "answer1", "answer4",
+    "question_id",
+    "local-or-sum",
+    "cor_section",
+    "question",
+    "ex-or-im1",
+    "answer1",
+    "answer4",
 )
 
 
@@ -81,7 +87,11 @@ def prepare_dataset(
     if dataset_format not in DATASET_FORMATS:
         expected = ", ".join(DATASET_FORMATS)
         raise ConfigError(f"unknown dataset format {dataset_format!r}; expected one of {expected}")
-    for name, value in (("limit", limit), ("max_groups", max_groups), ("turns_per_part", turns_per_part)):
+    for name, value in (
+        ("limit", limit),
+        ("max_groups", max_groups),
+        ("turns_per_part", turns_per_part),
+    ):
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be at least 1, got {value}")
     dataset_path = Path(dataset_dir)
@@ -103,7 +113,9 @@ def prepare_dataset(
         "dataset_dir": str(dataset_path.resolve()),
         "files": dataset.source_files,
     }
-    (work_path / CORPUS_MARKER_NAME).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+    (work_path / CORPUS_MARKER_NAME).write_text(
+        json.dumps(marker, indent=1) + "\n", encoding="utf-8"
+    )
     return dataset
 
 
@@ -122,7 +134,9 @@ def _write_hotpotqa(dataset_dir: Path, corpus_dir: Path, limit: int | None) -> E
     corpus = read_json(corpus_file)
     records = read_json(questions_file)
     if not isinstance(corpus, dict) or not isinstance(records, list):
-        raise SourceError(str(dataset_dir), "expected a title -> sentences corpus object and a question list")
+        raise SourceError(
+            str(dataset_dir), "expected a title -> sentences corpus object and a question list"
+        )
 
     taken: set[str] = set()
     source_of_title: dict[str, str] = {}
@@ -141,7 +155,9 @@ def _write_hotpotqa(dataset_dir: Path, corpus_dir: Path, limit: int | None) -> E
         try:
             questions.append(_hotpotqa_question(record, source_of_title, units))
         except (KeyError, TypeError, ValueError) as exc:
-            raise SourceError(str(questions_file), f"question {number} is malformed: {exc!r}") from exc
+            raise SourceError(
+                str(questions_file), f"question {number} is malformed: {exc!r}"
+            ) from exc
     return EvalDataset(
         name=dataset_name("hotpotqa", dataset_dir),
         dataset_format="hotpotqa",
@@ -206,7 +222,9 @@ def _write_fairytaleqa(
             units[unit_id] = EvidenceUnit(unit_id=unit_id, source=source)
         source_files += sorted(sources.values())
         rows = read_csv(questions_file, _FAIRYTALEQA_QUESTION_COLUMNS)
-        per_story.append([_fairytaleqa_question(row, story, sources, questions_file) for row in rows])
+        per_story.append(
+            [_fairytaleqa_question(row, story, sources, questions_file) for row in rows]
+        )
     return EvalDataset(
         name=dataset_name("fairytaleqa", root),
         dataset_format="fairytaleqa",
@@ -227,7 +245,9 @@ def _fairytaleqa_question(
         reason = f"question {row['question_id']}: cor_section {row['cor_section']!r} names no known section"
         raise SourceError(str(path), reason)
     # The benchmark scores against answer1 and answer4 (two annotators), taking the better one.
-    answers = list(dict.fromkeys(answer for key in ("answer1", "answer4") if (answer := row[key].strip())))
+    answers = list(
+        dict.fromkeys(answer for key in ("answer1", "answer4") if (answer := row[key].strip()))
+    )
     return EvalQuestion(
         qid=f"{story}#{row['question_id']}",
         question=row["question"].strip(),
@@ -240,7 +260,9 @@ def _fairytaleqa_question(
         meta={
             "story": story,
             "attributes": [
-                value for key in ("attribute1", "attribute2") if (value := (row.get(key) or "").strip())
+                value
+                for key in ("attribute1", "attribute2")
+                if (value := (row.get(key) or "").strip())
             ],
             "answer_kinds": [row["ex-or-im1"].strip(), (row.get("ex-or-im2") or "").strip()],
         },
@@ -267,7 +289,10 @@ def _write_qmsum(
         meeting = meeting_file.stem
         record = read_json(meeting_file)
         try:
-            turns = [(str(turn["speaker"]), str(turn["content"])) for turn in record["meeting_transcripts"]]
+            turns = [
+                (str(turn["speaker"]), str(turn["content"]))
+                for turn in record["meeting_transcripts"]
+            ]
             part_sources = _write_meeting_parts(meeting, turns, corpus_dir, turns_per_part, units)
             questions = [
                 _qmsum_specific_question(
@@ -318,7 +343,9 @@ def _write_meeting_parts(
         source = f"{meeting}/turns_{start:04d}-{start + len(part) - 1:04d}.json"
         part_sources.append(source)
         conversation = [{"speaker": speaker, "text": text} for speaker, text in part]
-        write_text(corpus_dir / source, json.dumps(conversation, ensure_ascii=False, indent=1) + "\n")
+        write_text(
+            corpus_dir / source, json.dumps(conversation, ensure_ascii=False, indent=1) + "\n"
+        )
         for turn_id, (_, text) in enumerate(part, start=start):
             if evidence_needles(text):
                 unit_id = f"{meeting}#{turn_id}"
@@ -358,10 +385,14 @@ def _read_jsonl(dataset_dir: Path, limit: int | None) -> EvalDataset:
     questions_file = dataset_dir / "questions.jsonl"
     corpus_dir = dataset_dir / CORPUS_DIR_NAME
     if not questions_file.is_file() or not corpus_dir.is_dir():
-        raise ConfigError(f"a JSONL dataset needs {questions_file} and a {corpus_dir}/ folder beside it")
+        raise ConfigError(
+            f"a JSONL dataset needs {questions_file} and a {corpus_dir}/ folder beside it"
+        )
     corpus_files = sorted(
-        path for path in corpus_dir.rglob("*")
-        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(corpus_dir).parts)
+        path
+        for path in corpus_dir.rglob("*")
+        if path.is_file()
+        and not any(part.startswith(".") for part in path.relative_to(corpus_dir).parts)
     )
     source_files = [path.relative_to(corpus_dir).as_posix() for path in corpus_files]
     known = set(source_files)
@@ -377,26 +408,32 @@ def _read_jsonl(dataset_dir: Path, limit: int | None) -> EvalDataset:
             answers = record.get("answers", [])
             answers = [answers] if isinstance(answers, str) else [str(answer) for answer in answers]
             evidence = [
-                PurePosixPath(str(source)).as_posix() for source in record.get("evidence_sources", [])
+                PurePosixPath(str(source)).as_posix()
+                for source in record.get("evidence_sources", [])
             ]
             question = str(record["question"])
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-            raise SourceError(str(questions_file), f"line {line_number} is malformed: {exc!r}") from exc
+            raise SourceError(
+                str(questions_file), f"line {line_number} is malformed: {exc!r}"
+            ) from exc
         unknown = [source for source in evidence if source not in known]
         if unknown:
             reason = f"line {line_number}: evidence not in {corpus_dir}: {unknown}"
             raise SourceError(str(questions_file), reason)
-        questions.append(EvalQuestion(
-            qid=str(record.get("id", f"line-{line_number}")),
-            question=question,
-            answers=answers,
-            gold_sources=list(dict.fromkeys(evidence)),
-            gold_units=list(dict.fromkeys(evidence)),
-            answer_scoreable=bool(answers),
-        ))
+        questions.append(
+            EvalQuestion(
+                qid=str(record.get("id", f"line-{line_number}")),
+                question=question,
+                answers=answers,
+                gold_sources=list(dict.fromkeys(evidence)),
+                gold_units=list(dict.fromkeys(evidence)),
+                answer_scoreable=bool(answers),
+            )
+        )
     units = {
         source: EvidenceUnit(unit_id=source, source=source)
-        for question in questions for source in question.gold_sources
+        for question in questions
+        for source in question.gold_sources
     }
     return EvalDataset(
         name=dataset_name("jsonl", dataset_dir),
@@ -408,5 +445,3 @@ def _read_jsonl(dataset_dir: Path, limit: int | None) -> EvalDataset:
         questions=questions,
         units=units,
     )
-
-

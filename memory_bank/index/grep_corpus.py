@@ -33,7 +33,9 @@ class GrepCorpus:
         # joined string are those of the lowered texts, used only to find files.
         lowered = [text.lower() for text in self.texts]
         self.text = self._SEPARATOR.join(lowered)
-        self.starts = list(itertools.accumulate((len(text) + 1 for text in lowered[:-1]), initial=0))
+        self.starts = list(
+            itertools.accumulate((len(text) + 1 for text in lowered[:-1]), initial=0)
+        )
         self._words: dict[str, int] | None = None
         self._postings: sparse.csc_matrix | None = None  # files x words, 1 where the file has it
         self._index_lock = threading.Lock()
@@ -121,4 +123,6 @@ class GrepCorpus:
         if not scope:
             return 0, len(self.paths)
         # "0" is the character after "/": every path under "scope/" sorts between the two.
-        return bisect.bisect_left(self.paths, f"{scope}/"), bisect.bisect_left(self.paths, f"{scope}0")
+        return bisect.bisect_left(self.paths, f"{scope}/"), bisect.bisect_left(
+            self.paths, f"{scope}0"
+        )

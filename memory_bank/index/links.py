@@ -94,14 +94,17 @@ def _name_tokens(text: str) -> list[_Token]:
         initial = word[0]
         starts_name = initial.isupper() or initial.isdigit() or initial.lower() == initial.upper()
         tokens.extend(
-            _Token(token, starts_name, initial.isupper(), match.start(), match.end()) for token in search_tokens(word)
+            _Token(token, starts_name, initial.isupper(), match.start(), match.end())
+            for token in search_tokens(word)
         )
     return tokens
 
 
 def _joined(text: str, left: _Token, right: _Token) -> bool:
     """Whether two capitalized words belong to one name: only a space or a hyphen between them."""
-    return left.capitalized and right.capitalized and text[left.end : right.start].strip() in ("", "-")
+    return (
+        left.capitalized and right.capitalized and text[left.end : right.start].strip() in ("", "-")
+    )
 
 
 class TitleIndex:
@@ -149,22 +152,26 @@ class TitleIndex:
 def title_index_from_store(reader: StoreReader) -> TitleIndex:
     """The TitleIndex of every document in a store (titles and first lines of documents.parquet)."""
     documents = reader.documents()
-    return TitleIndex({
-        document_id: title_aliases(title, text, conversation=kind == "conversation")
-        for document_id, title, text, kind in zip(
-            documents.column("document_id").to_pylist(),
-            documents.column("title").to_pylist(),
-            documents.column("text").to_pylist(),
-            documents.column("kind").to_pylist(),
-            strict=True,
-        )
-    })
+    return TitleIndex(
+        {
+            document_id: title_aliases(title, text, conversation=kind == "conversation")
+            for document_id, title, text, kind in zip(
+                documents.column("document_id").to_pylist(),
+                documents.column("title").to_pylist(),
+                documents.column("text").to_pylist(),
+                documents.column("kind").to_pylist(),
+                strict=True,
+            )
+        }
+    )
 
 
 class LinkGraph:
     """Which documents each chunk names, found on first use and remembered."""
 
-    def __init__(self, titles: TitleIndex, chunk_documents: Sequence[str], chunk_text: Callable[[int], str]) -> None:
+    def __init__(
+        self, titles: TitleIndex, chunk_documents: Sequence[str], chunk_text: Callable[[int], str]
+    ) -> None:
         """`chunk_documents[i]` is the document of memory i; `chunk_text(i)` its raw chunk text."""
         self.titles = titles
         self._chunk_documents = chunk_documents
@@ -243,7 +250,9 @@ def _best_passages(
 
 
 def _lend(
-    scores: dict[int, float], referrers: Mapping[str, float], passages: Mapping[str, tuple[int, float]]
+    scores: dict[int, float],
+    referrers: Mapping[str, float],
+    passages: Mapping[str, tuple[int, float]],
 ) -> None:
     """Raise each named document's best passage to its chain score (in place)."""
     for document_id, referrer_score in referrers.items():

@@ -37,7 +37,9 @@ class Searcher:
     def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
         """The best `top_k` hits for `query`, best first. Blank queries and empty stores: []."""
         if mode not in SEARCH_MODES:
-            raise ToolError(f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}")
+            raise ToolError(
+                f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}"
+            )
         k = self.hybrid.config.top_k if top_k is None else top_k
         if k < 1:
             raise ToolError(f"top_k must be at least 1, got {k}")
@@ -51,5 +53,7 @@ class Searcher:
             return [hit(i, s) for i, s in self.hybrid.vector_candidates(query_vector, k)]
         pool = max(CANDIDATE_POOL, k)
         if mode == "hybrid":
-            return [hit(i, s) for i, s in self.hybrid.hybrid_candidates(query, query_vector, pool)[:k]]
+            return [
+                hit(i, s) for i, s in self.hybrid.hybrid_candidates(query, query_vector, pool)[:k]
+            ]
         return collapsed_tree_search(self.hybrid, query, query_vector, k, pool=pool)

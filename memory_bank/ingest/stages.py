@@ -165,7 +165,9 @@ def compose_subtree_readmes(
     files_by_directory = {
         directory.path: [
             ReadmeFileEntry(
-                name=chunk_paths[i].rsplit("/", 1)[-1], title=by_index[i].title, tldr=by_index[i].tldr
+                name=chunk_paths[i].rsplit("/", 1)[-1],
+                title=by_index[i].title,
+                tldr=by_index[i].tldr,
             )
             for i in directory.chunk_indices
         ]

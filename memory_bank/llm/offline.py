@@ -45,7 +45,9 @@ class OfflineBackend:
         ]
         return MemorizeResult(memories=memories)
 
-    def organize(self, request: OrganizeRequest, map_groups: TaskMap = run_serially) -> OrganizeResult:
+    def organize(
+        self, request: OrganizeRequest, map_groups: TaskMap = run_serially
+    ) -> OrganizeResult:
         tree = plan_taxonomy(request.items, request.vectors, request.config, map_groups)
         problems = validate_taxonomy(tree, len(request.items), request.config)
         if not problems:

@@ -63,7 +63,9 @@ class PlaceRequest(RoleModel):
     """New memories to put into an existing tree (seed 000 §5.3, incremental add)."""
 
     tree: DirectoryNode
-    items: list[InstanceOf[TaxonomyItem]]  # every memory of the store after the add, row i = memory index i
+    items: list[
+        InstanceOf[TaxonomyItem]
+    ]  # every memory of the store after the add, row i = memory index i
     vectors: np.ndarray
     new_indices: list[int]
     config: TaxonomyConfig = TaxonomyConfig()
@@ -98,7 +100,9 @@ class LLMBackend(Protocol):
 
     def memorize(self, request: MemorizeRequest) -> MemorizeResult: ...
 
-    def organize(self, request: OrganizeRequest, map_groups: TaskMap = run_serially) -> OrganizeResult:
+    def organize(
+        self, request: OrganizeRequest, map_groups: TaskMap = run_serially
+    ) -> OrganizeResult:
         """`map_groups` runs independent per-group planning calls (Ray passes a task map)."""
 
     def place(self, request: PlaceRequest) -> PlaceResult: ...

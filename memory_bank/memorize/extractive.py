@@ -15,9 +15,9 @@ from pathlib import PurePath
 
 import numpy as np
 
-from memory_bank.memorize.keyterms import extract_keywords, is_stopword, make_title
 from memory_bank.config import MemorizeConfig
 from memory_bank.index.embedding import ChunkEncoding
+from memory_bank.memorize.keyterms import extract_keywords, is_stopword, make_title
 from memory_bank.schemas import Chunk, MemorizedChunk
 from memory_bank.text.lexicon import LIST_MARKER, MARKDOWN_HEADER
 
@@ -68,7 +68,7 @@ def memorize_offline(
     units = _split_units(chunk.text, encoding)
     # Headers are titles, not memory text; a "1." or "---" left alone by the splitter says nothing.
     is_content = [not unit.is_header and _has_letter(unit.text) for unit in units]
-    content = [unit for unit, keep in zip(units, is_content) if keep] or units
+    content = [unit for unit, keep in zip(units, is_content, strict=True) if keep] or units
     section_leads = _section_leads(units, is_content)
     relevance = _relevance(content, section_leads, encoding, keywords, turn_prefix)
     if chunk.token_count <= config.short_chunk_tokens:
@@ -98,7 +98,7 @@ def _section_leads(units: list[_Unit], is_content: list[bool]) -> list[int]:
     leads = []
     content_position = -1
     after_header = False
-    for unit, keep in zip(units, is_content):
+    for unit, keep in zip(units, is_content, strict=True):
         if keep:
             content_position += 1
             if after_header:

@@ -30,7 +30,6 @@ MAX_LIST_ITEMS = 6
 COSINE_FLOOR, COSINE_CEILING = 0.2, 0.55
 
 
-
 def is_section_title(sentence: str) -> bool:
     """A Markdown header line: it names a topic and answers nothing by itself."""
     return MARKDOWN_HEADER.match(sentence) is not None
@@ -64,7 +63,9 @@ def select_sentences(sentences: list[AnswerSentence], terms: list[str]) -> list[
     for sentence in sentences:
         if len(chosen) >= MAX_ANSWER_SENTENCES or sentence.score < best - ANSWER_MARGIN:
             break
-        if per_chunk.get(sentence.chunk, 0) < MAX_SENTENCES_PER_CHUNK and not _near_duplicate(sentence, chosen):
+        if per_chunk.get(sentence.chunk, 0) < MAX_SENTENCES_PER_CHUNK and not _near_duplicate(
+            sentence, chosen
+        ):
             take(sentence)
     for term in terms:
         if any(term in s.stems for s in chosen):
@@ -78,7 +79,9 @@ def select_sentences(sentences: list[AnswerSentence], terms: list[str]) -> list[
     return chosen
 
 
-def complete_lead_ins(chosen: list[AnswerSentence], sentences: list[AnswerSentence]) -> list[AnswerSentence]:
+def complete_lead_ins(
+    chosen: list[AnswerSentence], sentences: list[AnswerSentence]
+) -> list[AnswerSentence]:
     """`chosen` plus what its lead-ins announce: after a sentence ending in ":", the list items
     that follow it in its chunk (at most MAX_LIST_ITEMS), or else the next sentence."""
     by_position = {(s.chunk, s.number): s for s in sentences}
@@ -116,7 +119,9 @@ def _near_duplicate(sentence: AnswerSentence, chosen: Iterable[AnswerSentence]) 
 def calibrate_confidence(best_cosine: float, coverage: float | None) -> float:
     """0..1 from the best evidence's cosine to the question and its coverage of the question's
     content terms (None when the question has no content terms: the cosine alone decides)."""
-    semantic = float(np.clip((best_cosine - COSINE_FLOOR) / (COSINE_CEILING - COSINE_FLOOR), 0.0, 1.0))
+    semantic = float(
+        np.clip((best_cosine - COSINE_FLOOR) / (COSINE_CEILING - COSINE_FLOOR), 0.0, 1.0)
+    )
     if coverage is None:
         return semantic
     return 0.5 * semantic + 0.5 * coverage

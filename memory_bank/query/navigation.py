@@ -32,6 +32,8 @@ import numpy as np
 
 from memory_bank.config import RetrievalConfig
 from memory_bank.errors import ToolError
+from memory_bank.index.embedding import TextEncoder
+from memory_bank.index.hybrid import HybridSearch
 from memory_bank.query.answering import (
     SENTENCE_TERM_WEIGHT,
     AnswerSentence,
@@ -41,14 +43,12 @@ from memory_bank.query.answering import (
     is_section_title,
     select_sentences,
 )
-from memory_bank.text.lexicon import search_tokens
-from memory_bank.index.embedding import TextEncoder
-from memory_bank.index.hybrid import HybridSearch
-from memory_bank.schemas import ChatResult, DirectoryNode
-from memory_bank.store.files import parse_chunk_file, readme_relative_path
-from memory_bank.text.sentences import split_sentences
 from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
 from memory_bank.query.tools import StoreTools
+from memory_bank.schemas import ChatResult, DirectoryNode, TrajectoryStep
+from memory_bank.store.files import parse_chunk_file, readme_relative_path
+from memory_bank.text.lexicon import search_tokens
+from memory_bank.text.sentences import split_sentences
 
 NOT_FOUND_THRESHOLD = 0.3
 NOT_FOUND_ANSWER = "The memory does not contain information to answer this question."
@@ -71,7 +71,7 @@ class _Run:
     question: str
     budget: int
     calls: int = 0
-    steps: list[str] = field(default_factory=list)
+    steps: list[TrajectoryStep] = field(default_factory=list)
     files_read: list[str] = field(default_factory=list)
     dirs_explored: list[str] = field(default_factory=list)
     evidence: dict[int, frozenset[str]] = field(default_factory=dict)  # stems of each chunk read
@@ -79,12 +79,14 @@ class _Run:
     def can_call(self, reserve: int = 0) -> bool:
         return self.calls + 1 + reserve <= self.budget
 
-    def call(self, line: str) -> None:
+    def call(self, action: str, target: str = "", detail: str = "") -> None:
         self.calls += 1
-        self.steps.append(f"[{self.calls}] {line}")
+        self.steps.append(
+            TrajectoryStep(number=self.calls, action=action, target=target, detail=detail)
+        )
 
-    def note(self, line: str) -> None:
-        self.steps.append(line)
+    def note(self, action: str, target: str = "", detail: str = "") -> None:
+        self.steps.append(TrajectoryStep(action=action, target=target, detail=detail))
 
     def read(self, path: str) -> None:
         _add_unique(self.files_read, path)
@@ -127,16 +129,18 @@ class NavigationAgent:
         terms = content_terms(question)
         self._read_root(run)
         if self.corpus.num_chunks == 0:
-            run.note("the store holds no memories")
+            run.note("stop", detail="the store holds no memories")
             return self._not_found(run, "the store is empty")
         if not run.can_call():
-            return self._not_found(run, f"stopped at max_iterations={run.budget} before reading any memory")
+            return self._not_found(
+                run, f"stopped at max_iterations={run.budget} before reading any memory"
+            )
 
         query_vector = self.search.encode_query(question)
         bm25_scores = self.search.bm25_scores(question)
         found = self.search.hybrid_candidates(question, query_vector, bm25_scores=bm25_scores)
         best = f", best {self.corpus.chunk_path(found[0][0])} ({found[0][1]:.2f})" if found else ""
-        run.call(f"search {question!r} (hybrid) -> {len(found)} candidates{best}")
+        run.call("search", question, f"(hybrid) -> {len(found)} candidates{best}")
         grep_counts = self._grep_entities(run, question_entities(question))
         leaves = self._descend(run, query_vector, terms, self._best_by_directory(found))
         ranked = self._rank_candidates(query_vector, bm25_scores, found, grep_counts, leaves)
@@ -150,9 +154,9 @@ class NavigationAgent:
         try:
             overview = self.tools.cat("README.md")
         except ToolError:
-            run.call("cat README.md -> missing")
+            run.call("cat", "README.md", "-> missing")
             return
-        run.call(f"cat README.md ({len(overview.splitlines())} lines)")
+        run.call("cat", "README.md", f"({len(overview.splitlines())} lines)")
         run.read("README.md")
 
     def _grep_entities(self, run: _Run, entities: list[str]) -> dict[int, int]:
@@ -161,12 +165,14 @@ class NavigationAgent:
         for entity in entities[:MAX_GREPS]:
             if not run.can_call(reserve=MIN_CHUNK_READS):
                 break
-            files = sorted({
-                match.file
-                for match in self.tools.grep(entity, whole_word=True)
-                if self.corpus.index_of_path(match.file) is not None
-            })
-            run.call(f"grep {entity!r} -> {len(files)} file{'s' if len(files) != 1 else ''}")
+            files = sorted(
+                {
+                    match.file
+                    for match in self.tools.grep(entity, whole_word=True)
+                    if self.corpus.index_of_path(match.file) is not None
+                }
+            )
+            run.call("grep", entity, f"-> {len(files)} file{'s' if len(files) != 1 else ''}")
             for path in files:
                 index = self.corpus.index_of_path(path)
                 counts[index] = counts.get(index, 0) + 1
@@ -198,16 +204,18 @@ class NavigationAgent:
             scored.sort(key=lambda item: (-item[1], item[0].path))
             best = scored[0][1]
             previous = {node.path for node, _ in frontier}
-            frontier = [item for item in scored[: self.config.beam_width] if item[1] >= best * BEAM_CUTOFF]
+            frontier = [
+                item for item in scored[: self.config.beam_width] if item[1] >= best * BEAM_CUTOFF
+            ]
             for node, score in frontier:
                 if node.path not in previous:
-                    run.note(f"descend -> {node.path} (score {score:.2f})")
+                    run.note("descend", node.path, f"(score {score:.2f})")
                     run.explore(node.path)
             top = frontier[0][0]
             if top.path not in previous and run.can_call(reserve=MIN_CHUNK_READS):
                 readme = readme_relative_path(top.path)
                 self.tools.cat(readme)
-                run.call(f"cat {readme}")
+                run.call("cat", readme)
                 run.read(readme)
         return [node for node, _ in frontier]
 
@@ -234,11 +242,15 @@ class NavigationAgent:
         searched = dict(found[: 2 * self.config.top_k])
         others = sorted((set(grep_counts) | in_beam) - set(searched))
         other_scores = self.search.hybrid_scores(bm25_scores, query_vector, others)
-        scores = searched | {index: float(score) for index, score in zip(others, other_scores, strict=True)}
+        scores = searched | {
+            index: float(score) for index, score in zip(others, other_scores, strict=True)
+        }
         ranked = [
             _Candidate(
                 index,
-                score + GREP_BONUS * min(grep_counts.get(index, 0), 2) + (BEAM_BONUS if index in in_beam else 0.0),
+                score
+                + GREP_BONUS * min(grep_counts.get(index, 0), 2)
+                + (BEAM_BONUS if index in in_beam else 0.0),
                 score,
             )
             for index, score in scores.items()
@@ -258,7 +270,7 @@ class NavigationAgent:
         best_score = max((candidate.score for candidate in ranked), default=0.0)
         for candidate in ranked:
             if not run.can_call():
-                run.note(f"budget of {run.budget} tool calls spent")
+                run.note("stop", detail=f"budget of {run.budget} tool calls spent")
                 return read
             if read and candidate.score < best_score * READ_CUTOFF:
                 continue
@@ -267,28 +279,35 @@ class NavigationAgent:
         for candidate in self._linked_candidates(read, ranked)[:MAX_LINK_READS]:
             if not run.can_call():
                 break
-            run.note(f"follow the title link to {self.corpus.chunk_path(candidate.index)}")
+            run.note("follow_link", self.corpus.chunk_path(candidate.index))
             if self._read(run, candidate, read, covered, terms):
                 break
         return read
 
     def _read(
-        self, run: _Run, candidate: _Candidate, read: dict[int, str], covered: set[str], terms: list[str]
+        self,
+        run: _Run,
+        candidate: _Candidate,
+        read: dict[int, str],
+        covered: set[str],
+        terms: list[str],
     ) -> bool:
         """Read one chunk file; True when the evidence now covers every question term."""
         path = self.corpus.chunk_path(candidate.index)
         _, read[candidate.index] = parse_chunk_file(self.tools.cat(path))
-        run.call(f"cat {path} (priority {candidate.priority:.2f})")
+        run.call("cat", path, f"(priority {candidate.priority:.2f})")
         run.read(path)
         run.explore(_directory_of(path))
         evidence = self._evidence_stems(run, candidate.index, read[candidate.index])
         covered.update(term for term in terms if term in evidence)
         if len(read) >= 2 and len(covered) == len(terms):
-            run.note("evidence covers every question term")
+            run.note("stop", detail="evidence covers every question term")
             return True
         return False
 
-    def _linked_candidates(self, read: dict[int, str], ranked: list[_Candidate]) -> list[_Candidate]:
+    def _linked_candidates(
+        self, read: dict[int, str], ranked: list[_Candidate]
+    ) -> list[_Candidate]:
         """The best unread candidate of each document that a chunk read names by its title."""
         graph = self.corpus.link_graph()
         named = frozenset().union(*(graph.named_by_chunk(index) for index in read))
@@ -301,15 +320,21 @@ class NavigationAgent:
 
     # --- the answer -------------------------------------------------------------------------
 
-    def _answer(self, run: _Run, read: dict[int, str], query_vector: np.ndarray, terms: list[str]) -> ChatResult:
+    def _answer(
+        self, run: _Run, read: dict[int, str], query_vector: np.ndarray, terms: list[str]
+    ) -> ChatResult:
         sentences = self._score_sentences(read, query_vector, terms)
         if not sentences:
             return self._not_found(run, "no readable evidence")
         chosen = complete_lead_ins(select_sentences(sentences, terms), sentences)
         evidence_stems = frozenset().union(*run.evidence.values())
         chunk_cosines = self.search.cosines(query_vector, sorted({s.chunk for s in chosen}))
-        best_cosine = max(max(float(s.vector @ query_vector) for s in chosen), float(chunk_cosines.max()))
-        confidence = calibrate_confidence(best_cosine, term_coverage(terms, evidence_stems) if terms else None)
+        best_cosine = max(
+            max(float(s.vector @ query_vector) for s in chosen), float(chunk_cosines.max())
+        )
+        confidence = calibrate_confidence(
+            best_cosine, term_coverage(terms, evidence_stems) if terms else None
+        )
         if confidence < NOT_FOUND_THRESHOLD:
             closest = ", ".join(run.files_read[-2:])
             return self._not_found(run, f"closest material read: {closest}", confidence)
@@ -321,8 +346,13 @@ class NavigationAgent:
         ordered = sorted(chosen, key=lambda s: (quote_order.index(s.chunk), s.number))
         sources = [self.corpus.chunk_path(index) for index in read]
         final = self.tools.answer(answer_text([s.text for s in ordered]), confidence, sources)
-        run.note(f"answer: {len(ordered)} sentences from {len(sources)} files (confidence {final.confidence:.2f})")
-        return self._result(run, final.text, final.sources, final.confidence, f"{run.calls} tool calls")
+        run.note(
+            "answer",
+            detail=f"{len(ordered)} sentences from {len(sources)} files (confidence {final.confidence:.2f})",
+        )
+        return self._result(
+            run, final.text, final.sources, final.confidence, f"{run.calls} tool calls"
+        )
 
     def _score_sentences(
         self, read: dict[int, str], query_vector: np.ndarray, terms: list[str]
@@ -331,7 +361,9 @@ class NavigationAgent:
         for index, memory_text in read.items():
             texts, vectors = self._chunk_sentences(index, memory_text)
             cosines = vectors @ query_vector if texts else np.zeros(0)
-            for number, (text, vector, cosine) in enumerate(zip(texts, vectors, cosines, strict=True)):
+            for number, (text, vector, cosine) in enumerate(
+                zip(texts, vectors, cosines, strict=True)
+            ):
                 if is_section_title(text):
                     continue  # a section title names a topic; it answers nothing by itself
                 stems = stem_all(search_tokens(text))
@@ -358,7 +390,9 @@ class NavigationAgent:
 
     def _directory_stems(self) -> list[frozenset[str]]:
         if self._readme_stems is None:
-            self._readme_stems = [stem_all(terms) for terms in self.corpus.directories().readme_terms]
+            self._readme_stems = [
+                stem_all(terms) for terms in self.corpus.directories().readme_terms
+            ]
         return self._readme_stems
 
     def _best_by_directory(self, found: list[tuple[int, float]]) -> dict[str, float]:
@@ -372,10 +406,14 @@ class NavigationAgent:
         return best
 
     def _not_found(self, run: _Run, reason: str, confidence: float = 0.0) -> ChatResult:
-        run.note(f"answer: not found ({reason})")
-        return self._result(run, NOT_FOUND_ANSWER, [], min(confidence, NOT_FOUND_THRESHOLD - 0.01), reason)
+        run.note("answer", detail=f"not found ({reason})")
+        return self._result(
+            run, NOT_FOUND_ANSWER, [], min(confidence, NOT_FOUND_THRESHOLD - 0.01), reason
+        )
 
-    def _result(self, run: _Run, answer: str, sources: list[str], confidence: float, notes: str) -> ChatResult:
+    def _result(
+        self, run: _Run, answer: str, sources: list[str], confidence: float, notes: str
+    ) -> ChatResult:
         return ChatResult(
             question=run.question,
             answer=answer,
@@ -383,7 +421,8 @@ class NavigationAgent:
             confidence=round(max(confidence, 0.0), 3),
             files_read=run.files_read,
             dirs_explored=run.dirs_explored,
-            trajectory="\n".join(run.steps),
+            trajectory="\n".join(step.render() for step in run.steps),
+            steps=run.steps,
             notes=notes,
         )
 

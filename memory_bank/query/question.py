@@ -1,5 +1,11 @@
-"""What a question asks about: its content terms (light-stemmed) and the exact entities worth a
-grep (quoted phrases, names, acronyms, numbers, code identifiers)."""
+"""What a question asks about: its content terms (stemmed) and the exact entities worth a grep
+(quoted phrases, names, acronyms, numbers, code identifiers).
+
+Terms and evidence are compared as Snowball stems (`lexicon.stem_words`), the stems BM25 uses.
+Against the former hand-written stemmer (plural, -ed, -ing) `ask` answered more questions with
+retrieval unchanged: answer recall at 2k tokens HotpotQA 73.6 -> 74.7, FairytaleQA val 52.8 ->
+53.6, QMSum val equal.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 
-from memory_bank.text.lexicon import QUESTION_WORDS, light_stem, search_tokens
+from memory_bank.text.lexicon import QUESTION_WORDS, search_tokens, stem_words
 
 # Double quotes anywhere; single quotes only around a phrase, so "Rust's" is not a quote.
 _QUOTED = re.compile(r"[\"“”]([^\"“”]{2,60})[\"“”]|(?<!\w)['‘]([^'‘’]{2,60})['’](?!\w)")
@@ -16,8 +22,9 @@ _IDENTIFIER = re.compile(r"[a-z][A-Z]|\w_\w|[a-z]\.[a-z]")  # camelCase, snake_c
 
 
 def content_terms(question: str) -> list[str]:
-    """The question's topical terms, light-stemmed: BM25 tokens minus question words, unique."""
-    return list(dict.fromkeys(light_stem(term) for term in search_tokens(question) if term not in QUESTION_WORDS))
+    """The question's topical terms, stemmed: search tokens minus question words, unique."""
+    terms = [term for term in search_tokens(question) if term not in QUESTION_WORDS]
+    return list(dict.fromkeys(stem_words(terms)))
 
 
 def term_coverage(terms: Sequence[str], stems: AbstractSet[str]) -> float:
@@ -28,7 +35,7 @@ def term_coverage(terms: Sequence[str], stems: AbstractSet[str]) -> float:
 
 
 def stem_all(tokens: Iterable[str]) -> frozenset[str]:
-    return frozenset(light_stem(token) for token in tokens)
+    return frozenset(stem_words(tokens))
 
 
 def question_entities(question: str) -> list[str]:
@@ -48,7 +55,11 @@ def question_entities(question: str) -> list[str]:
     for position, match in enumerate(_WORD.finditer(question)):
         word = match.group(0)
         is_acronym = sum(char.isupper() for char in word) >= 2
-        if word[0].isupper() and (position > 0 or is_acronym) and word.lower() not in QUESTION_WORDS:
+        if (
+            word[0].isupper()
+            and (position > 0 or is_acronym)
+            and word.lower() not in QUESTION_WORDS
+        ):
             if run and question[run[-1].end() : match.start()] != " ":
                 close_run()
             run.append(match)

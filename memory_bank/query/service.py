@@ -12,15 +12,15 @@ from pathlib import Path
 
 from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
-from memory_bank.index.embedding import Embedder
 from memory_bank.index.corpus import StoreCorpus
+from memory_bank.index.embedding import Embedder
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.index.search import Searcher
 from memory_bank.llm import backend_for
+from memory_bank.query.tools import StoreTools
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 from memory_bank.store.layout import META_FILE, is_store
 from memory_bank.store.reader import StoreReader
-from memory_bank.query.tools import StoreTools
 
 # What identifies one committed store on disk: (inode, mtime_ns, size) of its meta file.
 StoreStamp = tuple[int, int, int]
@@ -40,7 +40,9 @@ class _OpenStore:
 
 
 class QueryService:
-    def __init__(self, store: str | Path, config: AppConfig, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, store: str | Path, config: AppConfig, embedder: Embedder | None = None
+    ) -> None:
         self.store = Path(store)
         self.config = config
         self.embedder = embedder or Embedder(config.embedding)
@@ -65,7 +67,9 @@ class QueryService:
             if self._open is not None and stamp is not None and stamp == self._stamp:
                 return self._open
             if not is_store(self.store):
-                raise StoreError(f"no memory store at {self.store} (run `memory-bank ingest` first)")
+                raise StoreError(
+                    f"no memory store at {self.store} (run `memory-bank ingest` first)"
+                )
             # The stamp is taken before the reader opens: a swap in between leaves a stale
             # stamp, which only costs another look on the next request.
             reader = StoreReader(self.store)

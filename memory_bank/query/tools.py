@@ -147,7 +147,9 @@ class StoreTools:
                 break
             for number, line in enumerate(corpus.texts[file].splitlines(), start=1):
                 if matches_line(line):
-                    matches.append(GrepMatch(file=corpus.paths[file], line_number=number, line=line))
+                    matches.append(
+                        GrepMatch(file=corpus.paths[file], line_number=number, line=line)
+                    )
                     if len(matches) >= limit:
                         break
         return matches
@@ -171,14 +173,20 @@ class StoreTools:
         if self._chunk_texts is None:
             chunks = self.reader.chunks()
             self._chunk_texts = dict(
-                zip(chunks.column("chunk_id").to_pylist(), chunks.column("text").to_pylist(), strict=True)
+                zip(
+                    chunks.column("chunk_id").to_pylist(),
+                    chunks.column("text").to_pylist(),
+                    strict=True,
+                )
             )
         text = self._chunk_texts.get(chunk_id)
         if text is None:
             raise ToolError(f"deep_retrieval: no chunk with id {chunk_id!r} in this store")
         return text
 
-    def answer(self, text: str, confidence: float = 0.5, sources: list[str] | None = None) -> ToolAnswer:
+    def answer(
+        self, text: str, confidence: float = 0.5, sources: list[str] | None = None
+    ) -> ToolAnswer:
         """Package a final answer; every source must be a readable file of this store."""
         if not text.strip():
             raise ToolError("answer: the answer text must not be empty")

@@ -42,7 +42,6 @@ from memory_bank.store.tables import (
     write_parquet,
 )
 
-
 _OWNER_FILE = ".owner.lock"  # inside a build directory, locked by the process writing it
 
 

@@ -121,7 +121,7 @@ def parse_chunk_file(text: str) -> tuple[dict[str, Any], str]:
     if closing is None:
         raise StoreError("chunk file frontmatter is not closed by a '---' line")
     try:
-        frontmatter = yaml.load("\n".join(lines[1:closing]), Loader=_Loader)  # noqa: S506 (safe)
+        frontmatter = yaml.load("\n".join(lines[1:closing]), Loader=_Loader)
     except yaml.YAMLError as exc:
         raise StoreError(f"chunk file frontmatter is not valid YAML: {exc}") from exc
     if not isinstance(frontmatter, dict):

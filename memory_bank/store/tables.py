@@ -42,71 +42,88 @@ def _required(name: str, type_: pa.DataType) -> pa.Field:
     return pa.field(name, type_, nullable=False)
 
 
-DOCUMENTS_SCHEMA = pa.schema([
-    _required("document_id", pa.string()),
-    _required("source", pa.string()),
-    _required("title", pa.string()),
-    _required("kind", pa.string()),
-    _required("text", pa.string()),
-    _required("token_count", pa.int64()),
-    # Conversations only (empty lists otherwise): enough to chunk the document again on turn
-    # boundaries when the store is rebuilt from its own tables.
-    _required("turns", pa.list_(pa.struct([
-        _required("speaker", pa.string()),
+DOCUMENTS_SCHEMA = pa.schema(
+    [
+        _required("document_id", pa.string()),
+        _required("source", pa.string()),
+        _required("title", pa.string()),
+        _required("kind", pa.string()),
         _required("text", pa.string()),
-        pa.field("timestamp", pa.string()),
-    ]))),
-    _required("turn_offsets", pa.list_(pa.int64())),
-])
+        _required("token_count", pa.int64()),
+        # Conversations only (empty lists otherwise): enough to chunk the document again on turn
+        # boundaries when the store is rebuilt from its own tables.
+        _required(
+            "turns",
+            pa.list_(
+                pa.struct(
+                    [
+                        _required("speaker", pa.string()),
+                        _required("text", pa.string()),
+                        pa.field("timestamp", pa.string()),
+                    ]
+                )
+            ),
+        ),
+        _required("turn_offsets", pa.list_(pa.int64())),
+    ]
+)
 
-CHUNKS_SCHEMA = pa.schema([
-    _required("chunk_id", pa.string()),
-    _required("document_id", pa.string()),
-    _required("source", pa.string()),
-    _required("position", pa.int64()),
-    _required("text", pa.string()),
-    _required("token_count", pa.int64()),
-    _required("start_char", pa.int64()),
-    _required("end_char", pa.int64()),
-    pa.field("section", pa.string()),
-    _required("speakers", pa.list_(pa.string())),
-    _required("timestamps", pa.list_(pa.string())),
-    pa.field("first_turn", pa.int64()),
-    pa.field("last_turn", pa.int64()),
-])
+CHUNKS_SCHEMA = pa.schema(
+    [
+        _required("chunk_id", pa.string()),
+        _required("document_id", pa.string()),
+        _required("source", pa.string()),
+        _required("position", pa.int64()),
+        _required("text", pa.string()),
+        _required("token_count", pa.int64()),
+        _required("start_char", pa.int64()),
+        _required("end_char", pa.int64()),
+        pa.field("section", pa.string()),
+        _required("speakers", pa.list_(pa.string())),
+        _required("timestamps", pa.list_(pa.string())),
+        pa.field("first_turn", pa.int64()),
+        pa.field("last_turn", pa.int64()),
+    ]
+)
 
-MEMORIES_SCHEMA = pa.schema([
-    _required("index", pa.int64()),
-    _required("chunk_id", pa.string()),
-    _required("document_id", pa.string()),
-    _required("source", pa.string()),
-    _required("title", pa.string()),
-    _required("memory", pa.string()),
-    _required("tldr", pa.string()),
-    _required("keywords", pa.list_(pa.string())),
-    _required("context", pa.string()),
-    _required("path", pa.string()),
-    _required("directory", pa.string()),
-    pa.field("token_count", pa.int64()),
-    _required("embedding", EMBEDDING_TYPE),
-])
+MEMORIES_SCHEMA = pa.schema(
+    [
+        _required("index", pa.int64()),
+        _required("chunk_id", pa.string()),
+        _required("document_id", pa.string()),
+        _required("source", pa.string()),
+        _required("title", pa.string()),
+        _required("memory", pa.string()),
+        _required("tldr", pa.string()),
+        _required("keywords", pa.list_(pa.string())),
+        _required("context", pa.string()),
+        _required("path", pa.string()),
+        _required("directory", pa.string()),
+        pa.field("token_count", pa.int64()),
+        _required("embedding", EMBEDDING_TYPE),
+    ]
+)
 
-SENTENCES_SCHEMA = pa.schema([
-    _required("chunk_id", pa.string()),
-    _required("index", pa.int64()),
-    _required("sentence", pa.int64()),
-    _required("start_char", pa.int64()),
-    _required("end_char", pa.int64()),
-    _required("text", pa.string()),
-    _required("embedding", EMBEDDING_TYPE),
-])
+SENTENCES_SCHEMA = pa.schema(
+    [
+        _required("chunk_id", pa.string()),
+        _required("index", pa.int64()),
+        _required("sentence", pa.int64()),
+        _required("start_char", pa.int64()),
+        _required("end_char", pa.int64()),
+        _required("text", pa.string()),
+        _required("embedding", EMBEDDING_TYPE),
+    ]
+)
 
 
-READMES_SCHEMA = pa.schema([
-    _required("directory", pa.string()),  # tree path: "/" or "/a/b"
-    _required("text", pa.string()),
-    _required("embedding", EMBEDDING_TYPE),
-])
+READMES_SCHEMA = pa.schema(
+    [
+        _required("directory", pa.string()),  # tree path: "/" or "/a/b"
+        _required("text", pa.string()),
+        _required("embedding", EMBEDDING_TYPE),
+    ]
+)
 
 
 class SentenceRecord(BaseModel):
@@ -195,20 +212,22 @@ def memories_table(
         path = chunk_paths.get(memory.index)
         if path is None:
             raise StoreError(f"memory {memory.index} has no chunk file path")
-        rows.append({
-            "index": memory.index,
-            "chunk_id": _metadata_str(memory, "chunk_id"),
-            "document_id": _metadata_str(memory, "document_id"),
-            "source": _metadata_str(memory, "source"),
-            "title": memory.title,
-            "memory": memory.memory,
-            "tldr": memory.tldr,
-            "keywords": list(memory.keywords),
-            "context": memory.context,
-            "path": path,
-            "directory": directory_of(path),
-            "token_count": memory.metadata.get("token_count"),
-        })
+        rows.append(
+            {
+                "index": memory.index,
+                "chunk_id": _metadata_str(memory, "chunk_id"),
+                "document_id": _metadata_str(memory, "document_id"),
+                "source": _metadata_str(memory, "source"),
+                "title": memory.title,
+                "memory": memory.memory,
+                "tldr": memory.tldr,
+                "keywords": list(memory.keywords),
+                "context": memory.context,
+                "path": path,
+                "directory": directory_of(path),
+                "token_count": memory.metadata.get("token_count"),
+            }
+        )
     return _table_with_embeddings(rows, matrix, MEMORIES_SCHEMA)
 
 
@@ -259,10 +278,7 @@ def _metadata_str(memory: MemorizedChunk, key: str) -> str:
 def documents_from_table(table: pa.Table) -> list[Document]:
     """Rebuild documents (a store written before turns were stored gives conversations without
     them)."""
-    return [
-        Document.model_validate(row)
-        for row in table.drop_columns(["token_count"]).to_pylist()
-    ]
+    return [Document.model_validate(row) for row in table.drop_columns(["token_count"]).to_pylist()]
 
 
 def chunks_from_table(table: pa.Table) -> list[Chunk]:

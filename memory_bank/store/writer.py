@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -126,20 +126,22 @@ def write_store(
         builder.write_faiss(memory_matrix)
         with builder.locked():
             previous = builder.previous_meta() or {}
-            now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            builder.write_meta({
-                "version": layout.META_VERSION,
-                "store_version": store_version,
-                "created_at": previous.get("created_at") or now,
-                "updated_at": now,
-                "total_documents": len(documents),
-                "total_chunks": len(memories),
-                "total_directories": count_directories(tree),
-                "source_files": sorted({doc.source for doc in documents}),
-                # The documented keys first, in the documented order, then any additions.
-                **{key: meta_extra[key] for key in REQUIRED_META_EXTRA},
-                **{k: v for k, v in meta_extra.items() if k not in REQUIRED_META_EXTRA},
-            })
+            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            builder.write_meta(
+                {
+                    "version": layout.META_VERSION,
+                    "store_version": store_version,
+                    "created_at": previous.get("created_at") or now,
+                    "updated_at": now,
+                    "total_documents": len(documents),
+                    "total_chunks": len(memories),
+                    "total_directories": count_directories(tree),
+                    "source_files": sorted({doc.source for doc in documents}),
+                    # The documented keys first, in the documented order, then any additions.
+                    **{key: meta_extra[key] for key in REQUIRED_META_EXTRA},
+                    **{k: v for k, v in meta_extra.items() if k not in REQUIRED_META_EXTRA},
+                }
+            )
             committed = builder.commit()
     return StoreStats(
         store_dir=str(committed),
@@ -175,8 +177,16 @@ def compute_store_version(
         "documents": dict(sorted(manifest_documents.items())),
         "tree": tree.model_dump(mode="json"),
         "memories": [
-            [m.index, m.metadata.get("chunk_id"), m.title, m.memory, m.tldr, m.keywords, m.context,
-             chunk_paths.get(m.index)]
+            [
+                m.index,
+                m.metadata.get("chunk_id"),
+                m.title,
+                m.memory,
+                m.tldr,
+                m.keywords,
+                m.context,
+                chunk_paths.get(m.index),
+            ]
             for m in sorted(memories, key=lambda memory: memory.index)
         ],
         "readmes": dict(sorted(readmes.items())),
@@ -202,8 +212,7 @@ def find_store_problems(
     from memory_bank.taxonomy import validate_taxonomy
 
     problems = [
-        f"tree: {problem}"
-        for problem in validate_taxonomy(tree, len(memories), taxonomy_config)
+        f"tree: {problem}" for problem in validate_taxonomy(tree, len(memories), taxonomy_config)
     ]
     indices = [memory.index for memory in memories]
     if sorted(indices) != list(range(len(memories))):

@@ -21,7 +21,6 @@ from memory_bank.taxonomy.coarse import (
     sample_rows,
 )
 from memory_bank.taxonomy.items import TaxonomyItem
-from memory_bank.text.lexicon import is_valid_name
 from memory_bank.taxonomy.planner import (
     GroupPlan,
     GroupSummary,
@@ -31,6 +30,7 @@ from memory_bank.taxonomy.planner import (
     plan_taxonomy,
 )
 from memory_bank.taxonomy.validate import flat_fallback, validate_taxonomy
+from memory_bank.text.lexicon import is_valid_name
 
 __all__ = [
     "CoarseModel",

@@ -108,7 +108,7 @@ def name_choice(
 
 
 def name_from_terms(terms: Sequence[str]) -> str:
-    """"neural networks", "B-tree" -> "neural_networks_b_tree"; trailing terms that do not fit
+    """ "neural networks", "B-tree" -> "neural_networks_b_tree"; trailing terms that do not fit
     in `MAX_NAME_LENGTH` are left out. Empty when no term is given."""
     name = "_".join(terms).lower().replace(" ", "_").replace("-", "_")
     if len(name) <= MAX_NAME_LENGTH or len(terms) <= 1:
@@ -160,7 +160,7 @@ def make_unique(names: Sequence[str]) -> list[str]:
 
 
 def join_words(words: Sequence[str]) -> str:
-    """"a", "a and b", "a, b and c"."""
+    """ "a", "a and b", "a, b and c"."""
     if len(words) <= 1:
         return "".join(words)
     return ", ".join(words[:-1]) + " and " + words[-1]
@@ -206,7 +206,7 @@ def count_memories(count: int) -> str:
 
 
 def list_children(children: Sequence[Listed]) -> str:
-    """"a (8), b (7) and c (6)": labels with sizes, largest first, at most `LISTED_CHILDREN`."""
+    """ "a (8), b (7) and c (6)": labels with sizes, largest first, at most `LISTED_CHILDREN`."""
     largest_first = sorted(children, key=lambda child: -child[1])  # stable: ties keep order
     shown = [f"{label} ({size:,})" for label, size in largest_first[:LISTED_CHILDREN]]
     if len(children) > LISTED_CHILDREN:
@@ -227,5 +227,5 @@ def describe_parent(about: Sequence[str], children: Sequence[Listed]) -> str:
 
 
 def humanize(name: str) -> str:
-    """"neural_networks" -> "neural networks"."""
+    """ "neural_networks" -> "neural networks"."""
     return name.replace("_", " ").strip()

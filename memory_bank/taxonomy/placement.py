@@ -28,7 +28,9 @@ from memory_bank.taxonomy.planner import memory_count, plan_group, rebase
 
 MAX_GROWTH = 0.5  # new memories per stored memory above which the tree is planned anew
 # Our own parent descriptions: "17 memories about aqueduct and printed in 3 subdirectories: ..."
-_PARENT_DESCRIPTION = re.compile(r"[\d,]+ memor(?:y|ies)(?: about (?P<about>.+?))? in \d+ subdirector")
+_PARENT_DESCRIPTION = re.compile(
+    r"[\d,]+ memor(?:y|ies)(?: about (?P<about>.+?))? in \d+ subdirector"
+)
 
 
 def should_place(stored: int, added: int) -> bool:
@@ -56,14 +58,16 @@ def place_memories(
     for index in new_indices:
         node = placed
         while node.children:
-            node = max(node.children, key=lambda child: float(directions[child.path] @ vectors[index]))
+            node = max(
+                node.children, key=lambda child: float(directions[child.path] @ vectors[index])
+            )
         node.chunk_indices.append(int(index))
         touched.add(node.path)
     for path in sorted(touched):
         leaf = _find(placed, path)
-        if leaf is not None and len(leaf.chunk_indices) > config.max_leaf:
-            if not _replan_around(placed, path, items, vectors, config):
-                return None
+        overfull = leaf is not None and len(leaf.chunk_indices) > config.max_leaf
+        if overfull and not _replan_around(placed, path, items, vectors, config):
+            return None
     _refresh_parent_descriptions(placed)
     return placed
 
@@ -121,7 +125,9 @@ def _replan_around(
     rows = sorted(i for leaf in node.leaves() for i in leaf.chunk_indices)
     budget = config.max_depth - _depth(target)
     plan = plan_group(0, [items[row] for row in rows], vectors[rows], config, depth_budget=budget)
-    node.children = [rebase(child, child_path(node.path, child.name)) for child in plan.node.children]
+    node.children = [
+        rebase(child, child_path(node.path, child.name)) for child in plan.node.children
+    ]
     node.chunk_indices = [] if node.children else list(plan.node.chunk_indices)
     node.description = plan.node.description
     return True

@@ -160,9 +160,11 @@ def _summarize(labeler: TreeLabeler, rows: np.ndarray, themes: list[Theme]) -> G
     vocabulary = [str(group.vocabulary[i]) for i in top]
     return GroupSummary(
         size=len(rows),
-        term_item_counts={term: int(group.item_counts[0, i]) for term, i in zip(vocabulary, top)},
+        term_item_counts={
+            term: int(group.item_counts[0, i]) for term, i in zip(vocabulary, top, strict=True)
+        },
         term_curated_counts={
-            term: int(group.curated_counts[0, i]) for term, i in zip(vocabulary, top)
+            term: int(group.curated_counts[0, i]) for term, i in zip(vocabulary, top, strict=True)
         },
         spellings={term: terms.spelling(term) for term in [*vocabulary, *(t for t, _ in themes)]},
         central_tldr=labeler.central_tldr(rows),

@@ -46,7 +46,7 @@ class ReadmeFileEntry:
 
 
 def readme_title(node: DirectoryNode, store_title: str | None = None) -> str:
-    """"neural_networks" -> "Neural Networks"; the root is the store's title."""
+    """ "neural_networks" -> "Neural Networks"; the root is the store's title."""
     if node.path == "/" or not node.name:
         return one_line(store_title or "") or DEFAULT_STORE_TITLE
     return " ".join(word.capitalize() for word in node.name.split("_") if word)

@@ -22,9 +22,7 @@ def _listed(values: Sequence[int]) -> str:
     return shown + (f", ... ({len(values)} in all)" if len(values) > MAX_LISTED else "")
 
 
-def validate_taxonomy(
-    node: DirectoryNode, total_chunks: int, config: TaxonomyConfig
-) -> list[str]:
+def validate_taxonomy(node: DirectoryNode, total_chunks: int, config: TaxonomyConfig) -> list[str]:
     """Every problem of the tree rooted at `node`, one sentence each; empty means valid.
 
     Checks: the root is "/" and holds no memories itself; indices 0..total_chunks-1 each sit in
@@ -35,8 +33,7 @@ def validate_taxonomy(
     problems: list[str] = []
     if node.path != "/" or node.name != "":
         problems.append(
-            f"root must have path '/' and an empty name, got path {node.path!r}, "
-            f"name {node.name!r}"
+            f"root must have path '/' and an empty name, got path {node.path!r}, name {node.name!r}"
         )
     if node.is_leaf() and node.chunk_indices:
         problems.append("the root holds memories directly; they belong in a directory below it")

@@ -40,8 +40,8 @@ from tiktoken import Encoding
 
 from memory_bank.config import ChunkConfig
 from memory_bank.schemas import Chunk, Document
-from memory_bank.text.sentences import split_sentence_spans
 from memory_bank.text.lexicon import header_of
+from memory_bank.text.sentences import split_sentence_spans
 from memory_bank.text.tokens import get_encoding
 
 # Cost of ending a chunk right before an atom of each kind. Relative sizes matter, not values.
@@ -98,7 +98,11 @@ def chunk_document(doc: Document, config: ChunkConfig) -> list[Chunk]:
     """Split `doc` into chunks of at most `config.max_tokens` tokens (deterministic)."""
     encoding = get_encoding(config.encoding)
     bounds = _plan_bounds(config)
-    blocks = _conversation_blocks(doc) if _has_usable_turns(doc) else _text_blocks(doc.text, 0, len(doc.text))
+    blocks = (
+        _conversation_blocks(doc)
+        if _has_usable_turns(doc)
+        else _text_blocks(doc.text, 0, len(doc.text))
+    )
     atoms = _atoms(doc.text, blocks, encoding, bounds.atom_cap)
     if not atoms:
         return []
@@ -160,7 +164,9 @@ def _text_blocks(text: str, start: int, end: int) -> list[_Block]:
             _close_block(text, block_start, line_start, blocks)
             block_start = None
             level, title = header
-            blocks.append(_Block(*_trim(text, line_start, line_end), header_level=level, title=title))
+            blocks.append(
+                _Block(*_trim(text, line_start, line_end), header_level=level, title=title)
+            )
         elif block_start is None:
             block_start = line_start
         line_start = line_end + 1
@@ -181,8 +187,8 @@ def _has_usable_turns(doc: Document) -> bool:
     return (
         bool(doc.turns)
         and len(offsets) == len(doc.turns)
-        and all(a < b for a, b in zip(offsets, offsets[1:]))
-        and 0 <= offsets[0]
+        and all(a < b for a, b in zip(offsets, offsets[1:], strict=False))
+        and offsets[0] >= 0
         and offsets[-1] < len(doc.text)
     )
 
@@ -225,26 +231,36 @@ def _atoms(text: str, blocks: Sequence[_Block], encoding: Encoding, cap: int) ->
         tokens = _count_within(encoding, text[block.start : block.end], cap)
         if tokens is not None:
             atoms.append(
-                _Atom(block.start, block.end, tokens, cut_cost, joint, block.header_level, block.turn)
+                _Atom(
+                    block.start, block.end, tokens, cut_cost, joint, block.header_level, block.turn
+                )
             )
         else:
-            for index, (start, end, count, inner_cost) in enumerate(_split_block(text, block, encoding, cap)):
+            for index, (start, end, count, inner_cost) in enumerate(
+                _split_block(text, block, encoding, cap)
+            ):
                 if index == 0:
-                    atoms.append(_Atom(start, end, count, cut_cost, joint, block.header_level, block.turn))
+                    atoms.append(
+                        _Atom(start, end, count, cut_cost, joint, block.header_level, block.turn)
+                    )
                 else:
                     atoms.append(_Atom(start, end, count, inner_cost, 0, turn=block.turn))
         previous = block
     return atoms
 
 
-def _split_block(text: str, block: _Block, encoding: Encoding, cap: int) -> list[tuple[int, int, int, float]]:
+def _split_block(
+    text: str, block: _Block, encoding: Encoding, cap: int
+) -> list[tuple[int, int, int, float]]:
     """Sentence pieces (token runs for overlong sentences) as (start, end, tokens, cut cost)."""
     spans = split_sentence_spans(text[block.start : block.end])
     # Each piece runs to the next sentence start, so nothing the splitter leaves out is lost.
     starts = [block.start] + [block.start + span.start for span in spans[1:]]
     pieces: list[tuple[int, int, int, float]] = []
     for index, piece_start in enumerate(starts):
-        start, end = _trim(text, piece_start, starts[index + 1] if index + 1 < len(starts) else block.end)
+        start, end = _trim(
+            text, piece_start, starts[index + 1] if index + 1 < len(starts) else block.end
+        )
         if end <= start:
             continue
         gap = text[pieces[-1][1] : start] if pieces else ""
@@ -255,7 +271,9 @@ def _split_block(text: str, block: _Block, encoding: Encoding, cap: int) -> list
             continue
         runs = _token_runs(text, start, end, encoding, cap)
         for run_index, (run_start, run_end, run_tokens) in enumerate(runs):
-            pieces.append((run_start, run_end, run_tokens, cost if run_index == 0 else _CUT_INSIDE_SENTENCE))
+            pieces.append(
+                (run_start, run_end, run_tokens, cost if run_index == 0 else _CUT_INSIDE_SENTENCE)
+            )
     return pieces
 
 
@@ -267,17 +285,21 @@ def _count_within(encoding: Encoding, text: str, cap: int) -> int | None:
     return tokens if tokens <= cap else None
 
 
-def _token_runs(text: str, start: int, end: int, encoding: Encoding, cap: int) -> list[tuple[int, int, int]]:
+def _token_runs(
+    text: str, start: int, end: int, encoding: Encoding, cap: int
+) -> list[tuple[int, int, int]]:
     """Cut text[start:end] at token boundaries into runs of at most `cap` tokens each."""
     _, offsets = encoding.decode_with_offsets(encoding.encode_ordinary(text[start:end]))
     window = cap
     while True:
         cuts = sorted({start + offsets[i] for i in range(window, len(offsets), window)} - {start})
         runs: list[tuple[int, int, int]] = []
-        for run_start, run_end in zip([start, *cuts], [*cuts, end]):
+        for run_start, run_end in zip([start, *cuts], [*cuts, end], strict=True):
             run_start, run_end = _trim(text, run_start, run_end)
             if run_end > run_start:
-                runs.append((run_start, run_end, len(encoding.encode_ordinary(text[run_start:run_end]))))
+                runs.append(
+                    (run_start, run_end, len(encoding.encode_ordinary(text[run_start:run_end])))
+                )
         overshoot = max(tokens for _, _, tokens in runs) - cap
         if overshoot <= 0 or window == 1:
             return runs
@@ -304,7 +326,9 @@ class _Sizes:
         self._joint_sums = [0, *accumulate(atom.joint_tokens for atom in atoms)]
         self._next_header = [self.count] * (self.count + 1)
         for index in range(self.count - 1, -1, -1):
-            self._next_header[index] = index if atoms[index].header_level else self._next_header[index + 1]
+            self._next_header[index] = (
+                index if atoms[index].header_level else self._next_header[index + 1]
+            )
 
     def size(self, first: int, last: int) -> int:
         """Planned tokens of atoms[first:last] (the joint before the first atom is not counted)."""
@@ -365,7 +389,11 @@ def _leftover_cost(atoms: Sequence[_Atom], sizes: _Sizes, cut: int, bounds: _Bou
 
 
 def _fit_runs(
-    text: str, atoms: Sequence[_Atom], runs: list[tuple[int, int]], encoding: Encoding, max_tokens: int
+    text: str,
+    atoms: Sequence[_Atom],
+    runs: list[tuple[int, int]],
+    encoding: Encoding,
+    max_tokens: int,
 ) -> list[tuple[int, int, int]]:
     """Count each run exactly; cut again any run whose real count exceeds max_tokens."""
     fitted: list[tuple[int, int, int]] = []
@@ -381,7 +409,9 @@ def _fit_runs(
         # Below the planned size, so the run is cut at least once.
         planned = _Sizes(sub_atoms).size(0, len(sub_atoms))
         high = max(1, min(planned, max_tokens) - (tokens - max_tokens) - 1)
-        sub_runs = _pack(sub_atoms, _Bounds(low=min(high, max(1, high // 2)), high=high, atom_cap=high))
+        sub_runs = _pack(
+            sub_atoms, _Bounds(low=min(high, max(1, high // 2)), high=high, atom_cap=high)
+        )
         pending.extend(reversed([(first + a, first + b) for a, b in sub_runs]))
     return fitted
 
@@ -400,7 +430,9 @@ def _merge_short_runs(
         first, last, tokens = runs[index]
         while tokens < config.min_tokens and index + 1 < len(runs):
             next_last = runs[index + 1][1]
-            joined = len(encoding.encode_ordinary(text[atoms[first].start : atoms[next_last - 1].end]))
+            joined = len(
+                encoding.encode_ordinary(text[atoms[first].start : atoms[next_last - 1].end])
+            )
             if joined > config.max_tokens:
                 break
             last, tokens, index = next_last, joined, index + 1

@@ -3,23 +3,27 @@ header or list item looks like, which scripts are written without spaces, and ho
 may be. Every module that looks at words takes them from here.
 
 Two tokenizers, for two jobs:
-- `search_tokens`: what BM25, term coverage and title links compare. Lowercased words without
-  function words; Han, Hiragana and Katakana runs become overlapping character bigrams, which
-  makes Chinese and Japanese searchable without a segmenter.
+- `search_tokens`: what BM25, term coverage (both as stems) and title links compare. Lowercased
+  words without function words; Han, Hiragana and Katakana runs become overlapping character
+  bigrams, which makes Chinese and Japanese searchable without a segmenter.
 - `name_words`: what directory names and descriptions are built from. ASCII only (directory
   names are `[a-z0-9_]`: accents folded, other scripts dropped), letter-led, 3-30 characters,
   without function words or generic words ("various", "today").
 
 Word forms: `plural_key` folds plurals ("networks" -> "network"), the key of a key term or a
-directory-name term (only display forms are ever shown); `light_stem` also drops "-ing"/"-ed",
-for judging whether evidence mentions a question's term.
+directory-name term (only display forms are ever shown). `stem_words` gives Snowball (Porter2)
+stems ("studies", "studied" -> "studi"), never shown: BM25 indexes and queries
+`stemmed_search_tokens`, and question term coverage compares stems.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
+from collections.abc import Iterable
 
+import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -44,36 +48,210 @@ TOPIC_WORDS = frozenset({"bill", "computer", "detail", "fire", "interest", "syst
 FUNCTION_WORDS = frozenset(ENGLISH_STOP_WORDS) - TOPIC_WORDS
 # Fillers of prose and conversation ("yeah", "let's say"): never a key term.
 FILLER_WORDS = frozenset(
-    """
-    use used uses using like just new make makes way ways lot thing things let lets does did
-    doing say says said want need needs got yes ok okay oh yeah really good great know think
-    going able example examples important mean means e.g i.e bc ad bce ce
-    """.split()
+    [
+        "use",
+        "used",
+        "uses",
+        "using",
+        "like",
+        "just",
+        "new",
+        "make",
+        "makes",
+        "way",
+        "ways",
+        "lot",
+        "thing",
+        "things",
+        "let",
+        "lets",
+        "does",
+        "did",
+        "doing",
+        "say",
+        "says",
+        "said",
+        "want",
+        "need",
+        "needs",
+        "got",
+        "yes",
+        "ok",
+        "okay",
+        "oh",
+        "yeah",
+        "really",
+        "good",
+        "great",
+        "know",
+        "think",
+        "going",
+        "able",
+        "example",
+        "examples",
+        "important",
+        "mean",
+        "means",
+        "e.g",
+        "i.e",
+        "bc",
+        "ad",
+        "bce",
+        "ce",
+    ]
 )
 # Words that name no topic: fillers of technical prose, vague size and quality words, and time
 # words (dates say when, not what about). Never part of a directory name.
 GENERIC_WORDS = frozenset(
-    """
-    allow allows based called different example examples include included includes including
-    just like made make makes provide provided provides use used uses using various way ways
-    big bigger biggest small smaller smallest large larger largest high higher low lower long
-    longer short shorter new newer old older good better best great main major common general
-    important simple number numbers lot lots thing things kind kinds
-    time times year years month months week weeks day days hour hours minute minutes today
-    tomorrow yesterday date dates ago later early late recent recently annual daily weekly
-    monday tuesday wednesday thursday friday saturday sunday january february march april may
-    june july august september october november december
-    """.split()
+    [
+        "allow",
+        "allows",
+        "based",
+        "called",
+        "different",
+        "example",
+        "examples",
+        "include",
+        "included",
+        "includes",
+        "including",
+        "just",
+        "like",
+        "made",
+        "make",
+        "makes",
+        "provide",
+        "provided",
+        "provides",
+        "use",
+        "used",
+        "uses",
+        "using",
+        "various",
+        "way",
+        "ways",
+        "big",
+        "bigger",
+        "biggest",
+        "small",
+        "smaller",
+        "smallest",
+        "large",
+        "larger",
+        "largest",
+        "high",
+        "higher",
+        "low",
+        "lower",
+        "long",
+        "longer",
+        "short",
+        "shorter",
+        "new",
+        "newer",
+        "old",
+        "older",
+        "good",
+        "better",
+        "best",
+        "great",
+        "main",
+        "major",
+        "common",
+        "general",
+        "important",
+        "simple",
+        "number",
+        "numbers",
+        "lot",
+        "lots",
+        "thing",
+        "things",
+        "kind",
+        "kinds",
+        "time",
+        "times",
+        "year",
+        "years",
+        "month",
+        "months",
+        "week",
+        "weeks",
+        "day",
+        "days",
+        "hour",
+        "hours",
+        "minute",
+        "minutes",
+        "today",
+        "tomorrow",
+        "yesterday",
+        "date",
+        "dates",
+        "ago",
+        "later",
+        "early",
+        "late",
+        "recent",
+        "recently",
+        "annual",
+        "daily",
+        "weekly",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ]
 )
 KEY_TERM_STOPWORDS = FUNCTION_WORDS | FILLER_WORDS
 NAME_STOPWORDS = FUNCTION_WORDS | GENERIC_WORDS
 # Words that shape a question but say nothing about its topic.
 QUESTION_WORDS = frozenset(
-    """
-    explain describe compare comparison difference differences tell give show work works mean
-    means meaning use used happen happens example examples versus vs list summarize summary
-    overview please know
-    """.split()
+    [
+        "explain",
+        "describe",
+        "compare",
+        "comparison",
+        "difference",
+        "differences",
+        "tell",
+        "give",
+        "show",
+        "work",
+        "works",
+        "mean",
+        "means",
+        "meaning",
+        "use",
+        "used",
+        "happen",
+        "happens",
+        "example",
+        "examples",
+        "versus",
+        "vs",
+        "list",
+        "summarize",
+        "summary",
+        "overview",
+        "please",
+        "know",
+    ]
 )
 
 # --- Markdown -------------------------------------------------------------------------------
@@ -162,16 +340,28 @@ def plural_key(word: str) -> str:
     return key[:-1]
 
 
-def light_stem(word: str) -> str:
-    """Strip one common English inflection (plural, -ed, -ing) when a 4-letter stem remains."""
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
-        return word[:-1]
-    return word
+# A PyStemmer object caches stems and is not thread-safe: one per thread.
+_STEMMERS = threading.local()
+
+
+# Snowball strips a plural "s" only after a vowel, so the plural of an acronym keeps it.
+_ACRONYM_PLURAL = re.compile(r"[b-df-hj-np-tv-xz]{3,}s")
+
+
+def stem_words(words: Iterable[str]) -> list[str]:
+    """The Snowball English stem of each lowercase word ("running" -> "run", "studies" ->
+    "studi"); vowelless plurals lose their "s" too ("cnns" -> "cnn"). Words without Latin
+    suffixes (numbers, CJK bigrams) come back unchanged."""
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.english = Stemmer.Stemmer("english")
+    stems = stemmer.stemWords(list(words))
+    return [stem[:-1] if _ACRONYM_PLURAL.fullmatch(stem) else stem for stem in stems]
+
+
+def stemmed_search_tokens(text: str) -> list[str]:
+    """`search_tokens` reduced to their Snowball stems: what BM25 indexes and queries."""
+    return stem_words(search_tokens(text))
 
 
 # --- names ----------------------------------------------------------------------------------

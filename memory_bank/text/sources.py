@@ -116,7 +116,9 @@ FileOutcome = Document | SkippedSource
 FileReader = Callable[[Sequence[Path]], list[FileOutcome]]
 
 
-def read_files_serially(paths: Sequence[Path], *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[FileOutcome]:
+def read_files_serially(
+    paths: Sequence[Path], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> list[FileOutcome]:
     """Each path read with `load_file`; an unreadable one becomes a `SkippedSource`."""
     outcomes: list[FileOutcome] = []
     for path in paths:
@@ -187,7 +189,8 @@ def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Docume
             raise SourceError(source, "empty")
         if size > max_bytes:
             raise SourceError(
-                source, f"too large ({size / 2**20:.1f} MB, the limit is {max_bytes / 2**20:.1f} MB)"
+                source,
+                f"too large ({size / 2**20:.1f} MB, the limit is {max_bytes / 2**20:.1f} MB)",
             )
         if kind == "pdf":
             return _load_pdf(path, source)
@@ -204,7 +207,9 @@ def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Docume
     return _document(text=text, source=source, title=title, kind=kind)
 
 
-def document_from_text(text: str, source: str = "<text>", title: str | None = None) -> Document | None:
+def document_from_text(
+    text: str, source: str = "<text>", title: str | None = None
+) -> Document | None:
     """A `Document` for raw text; None when the text is empty or blank."""
     cleaned = _clean(text).strip()
     if not cleaned:
@@ -215,7 +220,9 @@ def document_from_text(text: str, source: str = "<text>", title: str | None = No
 
 def _document(*, text: str, source: str, title: str, kind: DocumentKind, **extra: Any) -> Document:
     document_id = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    return Document(document_id=document_id, source=source, title=title, kind=kind, text=text, **extra)
+    return Document(
+        document_id=document_id, source=source, title=title, kind=kind, text=text, **extra
+    )
 
 
 def _walk_directory(root: Path) -> list[Path]:
@@ -291,13 +298,17 @@ def _load_pdf(path: Path, source: str) -> Document:
     except SourceError:
         raise
     except Exception as exc:  # pypdf raises many exception types on malformed files
-        raise SourceError(source, f"corrupt or unreadable PDF ({type(exc).__name__}: {exc})") from exc
+        raise SourceError(
+            source, f"corrupt or unreadable PDF ({type(exc).__name__}: {exc})"
+        ) from exc
     page_texts: list[str] = []
     for number, page in enumerate(pages, start=1):
         try:
             page_text = page.extract_text()
         except Exception as exc:  # one broken page should not cost the rest of the document
-            logger.warning("%s: skipping page %d, its text could not be extracted: %s", source, number, exc)
+            logger.warning(
+                "%s: skipping page %d, its text could not be extracted: %s", source, number, exc
+            )
             continue
         page_text = _clean(page_text or "").strip()
         if page_text:
@@ -305,7 +316,9 @@ def _load_pdf(path: Path, source: str) -> Document:
     if not page_texts:
         raise SourceError(source, "no extractable text (a scanned or image-only PDF?)")
     text = "\n\n".join(page_texts)
-    return _document(text=text, source=source, title=_pdf_title(reader) or _humanize(path.stem), kind="pdf")
+    return _document(
+        text=text, source=source, title=_pdf_title(reader) or _humanize(path.stem), kind="pdf"
+    )
 
 
 def _pdf_title(reader: PdfReader) -> str | None:
@@ -329,9 +342,14 @@ class _NotAConversation(ValueError):
 def _load_conversation(text: str, source: str, *, jsonl: bool) -> Document:
     try:
         sessions, with_headers = _parse_jsonl(text) if jsonl else _parse_json(text)
-        parsed = [(session_id, _parse_turns(raw_turns, where)) for session_id, raw_turns, where in sessions]
+        parsed = [
+            (session_id, _parse_turns(raw_turns, where))
+            for session_id, raw_turns, where in sessions
+        ]
     except _NotAConversation as exc:
-        raise SourceError(source, f"not a conversation: {exc}; expected {_CONVERSATION_SHAPES}") from exc
+        raise SourceError(
+            source, f"not a conversation: {exc}; expected {_CONVERSATION_SHAPES}"
+        ) from exc
     blocks: list[str] = []
     turns: list[Turn] = []
     offsets: list[int] = []
@@ -366,12 +384,18 @@ def _parse_json(text: str) -> tuple[list[_Session], bool]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _NotAConversation(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+        raise _NotAConversation(
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from exc
     if isinstance(data, dict) and "sessions" in data:
         return _parse_sessions(data["sessions"]), True
     if isinstance(data, dict) and "turns" in data:
         return [(_optional_str(data.get("session_id")), data["turns"], "")], False
-    if isinstance(data, list) and data and all(isinstance(item, dict) and "turns" in item for item in data):
+    if (
+        isinstance(data, list)
+        and data
+        and all(isinstance(item, dict) and "turns" in item for item in data)
+    ):
         return _parse_sessions(data), True
     if isinstance(data, list):
         return [(None, data, "")], False
@@ -403,8 +427,10 @@ def _parse_jsonl(text: str) -> tuple[list[_Session], bool]:
 
 def _parse_turns(raw_turns: Any, where: str) -> list[Turn]:
     if not isinstance(raw_turns, list):
-        raise _NotAConversation(f'{where or "the "}turns are not a list')
-    turns = [_parse_turn(raw, f"{where}turn {number}") for number, raw in enumerate(raw_turns, start=1)]
+        raise _NotAConversation(f"{where or 'the '}turns are not a list")
+    turns = [
+        _parse_turn(raw, f"{where}turn {number}") for number, raw in enumerate(raw_turns, start=1)
+    ]
     return [turn for turn in turns if turn is not None]
 
 
@@ -430,7 +456,9 @@ def _content_text(content: Any) -> str | None:
         return content
     if isinstance(content, list):  # OpenAI content parts; non-text parts (images) are ignored
         parts = [
-            part.get("text") for part in content if isinstance(part, dict) and part.get("type") == "text"
+            part.get("text")
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
         ]
         if all(isinstance(part, str) for part in parts):
             return "\n".join(parts)

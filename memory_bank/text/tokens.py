@@ -60,7 +60,9 @@ def tiktoken_cache_file(name: str, cache_dir: Path) -> Path:
 def _load_offline(name: str) -> tiktoken.Encoding:
     if name not in _BLOB_URLS:
         available = ", ".join(sorted(_BLOB_URLS))
-        raise ModelLoadError(f"tiktoken encoding {name!r} is not available offline ({available} are)")
+        raise ModelLoadError(
+            f"tiktoken encoding {name!r} is not available offline ({available} are)"
+        )
     cache_dir = tiktoken_cache_dir()
     if cache_dir is None:
         raise ModelLoadError(

@@ -10,14 +10,13 @@ import pytest
 
 from memory_bank.config import AppConfig
 from memory_bank.ingest.runner import local_runner
-from memory_bank.schemas import MemorizedChunk
-from memory_bank.store.reader import StoreReader
-from memory_bank.taxonomy import validate_taxonomy
-from pipeline.executor import ray_runner
 from memory_bank.ingest.stages import compose_readmes, plan_tree
 from memory_bank.llm.offline import OfflineBackend
-from pipeline.executor import RayExecutor
+from memory_bank.schemas import MemorizedChunk
 from memory_bank.store.files import assign_chunk_paths
+from memory_bank.store.reader import StoreReader
+from memory_bank.taxonomy import validate_taxonomy
+from pipeline.executor import RayExecutor, ray_runner
 from tests.support import shared_embedder
 from tests.unit.test_ingest import assert_valid_store
 
@@ -44,12 +43,17 @@ def test_ray_pipeline_matches_the_in_process_run(ray_cluster, tmp_path):
     assert summary.documents == 4 and meta["total_documents"] == 4
     assert any("broken.pdf" in line for line in summary.skipped)
     assert {"chunk", "embed+memorize", "plan", "write", "embed busy"} <= set(summary.stage_seconds)
-    ray_reader, local_reader = StoreReader(tmp_path / "ray_store"), StoreReader(tmp_path / "local_store")
+    ray_reader, local_reader = (
+        StoreReader(tmp_path / "ray_store"),
+        StoreReader(tmp_path / "local_store"),
+    )
     ray_rows = ray_reader.memories().drop_columns(["embedding"]).to_pylist()
     local_rows = local_reader.memories().drop_columns(["embedding"]).to_pylist()
     assert [r["title"] for r in ray_rows] == [r["title"] for r in local_rows]
     assert [r["path"] for r in ray_rows] == [r["path"] for r in local_rows]
-    np.testing.assert_allclose(ray_reader.memory_vectors(), local_reader.memory_vectors(), atol=1e-4)
+    np.testing.assert_allclose(
+        ray_reader.memory_vectors(), local_reader.memory_vectors(), atol=1e-4
+    )
     kinds = {json.loads(Path(tmp_path / "ray_store/.gam_meta.json").read_text())["backend"]}
     assert kinds == {"offline"}
 
@@ -63,8 +67,11 @@ def test_distributed_planning_covers_a_large_corpus(ray_cluster):
     vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
     memories = [
         MemorizedChunk(
-            index=i, title=f"topic_{labels[i]}_note_{i}", memory=f"Topic {labels[i]} word{labels[i]} detail {i}.",
-            tldr=f"Detail {i} of topic {labels[i]}.", keywords=[f"word{labels[i]}"],
+            index=i,
+            title=f"topic_{labels[i]}_note_{i}",
+            memory=f"Topic {labels[i]} word{labels[i]} detail {i}.",
+            tldr=f"Detail {i} of topic {labels[i]}.",
+            keywords=[f"word{labels[i]}"],
         )
         for i in range(900)
     ]
@@ -87,13 +94,19 @@ def test_both_runners_skip_the_same_sources(ray_cluster, tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "a.md").write_text("# Alpha\n\nThe alpha document talks about sourdough starters.\n")
-    (corpus / "b_copy.md").write_text("# Alpha\n\nThe alpha document talks about sourdough starters.\n")
+    (corpus / "b_copy.md").write_text(
+        "# Alpha\n\nThe alpha document talks about sourdough starters.\n"
+    )
     (corpus / "empty.txt").write_text("")
-    (corpus / "c.txt").write_text("A third text about lighthouses and their keepers on the coast.\n")
+    (corpus / "c.txt").write_text(
+        "A third text about lighthouses and their keepers on the coast.\n"
+    )
     files = [str(corpus), str(tmp_path / "missing.md")]
 
     on_ray = ray_runner(AppConfig()).run(tmp_path / "ray_store", files=files)
-    in_process = local_runner(AppConfig(), shared_embedder()).run(tmp_path / "local_store", files=files)
+    in_process = local_runner(AppConfig(), shared_embedder()).run(
+        tmp_path / "local_store", files=files
+    )
 
     assert on_ray.skipped == in_process.skipped
     assert any("same content as" in line and "b_copy.md" in line for line in on_ray.skipped)

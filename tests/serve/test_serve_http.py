@@ -105,11 +105,16 @@ def test_healthz_reports_the_store_version(client, bank):
     response = client.get("/healthz")
 
     assert response.status_code == 200, response.text
-    assert response.json() == {"status": "ok", "store_version": StoreReader(bank.store).store_version}
+    assert response.json() == {
+        "status": "ok",
+        "store_version": StoreReader(bank.store).store_version,
+    }
 
 
 def test_query_answers_with_cited_sources_and_confidence(client):
-    response = client.post("/query", json={"question": "What does the Global Interpreter Lock allow?"})
+    response = client.post(
+        "/query", json={"question": "What does the Global Interpreter Lock allow?"}
+    )
 
     assert response.status_code == 200, response.text
     result = ChatResult.model_validate(response.json())
@@ -122,7 +127,8 @@ def test_query_answers_with_cited_sources_and_confidence(client):
 
 def test_query_about_an_absent_topic_has_low_confidence(client):
     response = client.post(
-        "/query", json={"question": "How does Kubernetes schedule pods onto nodes?", "max_iterations": 5}
+        "/query",
+        json={"question": "How does Kubernetes schedule pods onto nodes?", "max_iterations": 5},
     )
 
     assert response.status_code == 200, response.text
@@ -131,7 +137,9 @@ def test_query_about_an_absent_topic_has_low_confidence(client):
 
 @pytest.mark.parametrize("mode", ["hybrid", "bm25", "vector", "tree"])
 def test_search_hits_carry_the_ingested_file_path(client, corpus, mode):
-    response = client.post("/search", json={"query": "sourdough starter feeding", "top_k": 3, "mode": mode})
+    response = client.post(
+        "/search", json={"query": "sourdough starter feeding", "top_k": 3, "mode": mode}
+    )
 
     assert response.status_code == 200, response.text
     hits = [SearchHit.model_validate(hit) for hit in response.json()]

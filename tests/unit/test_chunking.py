@@ -11,8 +11,8 @@ import pytest
 from memory_bank.config import ChunkConfig
 from memory_bank.schemas import Chunk, Document
 from memory_bank.text.chunking import _Atom, _fit_runs, chunk_document
-from memory_bank.text.sources import document_from_text, load_file
 from memory_bank.text.sentences import split_sentence_spans
+from memory_bank.text.sources import document_from_text, load_file
 from memory_bank.text.tokens import count_tokens, get_encoding
 
 
@@ -40,7 +40,9 @@ def sentence(rng: random.Random, words: list[str]) -> str:
 
 
 def paragraph(topic: str, sentences: int) -> str:
-    return " ".join(f"The {topic} note {i} adds one more plain fact about {topic}." for i in range(sentences))
+    return " ".join(
+        f"The {topic} note {i} adds one more plain fact about {topic}." for i in range(sentences)
+    )
 
 
 def markdown(sections: list[tuple[str, int]]) -> str:
@@ -49,7 +51,9 @@ def markdown(sections: list[tuple[str, int]]) -> str:
 
 
 def test_sections_that_fit_become_one_chunk_each():
-    doc = document_from_text(markdown([("# Alpha", 8), ("## Beta", 10), ("## Gamma", 6), ("# Delta", 9)]))
+    doc = document_from_text(
+        markdown([("# Alpha", 8), ("## Beta", 10), ("## Gamma", 6), ("# Delta", 9)])
+    )
     config = ChunkConfig(min_tokens=40, max_tokens=400)
     chunks = chunk_document(doc, config)
     check_invariants(doc, chunks, config)
@@ -58,7 +62,9 @@ def test_sections_that_fit_become_one_chunk_each():
 
 
 def test_short_section_joins_the_following_one():
-    doc = document_from_text(markdown([("# Alpha", 8), ("## Short", 1), ("## Beta", 8), ("## Gamma", 8)]))
+    doc = document_from_text(
+        markdown([("# Alpha", 8), ("## Short", 1), ("## Beta", 8), ("## Gamma", 8)])
+    )
     config = ChunkConfig(min_tokens=40, max_tokens=400)
     chunks = chunk_document(doc, config)
     check_invariants(doc, chunks, config)
@@ -67,7 +73,9 @@ def test_short_section_joins_the_following_one():
 
 
 def test_short_subsection_before_a_new_chapter_joins_the_one_before():
-    doc = document_from_text(markdown([("# One", 8), ("### Short", 1), ("# Two", 8), ("## Two b", 8)]))
+    doc = document_from_text(
+        markdown([("# One", 8), ("### Short", 1), ("# Two", 8), ("## Two b", 8)])
+    )
     config = ChunkConfig(min_tokens=40, max_tokens=400)
     chunks = chunk_document(doc, config)
     check_invariants(doc, chunks, config)
@@ -78,7 +86,8 @@ def test_short_subsection_before_a_new_chapter_joins_the_one_before():
 def test_header_stays_with_the_text_that_follows_it():
     # Each section is too big for one chunk, and min_tokens=1 would allow a header on its own.
     text = "\n\n".join(
-        f"# Part {n}\n\n{paragraph(f'first {n}', 7)}\n\n{paragraph(f'second {n}', 7)}" for n in range(3)
+        f"# Part {n}\n\n{paragraph(f'first {n}', 7)}\n\n{paragraph(f'second {n}', 7)}"
+        for n in range(3)
     )
     doc = document_from_text(text)
     config = ChunkConfig(min_tokens=1, max_tokens=150)
@@ -91,7 +100,19 @@ def test_header_stays_with_the_text_that_follows_it():
 
 def test_tight_bounds_hold():
     rng = random.Random(3)
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda".split()
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "eta",
+        "theta",
+        "iota",
+        "kappa",
+        "lambda",
+    ]
     paragraphs = [" ".join(sentence(rng, words) for _ in range(4)) for _ in range(150)]
     doc = document_from_text("\n\n".join(paragraphs))
     config = ChunkConfig(min_tokens=100, max_tokens=112)
@@ -152,8 +173,10 @@ def test_headers_inside_code_fences_are_not_sections():
 
 def test_chunking_is_deterministic():
     rng = random.Random(7)
-    words = "graph node edge weight path cycle tree root leaf depth".split()
-    text = "\n\n".join(" ".join(sentence(rng, words) for _ in range(rng.randint(1, 9))) for _ in range(60))
+    words = ["graph", "node", "edge", "weight", "path", "cycle", "tree", "root", "leaf", "depth"]
+    text = "\n\n".join(
+        " ".join(sentence(rng, words) for _ in range(rng.randint(1, 9))) for _ in range(60)
+    )
     doc = document_from_text(text)
     config = ChunkConfig(min_tokens=60, max_tokens=250)
     first = [chunk.model_dump() for chunk in chunk_document(doc, config)]
@@ -173,12 +196,18 @@ def test_o200k_encoding_is_honoured():
 @pytest.fixture()
 def conversation(tmp_path) -> Document:
     turns = [
-        {"speaker": ["Ann", "Bob", "Cy"][i % 3], "text": paragraph(f"topic {i}", 1 + i % 4),
-         "timestamp": f"2024-03-{1 + i // 8:02d} 10:{i:02d}"}
+        {
+            "speaker": ["Ann", "Bob", "Cy"][i % 3],
+            "text": paragraph(f"topic {i}", 1 + i % 4),
+            "timestamp": f"2024-03-{1 + i // 8:02d} 10:{i:02d}",
+        }
         for i in range(24)
     ]
     turns[9]["text"] = paragraph("giant", 45) + "\n\n" + paragraph("giant tail", 10)
-    sessions = [{"session_id": "first", "turns": turns[:12]}, {"session_id": "second", "turns": turns[12:]}]
+    sessions = [
+        {"session_id": "first", "turns": turns[:12]},
+        {"session_id": "second", "turns": turns[12:]},
+    ]
     path = tmp_path / "chat.json"
     path.write_text(json.dumps(sessions), encoding="utf-8")
     return load_file(path)
@@ -194,7 +223,9 @@ def test_conversation_chunks_cut_only_at_turn_boundaries(conversation):
         cut = chunk.start_char
         at_turn_boundary = cut in offsets or chunk.text.startswith("## Session ")
         # Only turn 9 is longer than max_tokens, so only it may be cut inside (at sentences).
-        assert at_turn_boundary or giant_start < cut < giant_end, f"chunk {chunk.position} cuts a turn"
+        assert at_turn_boundary or giant_start < cut < giant_end, (
+            f"chunk {chunk.position} cuts a turn"
+        )
     assert any(giant_start < chunk.start_char < giant_end for chunk in chunks)
     for chunk in chunks:
         turns = conversation.turns[chunk.first_turn : chunk.last_turn + 1]
@@ -219,7 +250,10 @@ def test_conversation_turn_ranges_cover_every_turn_in_order(conversation):
 
 def test_japanese_document_chunks_at_sentence_ends():
     paragraphs = [
-        "".join(f"これは第{p}段落の{i}番目の文であり、日本語の文章を分割する試験です。" for i in range(14))
+        "".join(
+            f"これは第{p}段落の{i}番目の文であり、日本語の文章を分割する試験です。"
+            for i in range(14)
+        )
         for p in range(6)
     ]
     doc = document_from_text("# 日本語の文書\n\n" + "\n\n".join(paragraphs))
@@ -234,10 +268,31 @@ def test_japanese_document_chunks_at_sentence_ends():
 # ------------------------------------------------------------------------------- scale
 
 
+@pytest.mark.slow
 def test_hundred_thousand_word_document():
     rng = random.Random(42)
-    words = ("memory index cluster token search vector model tree query answer source chunk "
-             "header section storage pipeline batch actor result value").split()
+    words = [
+        "memory",
+        "index",
+        "cluster",
+        "token",
+        "search",
+        "vector",
+        "model",
+        "tree",
+        "query",
+        "answer",
+        "source",
+        "chunk",
+        "header",
+        "section",
+        "storage",
+        "pipeline",
+        "batch",
+        "actor",
+        "result",
+        "value",
+    ]
     parts, total_words = [], 0
     while total_words < 100_000:
         if rng.random() < 0.04:

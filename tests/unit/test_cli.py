@@ -22,7 +22,9 @@ def store(tmp_path_factory) -> Path:
         SAMPLE / "notes/home/sourdough_baking.md",
         SAMPLE / "notes/engineering/python_concurrency.md",
     ]
-    result = CliRunner().invoke(app, ["ingest", *map(str, files), "--store", str(store), "--local", "--json"])
+    result = CliRunner().invoke(
+        app, ["ingest", *map(str, files), "--store", str(store), "--local", "--json"]
+    )
     assert result.exit_code == 0, result.output
     return store
 
@@ -35,7 +37,15 @@ def test_ingest_json_summary(store):
     meta = json.loads((store / ".gam_meta.json").read_text())
     assert meta["total_documents"] == 3
     result = CliRunner().invoke(
-        app, ["ingest", str(SAMPLE / "notes/home/sourdough_baking.md"), "--store", str(store), "--local", "--json"]
+        app,
+        [
+            "ingest",
+            str(SAMPLE / "notes/home/sourdough_baking.md"),
+            "--store",
+            str(store),
+            "--local",
+            "--json",
+        ],
     )
     assert result.exit_code == 0
     summary = _json_stdout(result)
@@ -44,7 +54,8 @@ def test_ingest_json_summary(store):
 
 def test_search_json_records(store):
     result = CliRunner().invoke(
-        app, ["search", "BERT masked language model", "--store", str(store), "--top-k", "3", "--json"]
+        app,
+        ["search", "BERT masked language model", "--store", str(store), "--top-k", "3", "--json"],
     )
     assert result.exit_code == 0, result.output
     hits = _json_stdout(result)
@@ -56,13 +67,21 @@ def test_search_json_records(store):
 
 def test_ask_json_chat_result(store):
     result = CliRunner().invoke(
-        app, ["ask", "How long does a sourdough starter take to become active?", "--store", str(store), "--json"]
+        app,
+        [
+            "ask",
+            "How long does a sourdough starter take to become active?",
+            "--store",
+            str(store),
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     answer = _json_stdout(result)
     assert answer["confidence"] > 0.5
     source_of = {
-        row["path"]: row["source"] for row in StoreReader(store).memories().select(["path", "source"]).to_pylist()
+        row["path"]: row["source"]
+        for row in StoreReader(store).memories().select(["path", "source"]).to_pylist()
     }
     assert answer["sources"]
     assert source_of[answer["sources"][0]].endswith("sourdough_baking.md")
@@ -76,7 +95,9 @@ def test_unknown_mode_is_a_clear_error(store):
 
 def test_nothing_ingestible_exits_non_zero(tmp_path):
     (tmp_path / "blank.md").write_text("\n\n")
-    result = CliRunner().invoke(app, ["ingest", str(tmp_path / "blank.md"), "--store", str(tmp_path / "s"), "--local"])
+    result = CliRunner().invoke(
+        app, ["ingest", str(tmp_path / "blank.md"), "--store", str(tmp_path / "s"), "--local"]
+    )
     assert result.exit_code == 1
     assert "blank.md" in result.output
     assert not (tmp_path / "s").exists()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -93,13 +91,15 @@ def test_encode_chunks_shapes_and_normalization(embedder: Embedder) -> None:
     ]
     encodings = embedder.encode_chunks(texts)
     assert len(encodings) == len(texts)
-    for text, encoding in zip(texts, encodings):
+    for text, encoding in zip(texts, encodings, strict=True):
         assert encoding.vector.shape == (EMBEDDING_DIM,)
         assert encoding.vector.dtype == np.float32
         assert abs(np.linalg.norm(encoding.vector) - 1.0) < 1e-5
         assert len(encoding.sentence_spans) >= 1
         assert encoding.sentence_vectors.shape == (len(encoding.sentence_spans), EMBEDDING_DIM)
-        np.testing.assert_allclose(np.linalg.norm(encoding.sentence_vectors, axis=1), 1.0, atol=1e-5)
+        np.testing.assert_allclose(
+            np.linalg.norm(encoding.sentence_vectors, axis=1), 1.0, atol=1e-5
+        )
         assert all(0 <= span.start <= span.end <= len(text) for span in encoding.sentence_spans)
     assert len(encodings[0].sentence_spans) == 2
     assert len(encodings[1].sentence_spans) == 2  # CJK full stops split sentences too
@@ -115,7 +115,7 @@ def test_encode_chunks_is_deterministic_and_independent_of_batching(embedder: Em
     texts = [" ".join(BREAD_SENTENCES), " ".join(BREAD_SENTENCES[:4]), HIDDEN_FACT]
     first = embedder.encode_chunks(texts)
     second = embedder.encode_chunks(texts)
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=True):
         np.testing.assert_array_equal(a.vector, b.vector)
         np.testing.assert_array_equal(a.sentence_vectors, b.sentence_vectors)
 
@@ -124,7 +124,7 @@ def test_encode_chunks_is_deterministic_and_independent_of_batching(embedder: Em
     small_batches = Embedder(EmbeddingConfig(window_tokens=64, batch_size=2), model=embedder.model)
     all_at_once = together.encode_chunks(texts)
     one_by_one = [small_batches.encode_chunks([text])[0] for text in texts]
-    for batched, alone in zip(all_at_once, one_by_one):
+    for batched, alone in zip(all_at_once, one_by_one, strict=True):
         np.testing.assert_allclose(batched.vector, alone.vector, atol=1e-4)
         np.testing.assert_allclose(batched.sentence_vectors, alone.sentence_vectors, atol=1e-4)
 
@@ -186,7 +186,7 @@ def test_bfloat16_vectors_agree_with_float32(embedder: Embedder) -> None:
     half = Embedder(EmbeddingConfig(precision="bfloat16"))
     texts = [GIL_PARAGRAPH, _long_chunk_with_fact_at_the_end(), "東京タワーは1958年に完成した。"]
     exact, rounded = embedder.encode_chunks(texts), half.encode_chunks(texts)
-    for full, approximate in zip(exact, rounded):
+    for full, approximate in zip(exact, rounded, strict=True):
         assert approximate.vector.dtype == np.float32
         assert float(full.vector @ approximate.vector) > 0.999
         assert approximate.sentence_spans == full.sentence_spans
@@ -199,7 +199,9 @@ def test_bfloat16_vectors_agree_with_float32(embedder: Embedder) -> None:
         assert np.sum(vectors * embedder.encode(queries), axis=1).min() > 0.999
 
 
-def test_auto_precision_follows_the_cpu_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_precision_follows_the_cpu_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("flags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n")
     assert has_native_bfloat16(cpuinfo)

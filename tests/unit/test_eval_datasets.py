@@ -28,7 +28,9 @@ def _assert_corpus_written(dataset: EvalDataset) -> None:
     assert written == set(dataset.source_files)
     for question in dataset.questions:
         assert set(question.gold_sources) <= written
-        assert all(dataset.units[unit].source in question.gold_sources for unit in question.gold_units)
+        assert all(
+            dataset.units[unit].source in question.gold_sources for unit in question.gold_units
+        )
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +51,9 @@ def test_hotpotqa_writes_one_titled_file_per_paragraph(hotpotqa: EvalDataset) ->
 
 
 def test_hotpotqa_excludes_yes_no_answers_from_answer_recall(hotpotqa: EvalDataset) -> None:
-    yes_no = [question for question in hotpotqa.questions if question.answers[0].lower() in {"yes", "no"}]
+    yes_no = [
+        question for question in hotpotqa.questions if question.answers[0].lower() in {"yes", "no"}
+    ]
     assert len(yes_no) == 9
     assert not any(question.answer_scoreable for question in yes_no)
     assert sum(question.answer_scoreable for question in hotpotqa.questions) == 91
@@ -73,7 +77,9 @@ def test_hotpotqa_sentence_units_map_from_a_hit(hotpotqa: EvalDataset) -> None:
     assert hotpotqa.units_covered(Passage(None, extract)) == set()
 
 
-def test_source_keys_accept_absolute_and_corpus_relative_paths(hotpotqa: EvalDataset, tmp_path: Path) -> None:
+def test_source_keys_accept_absolute_and_corpus_relative_paths(
+    hotpotqa: EvalDataset, tmp_path: Path
+) -> None:
     assert hotpotqa.source_key(str(hotpotqa.corpus_dir / "alu.txt")) == "alu.txt"
     assert hotpotqa.source_key("alu.txt") == "alu.txt"
     assert hotpotqa.source_key(str(tmp_path / "alu.txt")) is None
@@ -81,7 +87,9 @@ def test_source_keys_accept_absolute_and_corpus_relative_paths(hotpotqa: EvalDat
 
 
 def test_fairytaleqa_writes_sections_and_interleaves_stories(tmp_path: Path) -> None:
-    dataset = prepare_dataset(EVAL_DIR / "fairytaleqa", "fairytaleqa", tmp_path, limit=3, max_groups=2)
+    dataset = prepare_dataset(
+        EVAL_DIR / "fairytaleqa", "fairytaleqa", tmp_path, limit=3, max_groups=2
+    )
     assert dataset.name == "fairytaleqa-val"
     _assert_corpus_written(dataset)
     stories = {source.split("/")[0] for source in dataset.source_files}
@@ -105,7 +113,9 @@ def test_fairytaleqa_writes_sections_and_interleaves_stories(tmp_path: Path) -> 
 
 
 def test_fairytaleqa_marks_only_explicit_questions_answer_scoreable(tmp_path: Path) -> None:
-    dataset = prepare_dataset(EVAL_DIR / "fairytaleqa" / "val", "fairytaleqa", tmp_path, max_groups=1)
+    dataset = prepare_dataset(
+        EVAL_DIR / "fairytaleqa" / "val", "fairytaleqa", tmp_path, max_groups=1
+    )
     story = "assipattle-and-the-mester-stoorworm"
     questions_csv = EVAL_DIR / "fairytaleqa" / "val" / "questions" / f"{story}-questions.csv"
     with questions_csv.open(encoding="utf-8") as handle:
@@ -118,7 +128,9 @@ def test_fairytaleqa_marks_only_explicit_questions_answer_scoreable(tmp_path: Pa
 
 
 def test_qmsum_writes_conversation_parts_with_recoverable_turn_ids(tmp_path: Path) -> None:
-    dataset = prepare_dataset(EVAL_DIR / "qmsum", "qmsum", tmp_path, limit=3, max_groups=2, turns_per_part=30)
+    dataset = prepare_dataset(
+        EVAL_DIR / "qmsum", "qmsum", tmp_path, limit=3, max_groups=2, turns_per_part=30
+    )
     assert dataset.name == "qmsum-val"
     _assert_corpus_written(dataset)
     qids = [question.qid for question in dataset.questions]
@@ -126,7 +138,9 @@ def test_qmsum_writes_conversation_parts_with_recoverable_turn_ids(tmp_path: Pat
     meeting = json.loads((EVAL_DIR / "qmsum" / "val" / "Bed002.json").read_text(encoding="utf-8"))
     transcript = meeting["meeting_transcripts"]
 
-    part = json.loads((dataset.corpus_dir / "Bed002" / "turns_0030-0059.json").read_text(encoding="utf-8"))
+    part = json.loads(
+        (dataset.corpus_dir / "Bed002" / "turns_0030-0059.json").read_text(encoding="utf-8")
+    )
     assert len(part) == 30
     assert set(part[0]) == {"speaker", "text"}
     assert part[12] == {"speaker": transcript[42]["speaker"], "text": transcript[42]["content"]}
@@ -135,7 +149,9 @@ def test_qmsum_writes_conversation_parts_with_recoverable_turn_ids(tmp_path: Pat
     question = dataset.questions[2]
     assert question.meta["spans"] == [[14, 22], [31, 62]]
     assert question.gold_sources == [
-        "Bed002/turns_0000-0029.json", "Bed002/turns_0030-0059.json", "Bed002/turns_0060-0089.json",
+        "Bed002/turns_0000-0029.json",
+        "Bed002/turns_0030-0059.json",
+        "Bed002/turns_0060-0089.json",
     ]
     assert "Bed002#42" in question.gold_units and "Bed002#23" not in question.gold_units
     assert not question.answer_scoreable
@@ -159,8 +175,17 @@ def test_jsonl_dataset_uses_its_corpus_in_place(tmp_path: Path) -> None:
     (corpus / "notes" / "a.md").write_text("# A\nAlpha facts.\n", encoding="utf-8")
     (corpus / "b.txt").write_text("Beta facts.\n", encoding="utf-8")
     lines = [
-        {"question": "What is alpha?", "answers": "Alpha facts", "evidence_sources": ["./notes/a.md"]},
-        {"id": "q-b", "question": "And beta?", "answers": [], "evidence_sources": ["b.txt", "notes/a.md"]},
+        {
+            "question": "What is alpha?",
+            "answers": "Alpha facts",
+            "evidence_sources": ["./notes/a.md"],
+        },
+        {
+            "id": "q-b",
+            "question": "And beta?",
+            "answers": [],
+            "evidence_sources": ["b.txt", "notes/a.md"],
+        },
     ]
     questions_text = "\n".join(map(json.dumps, lines)) + "\n\n"  # a trailing blank line is fine
     (tmp_path / "mine" / "questions.jsonl").write_text(questions_text, encoding="utf-8")
@@ -172,7 +197,9 @@ def test_jsonl_dataset_uses_its_corpus_in_place(tmp_path: Path) -> None:
     assert dataset.questions[0].answers == ["Alpha facts"]
     assert not dataset.questions[1].answer_scoreable
     assert dataset.units_covered(Passage(str(corpus / "b.txt"), "Beta")) == {"b.txt"}
-    assert len(prepare_dataset(tmp_path / "mine", "jsonl", tmp_path / "work", limit=1).questions) == 1
+    assert (
+        len(prepare_dataset(tmp_path / "mine", "jsonl", tmp_path / "work", limit=1).questions) == 1
+    )
 
     (tmp_path / "mine" / "questions.jsonl").write_text(
         json.dumps({"question": "?", "evidence_sources": ["missing.txt"]}) + "\n", encoding="utf-8"
@@ -183,7 +210,9 @@ def test_jsonl_dataset_uses_its_corpus_in_place(tmp_path: Path) -> None:
 
 def test_a_rerun_replaces_its_own_corpus_but_never_a_foreign_directory(tmp_path: Path) -> None:
     first = prepare_dataset(EVAL_DIR / "fairytaleqa", "fairytaleqa", tmp_path / "run", max_groups=2)
-    second = prepare_dataset(EVAL_DIR / "fairytaleqa", "fairytaleqa", tmp_path / "run", max_groups=1)
+    second = prepare_dataset(
+        EVAL_DIR / "fairytaleqa", "fairytaleqa", tmp_path / "run", max_groups=1
+    )
     assert len(second.source_files) < len(first.source_files)
     _assert_corpus_written(second)
 

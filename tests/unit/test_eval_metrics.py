@@ -77,7 +77,9 @@ def test_unit_recall_is_the_covered_share_of_gold_units() -> None:
 
 def test_cut_to_budget_keeps_whole_passages_then_truncates_the_last() -> None:
     passages = [
-        Passage("a", "one two three"), Passage(None, "four five six seven"), Passage("c", "eight nine"),
+        Passage("a", "one two three"),
+        Passage(None, "four five six seven"),
+        Passage("c", "eight nine"),
     ]
     kept = cut_to_budget(passages, 5, whitespace_token_count)
     assert kept == [Passage("a", "one two three"), Passage(None, "four five")]
@@ -101,7 +103,9 @@ def test_budget_cut_with_the_project_tokenizer_stays_within_budget() -> None:
     name, count_tokens = default_token_counter()
     assert name == "cl100k_base"
     text = "The Giant's garden had twelve peach-trees that broke out into delicate blossoms."
-    kept = cut_to_budget([Passage("a", text), Passage("b", text)], count_tokens(text) + 5, count_tokens)
+    kept = cut_to_budget(
+        [Passage("a", text), Passage("b", text)], count_tokens(text) + 5, count_tokens
+    )
     assert kept[0] == Passage("a", text)
     assert kept[1].source == "b" and text.startswith(kept[1].text) and kept[1].text != text
     assert sum(count_tokens(passage.text) for passage in kept) <= count_tokens(text) + 5
@@ -147,7 +151,9 @@ def test_score_question_scores_ranking_budgets_and_answers(tmp_path: Path) -> No
         answer_scoreable=True,
     )
     passages = [
-        Passage("noise.txt", "Lyon is known for its food and its silk weaving history."),  # 11 words
+        Passage(
+            "noise.txt", "Lyon is known for its food and its silk weaving history."
+        ),  # 11 words
         Passage(None, "A summary of French cities."),  # a README: budget, no evidence
         Passage(
             str(tmp_path / "corpus" / "paris.txt"),  # an absolute source path, as ingest records it
@@ -156,8 +162,14 @@ def test_score_question_scores_ranking_budgets_and_answers(tmp_path: Path) -> No
         Passage("seine.txt", "The Seine flows into the English Channel at Le Havre."),
     ]
     result = score_question(
-        dataset, question, passages, mode="hybrid", latency_seconds=0.25,
-        count_tokens=whitespace_token_count, budgets=(16, 28, 100), ks=(1, 2),
+        dataset,
+        question,
+        passages,
+        mode="hybrid",
+        latency_seconds=0.25,
+        count_tokens=whitespace_token_count,
+        budgets=(16, 28, 100),
+        ks=(1, 2),
     )
     assert result.retrieved_sources == ["noise.txt", "paris.txt", "seine.txt"]
     assert result.recall_at_k == {1: 0.0, 2: 0.5}
@@ -172,28 +184,49 @@ def test_score_question_scores_ranking_budgets_and_answers(tmp_path: Path) -> No
 def test_a_truncated_sentence_does_not_count_as_evidence(tmp_path: Path) -> None:
     dataset = _toy_dataset(tmp_path)
     question = EvalQuestion(
-        qid="q2", question="?", answers=["Le Havre"], gold_sources=["seine.txt"],
-        gold_units=["seine.txt#0"], answer_scoreable=True,
+        qid="q2",
+        question="?",
+        answers=["Le Havre"],
+        gold_sources=["seine.txt"],
+        gold_units=["seine.txt#0"],
+        answer_scoreable=True,
     )
     passages = [Passage("seine.txt", "The Seine flows into the English Channel at Le Havre.")]
     result = score_question(
-        dataset, question, passages, mode="bm25", latency_seconds=0.1,
-        count_tokens=whitespace_token_count, budgets=(5, 10),
+        dataset,
+        question,
+        passages,
+        mode="bm25",
+        latency_seconds=0.1,
+        count_tokens=whitespace_token_count,
+        budgets=(5, 10),
     )
     assert result.evidence_recall == {5: 0.0, 10: 1.0}
     assert result.answer_recall == {5: False, 10: True}
 
 
-def test_yes_no_questions_get_no_answer_recall_but_agent_answers_are_matched(tmp_path: Path) -> None:
+def test_yes_no_questions_get_no_answer_recall_but_agent_answers_are_matched(
+    tmp_path: Path,
+) -> None:
     dataset = _toy_dataset(tmp_path)
     yes_no = EvalQuestion(
-        qid="q3", question="Is Paris the capital of France?", answers=["yes"], gold_sources=["paris.txt"],
-        gold_units=["paris.txt#0"], answer_scoreable=False,
+        qid="q3",
+        question="Is Paris the capital of France?",
+        answers=["yes"],
+        gold_sources=["paris.txt"],
+        gold_units=["paris.txt#0"],
+        answer_scoreable=False,
     )
     passages = [Passage("paris.txt", "yes, Paris is the capital of France.")]
     result = score_question(
-        dataset, yes_no, passages, mode="ask", latency_seconds=1.0,
-        count_tokens=whitespace_token_count, budgets=(512,), generated_answer="yes",
+        dataset,
+        yes_no,
+        passages,
+        mode="ask",
+        latency_seconds=1.0,
+        count_tokens=whitespace_token_count,
+        budgets=(512,),
+        generated_answer="yes",
     )
     assert result.answer_recall == {}
     assert result.answer_match is None
@@ -201,8 +234,14 @@ def test_yes_no_questions_get_no_answer_recall_but_agent_answers_are_matched(tmp
 
     extractive = yes_no.model_copy(update={"answers": ["Paris"], "answer_scoreable": True})
     result = score_question(
-        dataset, extractive, passages, mode="ask", latency_seconds=1.0,
-        count_tokens=whitespace_token_count, budgets=(512,), generated_answer="It is Paris.",
+        dataset,
+        extractive,
+        passages,
+        mode="ask",
+        latency_seconds=1.0,
+        count_tokens=whitespace_token_count,
+        budgets=(512,),
+        generated_answer="It is Paris.",
     )
     assert result.answer_recall == {512: True}
     assert result.answer_match is True
@@ -211,12 +250,21 @@ def test_yes_no_questions_get_no_answer_recall_but_agent_answers_are_matched(tmp
 def test_questions_without_gold_evidence_leave_recall_out(tmp_path: Path) -> None:
     dataset = _toy_dataset(tmp_path)
     general = EvalQuestion(
-        qid="q4", question="Summarize.", answers=["Paris lies on the Seine"], gold_sources=[],
-        gold_units=[], answer_scoreable=False,
+        qid="q4",
+        question="Summarize.",
+        answers=["Paris lies on the Seine"],
+        gold_sources=[],
+        gold_units=[],
+        answer_scoreable=False,
     )
     result = score_question(
-        dataset, general, [Passage("paris.txt", "It lies on the Seine river.")], mode="tree",
-        latency_seconds=0.5, count_tokens=whitespace_token_count, budgets=(512,),
+        dataset,
+        general,
+        [Passage("paris.txt", "It lies on the Seine river.")],
+        mode="tree",
+        latency_seconds=0.5,
+        count_tokens=whitespace_token_count,
+        budgets=(512,),
     )
     assert result.recall_at_k == {}
     assert result.evidence_recall == {}
@@ -226,9 +274,21 @@ def test_questions_without_gold_evidence_leave_recall_out(tmp_path: Path) -> Non
 def test_passages_from_hits_drop_the_source_of_readme_hits() -> None:
     hits = [
         SearchHit(
-            chunk_path="a/x.md", chunk_id="d-00000", source="/c/x.txt", document_id="d", score=1.0, text="x"
+            chunk_path="a/x.md",
+            chunk_id="d-00000",
+            source="/c/x.txt",
+            document_id="d",
+            score=1.0,
+            text="x",
         ),
-        SearchHit(chunk_path="a/README.md", chunk_id="", source="", document_id="", score=0.5, text="r",
-                  kind="readme"),
+        SearchHit(
+            chunk_path="a/README.md",
+            chunk_id="",
+            source="",
+            document_id="",
+            score=0.5,
+            text="r",
+            kind="readme",
+        ),
     ]
     assert passages_from_hits(hits) == [Passage("/c/x.txt", "x"), Passage(None, "r")]

@@ -72,11 +72,24 @@ def test_write_report_writes_results_table_plot_and_manifest(tmp_path: Path) -> 
         dataset_files=[data_file],
         corpus_dir=tmp_path / "data" / "corpus",
         source_files=[],
-        questions=[EvalQuestion(qid="q1", question="?", answers=["a"], gold_sources=["x"], gold_units=["x"],
-                                answer_scoreable=True)],
+        questions=[
+            EvalQuestion(
+                qid="q1",
+                question="?",
+                answers=["a"],
+                gold_sources=["x"],
+                gold_units=["x"],
+                answer_scoreable=True,
+            )
+        ],
     )
-    written = write_report(tmp_path / "out", dataset, RESULTS, config={"modes": ["bm25", "vector"]},
-                           token_counter="whitespace")
+    written = write_report(
+        tmp_path / "out",
+        dataset,
+        RESULTS,
+        config={"modes": ["bm25", "vector"]},
+        token_counter="whitespace",
+    )
 
     results = json.loads(written.results_path.read_text(encoding="utf-8"))
     assert [summary["mode"] for summary in results["summaries"]] == ["bm25", "vector"]

@@ -37,12 +37,24 @@ SOURCES = {
     ),
 }
 QUESTIONS = [
-    {"id": "axolotl", "question": "Where does the axolotl salamander live?",
-     "answers": ["Xochimilco"], "evidence_sources": ["animals/axolotl.txt"]},
-    {"id": "volcano", "question": "Which planet has Olympus Mons, and which has the Great Red Spot?",
-     "answers": ["Mars"], "evidence_sources": ["space/mars.txt", "space/jupiter.txt"]},
-    {"id": "kimchi", "question": "What vegetable is kimchi made from?",
-     "answers": ["napa cabbage"], "evidence_sources": ["food/kimchi.txt"]},
+    {
+        "id": "axolotl",
+        "question": "Where does the axolotl salamander live?",
+        "answers": ["Xochimilco"],
+        "evidence_sources": ["animals/axolotl.txt"],
+    },
+    {
+        "id": "volcano",
+        "question": "Which planet has Olympus Mons, and which has the Great Red Spot?",
+        "answers": ["Mars"],
+        "evidence_sources": ["space/mars.txt", "space/jupiter.txt"],
+    },
+    {
+        "id": "kimchi",
+        "question": "What vegetable is kimchi made from?",
+        "answers": ["napa cabbage"],
+        "evidence_sources": ["food/kimchi.txt"],
+    },
 ]
 MODES = ("bm25", "hybrid")
 
@@ -75,7 +87,9 @@ def test_writes_results_table_plot_and_manifest(evaluation: tuple[Path, dict]) -
     assert manifest["config"]["modes"] == list(MODES)
 
 
-def test_every_question_is_scored_in_every_mode_with_recalls_in_range(evaluation: tuple[Path, dict]) -> None:
+def test_every_question_is_scored_in_every_mode_with_recalls_in_range(
+    evaluation: tuple[Path, dict],
+) -> None:
     _, results = evaluation
     scored = {(result["qid"], result["mode"]) for result in results["results"]}
     assert scored == {(question["id"], mode) for question in QUESTIONS for mode in MODES}

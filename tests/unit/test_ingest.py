@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-import resource
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,8 @@ from memory_bank.taxonomy import validate_taxonomy
 from tests.fakes import HashingEmbedder
 from tests.support import shared_embedder
 
-SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "data" / "sample"
 ML_AND_ENGINEERING = [
     "articles/machine_learning/transformers_and_attention.md",
     "articles/machine_learning/convolutional_neural_networks.md",
@@ -44,7 +47,11 @@ def _ingest(store: Path, embedder, files=None, text=None, config: AppConfig | No
 
 
 def _visible_files(store: Path) -> list[Path]:
-    return sorted(p for p in store.rglob("*") if p.is_file() and ".bank" not in p.parts and not p.name.startswith("."))
+    return sorted(
+        p
+        for p in store.rglob("*")
+        if p.is_file() and ".bank" not in p.parts and not p.name.startswith(".")
+    )
 
 
 def assert_valid_store(store: Path) -> dict:
@@ -63,9 +70,13 @@ def assert_valid_store(store: Path) -> dict:
     indices = []
     for path in chunk_files:
         front, body = parse_chunk_file(path.read_text())
-        assert {"title", "index", "tldr", "keywords", "source", "document_id", "chunk_id"} <= set(front)
+        assert {"title", "index", "tldr", "keywords", "source", "document_id", "chunk_id"} <= set(
+            front
+        )
         assert body.strip()
-        assert not any(child.is_dir() for child in path.parent.iterdir()), "a chunk in a parent directory"
+        assert not any(child.is_dir() for child in path.parent.iterdir()), (
+            "a chunk in a parent directory"
+        )
         indices.append(front["index"])
     assert sorted(indices) == list(range(meta["total_chunks"]))
     return meta
@@ -84,7 +95,11 @@ def test_full_build_from_a_5000_word_document(tmp_path, embedder):
     top_level = [p for p in (tmp_path / "store").iterdir() if p.is_dir() and p.name != ".bank"]
     assert len(top_level) >= 2
     assert meta["source_files"] == [str(document)]
-    assert meta["chunk_config"] == {"min_tokens": 100, "max_tokens": 1000, "encoding": "cl100k_base"}
+    assert meta["chunk_config"] == {
+        "min_tokens": 100,
+        "max_tokens": 1000,
+        "encoding": "cl100k_base",
+    }
 
 
 def test_twenty_varied_chunks_make_leaves_of_three_to_seven(tmp_path, embedder):
@@ -126,6 +141,24 @@ def test_japanese_document(tmp_path, embedder):
     assert any("東京" in memory["memory"] or "富士山" in memory["memory"] for memory in memories)
 
 
+# Run in a fresh process: `ru_maxrss` is a high-water mark, so in the test process an earlier,
+# bigger test would hide whatever this ingest allocates.
+_PEAK_MEMORY_SCRIPT = """
+import json, resource, sys
+from pathlib import Path
+from memory_bank.config import AppConfig
+from memory_bank.ingest.runner import local_runner
+from tests.fakes import HashingEmbedder
+
+source, store = Path(sys.argv[1]), Path(sys.argv[2])
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+summary = local_runner(AppConfig(), HashingEmbedder()).run(store, files=[source])
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"grown_mib": (after - before) / 1024, "chunks": summary.chunks}))
+"""
+
+
+@pytest.mark.slow
 def test_hundred_thousand_word_document_stays_within_bounds(tmp_path):
     vocabulary = [f"term{n}" for n in range(400)]
     paragraphs = []
@@ -135,14 +168,23 @@ def test_hundred_thousand_word_document_stays_within_bounds(tmp_path):
     source = tmp_path / "huge.txt"
     source.write_text("\n\n".join(paragraphs))
     assert len(source.read_text().split()) >= 100_000
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
-    summary = _ingest(tmp_path / "store", HashingEmbedder(), files=[source])
+    finished = subprocess.run(
+        [sys.executable, "-c", _PEAK_MEMORY_SCRIPT, str(source), str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
 
-    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
-    assert grown_mib < 1500, f"peak memory grew by {grown_mib:.0f} MiB"
+    assert finished.returncode == 0, finished.stderr
+    measured = json.loads(finished.stdout.strip().splitlines()[-1])
+    # About 0.6 MB of text: the ingest's own peak (chunks, memories, tables, tree) stays far
+    # below what holding the document a hundred times over would take.
+    assert measured["grown_mib"] < 400, f"peak memory grew by {measured['grown_mib']:.0f} MiB"
     meta = assert_valid_store(tmp_path / "store")
-    assert summary.chunks == meta["total_chunks"] > 100
+    assert measured["chunks"] == meta["total_chunks"] > 100
     chunks = StoreReader(tmp_path / "store").chunks().to_pylist()
     assert max(chunk["token_count"] for chunk in chunks) <= 1000
 
@@ -159,7 +201,9 @@ def test_pdf_with_images(tmp_path, embedder):
         page.drawInlineImage(_tiny_image(tmp_path), 320, 500, width=60, height=60)
         text = page.beginText(72, 440)
         for line in range(12):
-            text.textLine(f"Lighthouse keepers trimmed the wick every {4 + number} hours, note {line}.")
+            text.textLine(
+                f"Lighthouse keepers trimmed the wick every {4 + number} hours, note {line}."
+            )
         page.drawText(text)
         page.showPage()
     page.save()
@@ -192,7 +236,9 @@ def test_bad_files_are_skipped_with_reasons(tmp_path, embedder):
     (tmp_path / "src" / "binary.txt").write_bytes(b"\x00\x01\x02" * 100)
     (tmp_path / "src" / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
     (tmp_path / "src" / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
-    (tmp_path / "src" / "good.md").write_text("# Tea\n\nGreen tea is steamed or pan-fired to stop oxidation.")
+    (tmp_path / "src" / "good.md").write_text(
+        "# Tea\n\nGreen tea is steamed or pan-fired to stop oxidation."
+    )
 
     summary = _ingest(tmp_path / "store", embedder, files=[tmp_path / "src"])
 
@@ -212,7 +258,9 @@ def test_nothing_ingestible_raises_and_leaves_the_store_alone(tmp_path, embedder
 
 def test_reingesting_the_same_sources_is_a_no_op(tmp_path, embedder):
     source = tmp_path / "note.md"
-    source.write_text("# Kites\n\nBox kites were invented by Lawrence Hargrave in 1893 in Australia.")
+    source.write_text(
+        "# Kites\n\nBox kites were invented by Lawrence Hargrave in 1893 in Australia."
+    )
     _ingest(tmp_path / "store", embedder, files=[source])
     version = StoreReader(tmp_path / "store").store_version
 
@@ -226,7 +274,9 @@ def test_adding_to_a_store_keeps_old_memories(tmp_path, embedder):
     first = tmp_path / "python.md"
     first.write_text("# GIL\n\nThe GIL lets one thread run Python bytecode at a time in CPython.")
     second = tmp_path / "js.md"
-    second.write_text("# Event loop\n\nJavaScript runs callbacks from a single-threaded event loop.")
+    second.write_text(
+        "# Event loop\n\nJavaScript runs callbacks from a single-threaded event loop."
+    )
     _ingest(tmp_path / "store", embedder, files=[first])
     _ingest(tmp_path / "store", embedder, text=second.read_text())
 
@@ -261,7 +311,9 @@ def test_other_chunking_settings_rebuild_every_stored_document(tmp_path, embedde
 
 def test_a_store_from_before_memory_recipes_is_rebuilt(tmp_path, embedder):
     source = tmp_path / "note.md"
-    source.write_text("# Kites\n\nBox kites were invented by Lawrence Hargrave in 1893 in Australia.")
+    source.write_text(
+        "# Kites\n\nBox kites were invented by Lawrence Hargrave in 1893 in Australia."
+    )
     _ingest(tmp_path / "store", embedder, files=[source])
     meta_file = tmp_path / "store" / ".gam_meta.json"
     meta = json.loads(meta_file.read_text())

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from memory_bank.memorize.extractive import memorize_offline
 from memory_bank.config import EmbeddingConfig, MemorizeConfig
 from memory_bank.index.embedding import Embedder
+from memory_bank.memorize.extractive import memorize_offline
 from memory_bank.schemas import Chunk, MemorizedChunk
 from memory_bank.text.sentences import split_sentences
 

@@ -27,7 +27,7 @@ USED_WITHOUT_IMPORT = {
 
 
 def _name(requirement: str) -> str:
-    """"ray[default]==2.60.0" -> "ray"; names compared case- and separator-insensitively."""
+    """ "ray[default]==2.60.0" -> "ray"; names compared case- and separator-insensitively."""
     bare = re.split(r"[\[<>=!~; ]", requirement.strip(), maxsplit=1)[0]
     return re.sub(r"[-_.]+", "-", bare).lower()
 
@@ -65,7 +65,9 @@ def _imported_top_level_modules() -> set[str]:
 def test_every_declared_dependency_is_pinned_exactly_and_nothing_else_is():
     pins = _pinned()
     assert set(pins) == _declared()
-    assert all("==" in pin for pin in pins.values()), [pin for pin in pins.values() if "==" not in pin]
+    assert all("==" in pin for pin in pins.values()), [
+        pin for pin in pins.values() if "==" not in pin
+    ]
 
 
 def test_every_third_party_import_comes_from_a_declared_distribution():

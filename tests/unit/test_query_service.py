@@ -7,9 +7,9 @@ import pytest
 
 from memory_bank.config import AppConfig
 from memory_bank.errors import ConfigError
-from tests.support import open_search
 from memory_bank.query.service import QueryService
 from memory_bank.store import StoreReader
+from tests.support import open_search
 from tests.unit.query_fixtures import ML_TECH_STORE, PYTHON_ONLY_STORE, build_store, shared_embedder
 
 
@@ -26,11 +26,13 @@ class RecordingEmbedder:
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory):
+def stores(tmp_path_factory, ml_tech_store):
     root = tmp_path_factory.mktemp("query_service")
     embedder = shared_embedder()
-    with_vectors = build_store(root / "with_vectors", ML_TECH_STORE, embedder)
-    without_vectors = build_store(root / "without_vectors", ML_TECH_STORE, embedder, readme_vectors=False)
+    with_vectors = ml_tech_store
+    without_vectors = build_store(
+        root / "without_vectors", ML_TECH_STORE, embedder, readme_vectors=False
+    )
     return with_vectors, without_vectors
 
 

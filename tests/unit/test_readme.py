@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from memory_bank.schemas import DirectoryNode
 from memory_bank.taxonomy.readme import (
     ReadmeFileEntry,
     compose_readme,
     describe_directory,
     readme_title,
 )
-from memory_bank.schemas import DirectoryNode
 
 FILES = [
     ReadmeFileEntry(
@@ -39,9 +39,7 @@ OTHER_LEAF = DirectoryNode(
     description="Memories about Redis, caches and keys,\nincluding: Redis keeps keys in memory.",
     chunk_indices=[3, 4, 5, 6],
 )
-PARENT = DirectoryNode(
-    path="/storage", name="storage", description="", children=[LEAF, OTHER_LEAF]
-)
+PARENT = DirectoryNode(path="/storage", name="storage", description="", children=[LEAF, OTHER_LEAF])
 
 
 def _description(readme: str) -> str:

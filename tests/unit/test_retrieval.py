@@ -8,17 +8,17 @@ import pytest
 from memory_bank.config import AppConfig, RetrievalConfig
 from memory_bank.errors import ConfigError, ToolError
 from memory_bank.index.bm25 import Bm25Index, top_positive
-from memory_bank.text.lexicon import search_tokens as tokenize
-from tests.support import open_search
 from memory_bank.ingest.runner import local_runner
 from memory_bank.store import StoreReader
+from memory_bank.text.lexicon import search_tokens as tokenize
 from tests.fakes import HashingEmbedder
-from tests.unit.query_fixtures import ML_TECH_STORE, build_store, shared_embedder
+from tests.support import open_search
+from tests.unit.query_fixtures import build_store, shared_embedder
 
 
 @pytest.fixture(scope="module")
-def reader(tmp_path_factory):
-    return StoreReader(build_store(tmp_path_factory.mktemp("retrieval") / "store", ML_TECH_STORE, shared_embedder()))
+def reader(ml_tech_store):
+    return StoreReader(ml_tech_store)
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,15 @@ def retriever(reader):
 
 def test_tokenize_lowercases_and_drops_stopwords_and_single_letters():
     assert tokenize("The GIL is a lock in CPython's interpreter (PEP 484, Python 3.11)") == [
-        "gil", "lock", "cpython", "interpreter", "pep", "484", "python", "3", "11",
+        "gil",
+        "lock",
+        "cpython",
+        "interpreter",
+        "pep",
+        "484",
+        "python",
+        "3",
+        "11",
     ]
     assert tokenize("snake_case_title") == ["snake", "case", "title"]
 
@@ -64,15 +72,25 @@ def test_every_mode_returns_well_formed_hits_best_first(reader, retriever, mode)
     hits = retriever.search("How does BERT use masked language modeling?", top_k=4, mode=mode)
     assert 0 < len(hits) <= 4
     assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
-    memories = {row["path"]: row for row in reader.memories().drop_columns(["embedding"]).to_pylist()}
-    chunk_texts = dict(zip(reader.chunks().column("chunk_id").to_pylist(), reader.chunks().column("text").to_pylist()))
+    memories = {
+        row["path"]: row for row in reader.memories().drop_columns(["embedding"]).to_pylist()
+    }
+    chunk_texts = dict(
+        zip(
+            reader.chunks().column("chunk_id").to_pylist(),
+            reader.chunks().column("text").to_pylist(),
+            strict=True,
+        )
+    )
     for hit in hits:
         assert (reader.root / hit.chunk_path).is_file()
         if hit.kind == "chunk":
             row = memories[hit.chunk_path]
             assert (hit.chunk_id, hit.document_id) == (row["chunk_id"], row["document_id"])
             assert hit.text == chunk_texts[hit.chunk_id]
-            assert hit.source == row["source"] == f"docs/{hit.chunk_path}"  # the path given to ingest
+            assert (
+                hit.source == row["source"] == f"docs/{hit.chunk_path}"
+            )  # the path given to ingest
     chunk_hits = [hit for hit in hits if hit.kind == "chunk"]
     assert chunk_hits[0].chunk_path == "ml/transformers/bert_pretraining.md"
     assert chunk_hits[0].source == "docs/ml/transformers/bert_pretraining.md"
@@ -85,7 +103,9 @@ def test_hybrid_score_is_the_documented_mix_of_normalized_bm25_and_cosine(reader
     query_vector = shared_embedder().encode([query])[0]
     for hit in hits:
         index = retriever.corpus.index_of_path(hit.chunk_path)
-        expected = 0.5 * bm25[index] / bm25.max() + 0.5 * float(reader.memory_vectors()[index] @ query_vector)
+        expected = 0.5 * bm25[index] / bm25.max() + 0.5 * float(
+            reader.memory_vectors()[index] @ query_vector
+        )
         assert hit.score == pytest.approx(expected, abs=1e-4)
     assert hits[0].chunk_path == "ml/sequence/rnn_hidden_state.md"
 
@@ -96,8 +116,12 @@ def test_alpha_moves_hybrid_between_vector_and_bm25_rankings(reader):
     only_vector = open_search(reader, shared_embedder(), RetrievalConfig(alpha=0.0))
     bm25_paths = [hit.chunk_path for hit in only_bm25.search(query, top_k=3, mode="bm25")]
     vector_paths = [hit.chunk_path for hit in only_vector.search(query, top_k=3, mode="vector")]
-    assert [hit.chunk_path for hit in only_bm25.search(query, top_k=len(bm25_paths), mode="hybrid")] == bm25_paths
-    assert [hit.chunk_path for hit in only_vector.search(query, top_k=3, mode="hybrid")] == vector_paths
+    assert [
+        hit.chunk_path for hit in only_bm25.search(query, top_k=len(bm25_paths), mode="hybrid")
+    ] == bm25_paths
+    assert [
+        hit.chunk_path for hit in only_vector.search(query, top_k=3, mode="hybrid")
+    ] == vector_paths
 
 
 def test_tree_mode_returns_a_matching_readme_with_its_subtree_chunks(retriever):
@@ -123,7 +147,9 @@ def test_blank_queries_unknown_modes_and_missing_embedder(reader, retriever):
 
 
 def test_an_empty_store_has_no_hits(tmp_path):
-    empty = open_search(StoreReader(build_store(tmp_path / "empty", {}, shared_embedder())), shared_embedder())
+    empty = open_search(
+        StoreReader(build_store(tmp_path / "empty", {}, shared_embedder())), shared_embedder()
+    )
     for mode in ("bm25", "vector", "hybrid", "tree"):
         assert empty.search("anything at all", mode=mode) == []
 
@@ -138,5 +164,7 @@ def test_a_hit_carries_the_raw_chunk_text_not_its_shorter_memory(tmp_path):
     memory = reader.memories().column("memory").to_pylist()[0]
     chunk_text = reader.chunks().column("text").to_pylist()[0]
     assert len(memory) < len(chunk_text)  # offline memorize kept an extract of this long chunk
-    hits = open_search(reader, HashingEmbedder()).search("starter degrees dough", top_k=1, mode="hybrid")
+    hits = open_search(reader, HashingEmbedder()).search(
+        "starter degrees dough", top_k=1, mode="hybrid"
+    )
     assert hits[0].text == chunk_text

@@ -12,7 +12,10 @@ def test_splits_on_terminal_punctuation_and_keeps_abbreviations_together():
 
 def test_closing_quotes_and_brackets_stay_with_their_sentence():
     assert split_sentences('He said "hi." Then he left.') == ['He said "hi."', "Then he left."]
-    assert split_sentences("「東京は首都です。」人口は多い！") == ["「東京は首都です。」", "人口は多い！"]
+    assert split_sentences("「東京は首都です。」人口は多い！") == [
+        "「東京は首都です。」",
+        "人口は多い！",
+    ]
 
 
 def test_blank_lines_and_list_items_are_boundaries():
@@ -26,7 +29,11 @@ def test_blank_lines_and_list_items_are_boundaries():
 def test_spans_point_into_the_original_text():
     text = "  One sentence here.   Another one!  \n\n Third. "
     spans = split_sentence_spans(text)
-    assert [text[s.start : s.end] for s in spans] == ["One sentence here.", "Another one!", "Third."]
+    assert [text[s.start : s.end] for s in spans] == [
+        "One sentence here.",
+        "Another one!",
+        "Third.",
+    ]
 
 
 def test_blank_text_has_no_sentences():

@@ -97,7 +97,9 @@ def test_pdf_without_title_uses_file_stem(tmp_path):
 
 
 def test_pdf_with_a_broken_page_keeps_the_other_pages(tmp_path):
-    pdf = make_pdf(tmp_path / "two_pages.pdf", ["Readable first page.", "Second page text."], image=False)
+    pdf = make_pdf(
+        tmp_path / "two_pages.pdf", ["Readable first page.", "Second page text."], image=False
+    )
     data = pdf.read_bytes()
     # Overwrite the second page's compressed content stream with bytes that do not decompress.
     second = data.index(b"stream\n", data.index(b"stream\n") + 1) + len(b"stream\n")
@@ -138,7 +140,7 @@ def check_turns(doc, expected_speakers):
     assert doc.kind == "conversation"
     assert [turn.speaker for turn in doc.turns] == expected_speakers
     assert len(doc.turn_offsets) == len(doc.turns)
-    for turn, offset in zip(doc.turns, doc.turn_offsets):
+    for turn, offset in zip(doc.turns, doc.turn_offsets, strict=True):
         prefix = f"[{turn.timestamp}] " if turn.timestamp else ""
         assert doc.text.startswith(f"{prefix}{turn.speaker}: {turn.text}", offset)
 
@@ -173,7 +175,10 @@ def test_conversation_sessions(tmp_path, wrap):
 def test_conversation_jsonl_with_openai_aliases(tmp_path):
     lines = [
         {"role": "user", "content": "What is Ray?"},
-        {"role": "assistant", "content": [{"type": "text", "text": "A framework."}, {"type": "image_url"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "A framework."}, {"type": "image_url"}],
+        },
         {"role": "user", "content": "   "},  # blank turns are dropped
     ]
     path = write(tmp_path / "openai.jsonl", "\n".join(json.dumps(line) for line in lines) + "\n\n")
@@ -235,12 +240,25 @@ def test_missing_file_is_refused(tmp_path):
 
 def test_discover_walks_directories_sorted_and_skips_hidden_and_unsupported(tmp_path):
     root = tmp_path / "docs"
-    for relative in ["b.md", "a.txt", "sub/c.pdf", "sub/deeper/d.json", "z.jsonl", "image.png",
-                     ".hidden.md", ".git/config.md", "sub/.cache/e.txt"]:
+    for relative in [
+        "b.md",
+        "a.txt",
+        "sub/c.pdf",
+        "sub/deeper/d.json",
+        "z.jsonl",
+        "image.png",
+        ".hidden.md",
+        ".git/config.md",
+        "sub/.cache/e.txt",
+    ]:
         write(root / relative, "x")
     found = discover_files([root])
     assert [path.relative_to(root).as_posix() for path in found] == [
-        "a.txt", "b.md", "sub/c.pdf", "sub/deeper/d.json", "z.jsonl",
+        "a.txt",
+        "b.md",
+        "sub/c.pdf",
+        "sub/deeper/d.json",
+        "z.jsonl",
     ]
     assert all(str(path).startswith(str(root)) for path in found)
 
@@ -278,7 +296,10 @@ def test_load_sources_collects_documents_and_skips_bad_files(tmp_path):
     write(root / "sub" / "copy_of_a.md", "# Alpha\n\nAlpha text.")
     write(root / "sub" / "d.txt", "Delta text.")
     result = load_sources([root, tmp_path / "missing.txt"])
-    assert [doc.source for doc in result.documents] == [str(root / "a.md"), str(root / "sub" / "d.txt")]
+    assert [doc.source for doc in result.documents] == [
+        str(root / "a.md"),
+        str(root / "sub" / "d.txt"),
+    ]
     assert result.skipped[0] == f"{root / 'b.txt'}: empty"
     assert result.skipped[1].startswith(f"{root / 'c.json'}: not a conversation")
     assert result.skipped[2] == f"{root / 'sub' / 'copy_of_a.md'}: same content as {root / 'a.md'}"

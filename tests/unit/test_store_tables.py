@@ -37,7 +37,11 @@ def unit_vectors(rows: int, seed: int = 0) -> np.ndarray:
 def memories(count: int) -> list[MemorizedChunk]:
     return [
         MemorizedChunk(
-            index=i, title=f"t{i}", memory=f"m{i}", tldr="x", keywords=["a", "b"],
+            index=i,
+            title=f"t{i}",
+            memory=f"m{i}",
+            tldr="x",
+            keywords=["a", "b"],
             metadata={"source": "s", "document_id": "d", "chunk_id": f"d-{i:05d}"},
         )
         for i in range(count)
@@ -116,7 +120,9 @@ def test_faiss_index_round_trips_and_finds_the_right_row(tmp_path: Path) -> None
         read_faiss_index(tmp_path / "absent.faiss")
 
 
-def test_large_stores_get_a_deterministic_hnsw_index_that_finds_the_right_rows(tmp_path: Path) -> None:
+def test_large_stores_get_a_deterministic_hnsw_index_that_finds_the_right_rows(
+    tmp_path: Path,
+) -> None:
     vectors = unit_vectors(400, seed=5)
     assert isinstance(build_faiss_index(vectors, hnsw_min_vectors=401), faiss.IndexFlatIP)
     index = build_faiss_index(vectors, hnsw_min_vectors=400)
@@ -133,4 +139,6 @@ def test_large_stores_get_a_deterministic_hnsw_index_that_finds_the_right_rows(t
     query = vectors[[3, 250, 399]] + 0.01 * unit_vectors(3, seed=6)
     scores, rows = loaded.search(query.astype(np.float32), 5)
     assert rows[:, 0].tolist() == [3, 250, 399]
-    np.testing.assert_allclose(scores[:, 0], np.sum(query * vectors[[3, 250, 399]], axis=1), rtol=1e-5)
+    np.testing.assert_allclose(
+        scores[:, 0], np.sum(query * vectors[[3, 250, 399]], axis=1), rtol=1e-5
+    )

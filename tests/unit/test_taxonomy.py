@@ -299,6 +299,7 @@ def test_synthetic_corpora_give_valid_balanced_trees(n):
     _assert_names_valid_and_unique(tree)
 
 
+@pytest.mark.slow
 def test_hundred_thousand_memories_use_the_coarse_path():
     n = 100_000
     items, vectors = _blobs(n, seed=1)
@@ -451,7 +452,7 @@ def test_validate_rejects_memories_on_the_root():
     assert any("root holds memories" in problem for problem in problems)
 
 
-@pytest.mark.parametrize("n", [0, 1, 7, 8, 40, 500, 100_000])
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 40, 500, pytest.param(100_000, marks=pytest.mark.slow)])
 def test_flat_fallback_is_always_valid(n):
     tree = flat_fallback(range(n), CONFIG)
     assert validate_taxonomy(tree, n, CONFIG) == []

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from memory_bank.config import AppConfig, TaxonomyConfig
-from memory_bank.llm.offline import OfflineBackend
 from memory_bank.ingest.runner import local_runner
+from memory_bank.llm.offline import OfflineBackend
 from memory_bank.schemas import DirectoryNode
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import TaxonomyItem, plan_taxonomy, validate_taxonomy
 from memory_bank.taxonomy.placement import MAX_GROWTH, place_memories, should_place
+from tests.support import shared_embedder
 from tests.unit.test_ingest import ML_AND_ENGINEERING, SAMPLE
 from tests.unit.test_taxonomy import _blobs
-from tests.support import shared_embedder
 
 CONFIG = TaxonomyConfig()
 
@@ -32,11 +32,20 @@ def _near(vectors: np.ndarray, row: int, count: int, seed: int) -> np.ndarray:
 def _with_new_items(items, vectors, new_vectors, like: int):
     start = len(items)
     new_items = [
-        TaxonomyItem(index=start + k, title=f"{items[like].title}_{k}", tldr=items[like].tldr,
-                     keywords=list(items[like].keywords), text=items[like].text)
+        TaxonomyItem(
+            index=start + k,
+            title=f"{items[like].title}_{k}",
+            tldr=items[like].tldr,
+            keywords=list(items[like].keywords),
+            text=items[like].text,
+        )
         for k in range(len(new_vectors))
     ]
-    return items + new_items, np.concatenate([vectors, new_vectors]), list(range(start, start + len(new_vectors)))
+    return (
+        items + new_items,
+        np.concatenate([vectors, new_vectors]),
+        list(range(start, start + len(new_vectors))),
+    )
 
 
 def test_new_memories_join_the_leaf_of_their_nearest_neighbours():
@@ -120,11 +129,19 @@ def test_rebuild_plans_the_whole_tree_anew_without_memorizing(tmp_path):
     rebuilt = ingest.run(store, replan=True)
 
     reader = StoreReader(store)
-    assert (rebuilt.documents, rebuilt.chunks, rebuilt.rebuilt_documents, rebuilt.placed) == (0, 0, 0, False)
+    assert (rebuilt.documents, rebuilt.chunks, rebuilt.rebuilt_documents, rebuilt.placed) == (
+        0,
+        0,
+        0,
+        False,
+    )
     assert reader.memories().drop_columns(["directory", "path"]).to_pylist() == memories_before
     from memory_bank.store.tables import memories_from_table
 
     fresh_plan = plan_tree(
-        memories_from_table(reader.memories()), reader.memory_vectors(), AppConfig().taxonomy, OfflineBackend()
+        memories_from_table(reader.memories()),
+        reader.memory_vectors(),
+        AppConfig().taxonomy,
+        OfflineBackend(),
     )
     assert reader.tree() == fresh_plan

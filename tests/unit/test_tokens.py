@@ -98,7 +98,11 @@ def test_fresh_cache_without_network(tmp_path):
 def test_a_disabled_tiktoken_cache_is_a_clear_error():
     env = {key: value for key, value in os.environ.items() if key != "DATA_GYM_CACHE_DIR"}
     result = subprocess.run(
-        [sys.executable, "-c", NO_NETWORK + "from memory_bank.text.tokens import count_tokens\ncount_tokens('x')"],
+        [
+            sys.executable,
+            "-c",
+            NO_NETWORK + "from memory_bank.text.tokens import count_tokens\ncount_tokens('x')",
+        ],
         cwd=REPO_ROOT,
         env={**env, "HF_HUB_OFFLINE": "1", "TIKTOKEN_CACHE_DIR": ""},
         capture_output=True,

@@ -12,9 +12,9 @@ import pytest
 
 from memory_bank.config import RetrievalConfig
 from memory_bank.errors import ToolError
-from tests.support import open_search
-from memory_bank.store import StoreReader
 from memory_bank.query.tools import Entry, GrepMatch, StoreTools
+from memory_bank.store import StoreReader
+from tests.support import open_search
 from tests.unit.query_fixtures import ML_TECH_STORE, PYTHON_ONLY_STORE, build_store, shared_embedder
 
 
@@ -29,14 +29,16 @@ def plain_dir(tmp_path):
     (root / "README.md").write_text("# Root\n\nOverview of alpha and beta.\n")
     (root / "notes.md").write_text("first line\nthe Specific_Term appears here\nlast line\n")
     (root / "zeta.txt").write_text("nothing to see\n")
-    (root / "alpha" / "deep.md").write_text("intro\n\nspecific_term again\nand SPECIFIC_TERM once more\n")
+    (root / "alpha" / "deep.md").write_text(
+        "intro\n\nspecific_term again\nand SPECIFIC_TERM once more\n"
+    )
     (root / "beta" / "other.md").write_text("a.b literal\naxb is not a match for a.b\n")
     return root
 
 
 @pytest.fixture(scope="module")
-def tech_store(tmp_path_factory):
-    return build_store(tmp_path_factory.mktemp("tools") / "store", ML_TECH_STORE, shared_embedder())
+def tech_store(ml_tech_store):
+    return ml_tech_store
 
 
 def test_ls_lists_three_files_and_two_directories_with_types_and_sizes(plain_dir):
@@ -85,7 +87,10 @@ def test_grep_returns_only_matching_files_with_line_numbers(plain_dir):
 
 def test_grep_is_a_literal_substring_search_within_a_scope(plain_dir):
     tools = StoreTools(plain_dir)
-    assert [(m.file, m.line_number) for m in tools.grep("a.b")] == [("beta/other.md", 1), ("beta/other.md", 2)]
+    assert [(m.file, m.line_number) for m in tools.grep("a.b")] == [
+        ("beta/other.md", 1),
+        ("beta/other.md", 2),
+    ]
     assert [m.file for m in tools.grep("specific_term", path="/alpha")] == ["alpha/deep.md"] * 2
     assert [m.line_number for m in tools.grep("line", path="notes.md")] == [1, 3]
     assert tools.grep("no such words anywhere") == []
@@ -108,14 +113,20 @@ def test_grep_lines_survive_crlf_and_text_whose_lowercase_is_longer(tmp_path):
         GrepMatch(file="a.md", line_number=2, line="second line has the Needle"),
         GrepMatch(file="b.md", line_number=1, line="needle in b"),
     ]
-    assert StoreTools(root).grep("i̇stanbul") == [GrepMatch(file="a.md", line_number=1, line="İSTANBUL İİİİ")]
+    assert StoreTools(root).grep("i̇stanbul") == [
+        GrepMatch(file="a.md", line_number=1, line="İSTANBUL İİİİ")
+    ]
 
 
 def test_grep_of_a_store_answers_from_memory_until_the_store_is_replaced(plain_dir):
     tools = StoreTools(plain_dir)
     tools.warm_up()
     (plain_dir / "notes.md").unlink()  # a committed store never changes in place
-    assert [m.file for m in tools.grep("specific_term")] == ["alpha/deep.md", "alpha/deep.md", "notes.md"]
+    assert [m.file for m in tools.grep("specific_term")] == [
+        "alpha/deep.md",
+        "alpha/deep.md",
+        "notes.md",
+    ]
     meta = plain_dir / ".gam_meta.json"
     replacement = plain_dir / ".gam_meta.json.new"
     replacement.write_text('{"store_version": "next"}')
@@ -150,8 +161,19 @@ def test_whole_word_grep_matches_what_a_whole_word_substring_search_does(tmp_pat
             if word.search(line)
         ]
 
-    for pattern in ["BERT", "bert", "RoBERTa", "asyncio.gather", "C++", "++", "1994", "bert_large",
-                    "Base has", "nothing here", "gather apart"]:
+    for pattern in [
+        "BERT",
+        "bert",
+        "RoBERTa",
+        "asyncio.gather",
+        "C++",
+        "++",
+        "1994",
+        "bert_large",
+        "Base has",
+        "nothing here",
+        "gather apart",
+    ]:
         assert found(pattern) == brute_force(pattern), pattern
     assert found("BERT") == [("ml/bert.md", 1), ("ml/bert.md", 2), ("ml/lower.md", 2)]
     assert found("bert", path="/ml/bert.md") == [("ml/bert.md", 1), ("ml/bert.md", 2)]
@@ -165,7 +187,9 @@ def test_whole_word_grep_in_an_empty_or_wordless_store(tmp_path):
     root.mkdir()
     assert StoreTools(root).grep("BERT", whole_word=True) == []
     (root / "marks.md").write_text("+++ --- ***\n")
-    assert StoreTools(root).grep("+++", whole_word=True) == [GrepMatch(file="marks.md", line_number=1, line="+++ --- ***")]
+    assert StoreTools(root).grep("+++", whole_word=True) == [
+        GrepMatch(file="marks.md", line_number=1, line="+++ --- ***")
+    ]
 
 
 def test_grep_rejects_an_empty_pattern(plain_dir):
@@ -236,8 +260,13 @@ def test_answer_checks_its_sources(tech_store):
 
 def test_searches_return_ranked_hits(tech_store):
     reader = StoreReader(tech_store)
-    tools = StoreTools(tech_store, reader, open_search(reader, shared_embedder(), RetrievalConfig()))
-    for hits in (tools.bm25_search("BERT masked language model pretraining"), tools.vector_search("What is BERT?")):
+    tools = StoreTools(
+        tech_store, reader, open_search(reader, shared_embedder(), RetrievalConfig())
+    )
+    for hits in (
+        tools.bm25_search("BERT masked language model pretraining"),
+        tools.vector_search("What is BERT?"),
+    ):
         assert hits[0].chunk_path == "ml/transformers/bert_pretraining.md"
         assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
     assert len(tools.vector_search("neural networks", top_k=3)) == 3
@@ -257,7 +286,10 @@ def test_bm25_index_is_built_once_and_reused_until_the_store_changes(tmp_path):
     first.bm25_search("transformer attention heads")
     assert (first.searcher.corpus.bm25.builds, first.searcher.corpus.bm25.loads) == (1, 0)
     old_index_dir = first.searcher.corpus.bm25.directory
-    assert json.loads((old_index_dir / "stamp.json").read_text())["store_version"] == first.reader.store_version
+    assert (
+        json.loads((old_index_dir / "stamp.json").read_text())["store_version"]
+        == first.reader.store_version
+    )
 
     second = StoreTools(store)  # a new process or replica on the same store version
     assert second.bm25_search("React useEffect side effects") == hits
@@ -265,7 +297,10 @@ def test_bm25_index_is_built_once_and_reused_until_the_store_changes(tmp_path):
 
     build_store(store, PYTHON_ONLY_STORE, shared_embedder())  # the store is replaced: new version
     third = StoreTools(store)
-    assert third.bm25_search("asyncio event loop")[0].chunk_path == "python/python_asyncio_event_loop.md"
+    assert (
+        third.bm25_search("asyncio event loop")[0].chunk_path
+        == "python/python_asyncio_event_loop.md"
+    )
     assert (third.searcher.corpus.bm25.builds, third.searcher.corpus.bm25.loads) == (1, 0)
     assert third.searcher.corpus.bm25.directory.is_dir()
 
