@@ -179,7 +179,8 @@ def build_app_for(store: str | Path, config: AppConfig, num_replicas: int = 1) -
 
     # Replicas may run in another working directory (or on another node): hand them an
     # absolute path, and refuse a missing store here rather than in a crash-looping replica.
-    store_path = Path(store).expanduser().resolve()
+    # Not resolve(): the store path is a link that each commit moves to a new version.
+    store_path = Path(store).expanduser().absolute()
     if not is_store(store_path):
         raise StoreError(f"no memory store at {store_path} (run `memory-bank ingest` first)")
     deployment = MemoryBankServer.options(num_replicas=num_replicas)
@@ -211,7 +212,7 @@ def run_blocking(
     started_ray = ensure_ray(config.ray)
     try:
         url = start(store, config, host, port)
-        print(f"memory-bank is serving {Path(store).resolve()} at {url} (API docs: {url}/docs)")
+        print(f"memory-bank is serving {Path(store).absolute()} at {url} (API docs: {url}/docs)")
         print("Press Ctrl-C to stop.")
         threading.Event().wait()
     except KeyboardInterrupt:

@@ -60,6 +60,20 @@ class TaxonomyConfig(StrictModel):
     coarse_sample: int = Field(20000, ge=100)  # at most this many vectors train the coarse split
 
 
+class StoreConfig(StrictModel):
+    """How a store changes after its first build (adds, removes, re-plans, resumable ingests)."""
+
+    # Small adds are placed into the stored tree (paths stay put); after this many placed adds
+    # in a row the whole tree is planned anew, as a scheduled rebuild would.
+    replan_after_adds: int = Field(50, ge=1)
+    # ... or sooner, when placement has made the leaves this much less cohesive (mean cosine of
+    # memories to their leaf centroid) than the last full plan left them.
+    max_cohesion_drop: float = Field(0.05, gt=0.0, le=1.0)
+    # An ingest saves its finished memories to a journal every this many chunk tokens, so a
+    # killed ingest resumes where it was instead of starting over.
+    journal_tokens: int = Field(50_000, ge=1_000)
+
+
 class LLMConfig(StrictModel):
     # Only the embedded offline backend exists so far; the OpenAI-compatible one is a later issue.
     backend: Literal["offline"] = "offline"
@@ -92,6 +106,7 @@ class AppConfig(StrictModel):
     embedding: EmbeddingConfig = EmbeddingConfig()
     memorize: MemorizeConfig = MemorizeConfig()
     taxonomy: TaxonomyConfig = TaxonomyConfig()
+    store: StoreConfig = StoreConfig()
     llm: LLMConfig = LLMConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
     ray: RayConfig = RayConfig()

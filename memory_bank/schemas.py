@@ -134,6 +134,41 @@ class ChatResult(BaseModel):
     steps: list[TrajectoryStep] = Field(default_factory=list)
 
 
+class MovedMemory(BaseModel):
+    chunk_id: str
+    source: str  # chunk file path before
+    target: str  # chunk file path after
+
+
+class ReorganizeOperation(BaseModel):
+    """A full re-plan of a store's tree and what it changed (kept in .bank/reorganizations.json)."""
+
+    at: str  # UTC, ISO 8601
+    reason: str  # "rebuild", "every 50 adds", "cohesion 0.61 < 0.66", ...
+    moved: list[MovedMemory] = Field(default_factory=list)
+    new_directories: list[str] = Field(default_factory=list)
+    deleted_directories: list[str] = Field(default_factory=list)
+
+
+class CommitResult(BaseModel):
+    """What one commit did to a store."""
+
+    store_version: str
+    written: bool = True  # False: the result equalled the live store, nothing was written
+    documents: int = 0  # documents added
+    duplicate_documents: int = 0  # already committed by the time this commit ran
+    removed_documents: int = 0
+    chunks: int = 0  # memories added
+    removed_chunks: int = 0
+    directories: int = 0  # below the root, after the commit
+    # True when the new memories were placed into the stored tree (other memories kept their
+    # paths); False when the tree was planned anew (a new store, a large add, a re-plan).
+    placed: bool = False
+    new_directories: list[str] = Field(default_factory=list)
+    readmes_regenerated: list[str] = Field(default_factory=list)  # tree paths
+    reorganization: ReorganizeOperation | None = None
+
+
 class IngestSummary(BaseModel):
     """What an ingest did; printed by the CLI and returned by MemoryBank.add."""
 
@@ -149,5 +184,8 @@ class IngestSummary(BaseModel):
     # True when the new memories were placed into the stored tree (other memories kept their
     # paths); False when the tree was planned anew (a new store, a large add, a rebuild).
     placed: bool = False
+    # Given documents whose memories came from the journal of an earlier, interrupted ingest.
+    resumed_documents: int = 0
+    commit: CommitResult | None = None  # None when nothing had to be committed
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     total_seconds: float = 0.0

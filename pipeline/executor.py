@@ -8,7 +8,6 @@ does the rest, including the single atomic write from this driver.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,16 +15,18 @@ from typing import Any, TypeVar
 import numpy as np
 import ray
 
-from memory_bank.config import AppConfig, EmbeddingConfig
-from memory_bank.index.embedding import Embedder
+from actors.writer import store_writer
+from memory_bank.config import AppConfig
+from memory_bank.ingest.commit import CommitRequest
+from memory_bank.ingest.executor import BatchSink
 from memory_bank.ingest.progress import ProgressSink, StageTimer
 from memory_bank.ingest.runner import IngestRunner
 from memory_bank.ingest.stages import assemble_parts
 from memory_bank.ingest.work import MemoryParts
 from memory_bank.llm.roles import LLMBackend
-from memory_bank.schemas import Chunk, Document, MemorizedChunk
+from memory_bank.schemas import Chunk, CommitResult, Document, MemorizedChunk
 from memory_bank.text.sources import FileOutcome, read_files_serially
-from pipeline.runtime import ensure_ray
+from pipeline.runtime import encode_on_task, ensure_ray, map_on_tasks
 from pipeline.stages import EmbedChunks, chunk_batch, decode_encoding, memorize_batch
 
 R = TypeVar("R")
@@ -53,27 +54,30 @@ class RayExecutor:
         ]
 
     def memorize(
-        self, documents: list[Document], first_index: int, timer: StageTimer, backend: LLMBackend
+        self,
+        documents: list[Document],
+        first_index: int,
+        timer: StageTimer,
+        backend: LLMBackend,
+        on_batch: BatchSink | None = None,
     ) -> MemoryParts:
         # The backend is made again from the config in each worker (see `memorize_batch`).
         with timer.stage("chunk"):
             chunks = self._chunk(documents)
         with timer.stage("embed+memorize", total=len(chunks)):
-            added, busy = self._embed_and_memorize(chunks, first_index, timer.progress)
+            added, busy = self._embed_and_memorize(chunks, first_index, timer.progress, on_batch)
         for stage, seconds in busy.items():
             timer.add(f"{stage} busy", seconds)
         return added
 
     def map(self, function: Callable[..., R], calls: Sequence[tuple[Any, ...]]) -> list[R]:
-        task = ray.remote(function).options(num_cpus=self.config.ray.plan_task_cpus)
-        return ray.get([task.remote(*arguments) for arguments in calls])
+        return map_on_tasks(function, calls, self.config.ray.plan_task_cpus)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         # A task rather than the driver: the driver never loads torch and the model (seconds and
         # a few hundred MB), and on a cluster the work goes where the CPUs are. The task pays
         # one model load per ingest; the embedding itself is ~2k READMEs per 10k chunks.
-        task = _encode_texts_task.options(num_cpus=self.config.ray.embed.num_cpus)
-        return ray.get(task.remote(texts, self.config.embedding))
+        return encode_on_task(texts, self.config.embedding, self.config.ray.embed.num_cpus)
 
     # --- Ray Data stages ----------------------------------------------------------------------
 
@@ -97,8 +101,17 @@ class RayExecutor:
         ordered.sort(key=lambda pair: (pair[0], pair[1].position))
         return [chunk for _, chunk in ordered]
 
+    def commit(self, store: Path, request: CommitRequest) -> CommitResult:
+        # One named actor per store serializes the commits of every driver on the cluster.
+        writer = store_writer(store)
+        return ray.get(writer.commit.remote(request, self.config.model_dump(mode="json")))
+
     def _embed_and_memorize(
-        self, chunks: list[Chunk], first_index: int, progress: ProgressSink
+        self,
+        chunks: list[Chunk],
+        first_index: int,
+        progress: ProgressSink,
+        on_batch: BatchSink | None,
     ) -> tuple[MemoryParts, dict[str, float]]:
         import ray.data
 
@@ -130,6 +143,7 @@ class RayExecutor:
         )
         collected: dict[int, tuple[MemorizedChunk, np.ndarray, bytes, bytes]] = {}
         busy = {"embed": 0.0, "memorize": 0.0}
+        finished = _FinishedDocuments(chunks, first_index, self.config.store.journal_tokens)
         for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
             for row, index in enumerate(batch["index"]):
                 memory = MemorizedChunk.model_validate_json(str(batch["memory"][row]))
@@ -139,9 +153,16 @@ class RayExecutor:
                     batch["spans"][row],
                     batch["sentence_vectors"][row],
                 )
+                finished.arrived(int(index))
+            if on_batch is not None:
+                for ready in finished.take(final=False):
+                    on_batch(_assemble_rows(chunks, first_index, ready, collected))
             busy["embed"] += float(np.sum(batch["embed_s"]))
             busy["memorize"] += float(np.sum(batch["memorize_s"]))
             progress.advance("embed+memorize", len(batch["index"]))
+        if on_batch is not None:
+            for ready in finished.take(final=True):
+                on_batch(_assemble_rows(chunks, first_index, ready, collected))
         return _assemble_parts(chunks, first_index, collected), busy
 
 
@@ -155,13 +176,6 @@ def _read_files_task(paths: list[Path]) -> list[FileOutcome]:
     return read_files_serially(paths)
 
 
-@ray.remote
-def _encode_texts_task(texts: list[str], config: EmbeddingConfig) -> np.ndarray:
-    # Ray sets OMP_NUM_THREADS=1 in workers; like the embedding actors, use the task's cores.
-    threads = config.num_threads or os.cpu_count() or 1
-    return Embedder(config.model_copy(update={"num_threads": threads})).encode(texts)
-
-
 def _blocks(rows: int, rows_per_block: int) -> int:
     return max(1, -(-rows // max(1, rows_per_block)))
 
@@ -169,9 +183,46 @@ def _blocks(rows: int, rows_per_block: int) -> int:
 def _assemble_parts(
     chunks: list[Chunk], first_index: int, collected: dict[int, tuple]
 ) -> MemoryParts:
+    return _assemble_rows(chunks, first_index, range(len(chunks)), collected)
+
+
+def _assemble_rows(
+    chunks: list[Chunk], first_index: int, offsets: Sequence[int], collected: dict[int, tuple]
+) -> MemoryParts:
     memories, encodings = [], []
-    for offset in range(len(chunks)):
+    for offset in offsets:
         memory, vector, spans, sentence_vectors = collected[first_index + offset]
         memories.append(memory)
         encodings.append(decode_encoding(vector, spans, sentence_vectors))
-    return assemble_parts(chunks, encodings, memories)
+    return assemble_parts([chunks[offset] for offset in offsets], encodings, memories)
+
+
+class _FinishedDocuments:
+    """Which documents have all their chunks memorized, handed out in journal-sized groups."""
+
+    def __init__(self, chunks: list[Chunk], first_index: int, tokens_per_batch: int) -> None:
+        self.first_index = first_index
+        self.tokens_per_batch = tokens_per_batch
+        self.offsets: dict[str, list[int]] = {}
+        for offset, chunk in enumerate(chunks):
+            self.offsets.setdefault(chunk.document_id, []).append(offset)
+        self.document_of = [chunk.document_id for chunk in chunks]
+        self.tokens_of = [chunk.token_count for chunk in chunks]
+        self.missing = {doc: len(offsets) for doc, offsets in self.offsets.items()}
+        self.ready: list[str] = []
+
+    def arrived(self, index: int) -> None:
+        document = self.document_of[index - self.first_index]
+        self.missing[document] -= 1
+        if self.missing[document] == 0:
+            self.ready.append(document)
+
+    def take(self, final: bool) -> list[list[int]]:
+        """Offsets of finished documents: one group once they reach the batch size (all that
+        are left when `final`)."""
+        offsets = [offset for doc in self.ready for offset in self.offsets[doc]]
+        tokens = sum(self.tokens_of[offset] for offset in offsets)
+        if not offsets or (tokens < self.tokens_per_batch and not final):
+            return []
+        self.ready = []
+        return [offsets]

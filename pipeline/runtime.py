@@ -1,11 +1,17 @@
-"""Starting or joining Ray for the driver."""
+"""Starting or joining Ray for the driver, and the plain Ray tasks more than one part uses."""
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from memory_bank.config import RayConfig
+import numpy as np
+
+from memory_bank.config import EmbeddingConfig, RayConfig
+
+R = TypeVar("R")
 
 logger = logging.getLogger(__name__)
 
@@ -64,3 +70,29 @@ def _quiet_ray_data() -> None:
     context.print_on_execution_start = False
     if hasattr(context, "enable_operator_progress_bars"):
         context.enable_operator_progress_bars = False
+
+
+def map_on_tasks(
+    function: Callable[..., R], calls: Sequence[tuple[Any, ...]], num_cpus: float
+) -> list[R]:
+    """Each call of `function` as a Ray task; results in call order."""
+    import ray
+
+    task = ray.remote(function).options(num_cpus=num_cpus)
+    return ray.get([task.remote(*arguments) for arguments in calls])
+
+
+def encode_on_task(texts: list[str], config: EmbeddingConfig, num_cpus: float) -> np.ndarray:
+    """Embed short texts in a Ray task (the caller never loads torch and the model)."""
+    import ray
+
+    task = ray.remote(_encode_texts).options(num_cpus=num_cpus)
+    return ray.get(task.remote(texts, config))
+
+
+def _encode_texts(texts: list[str], config: EmbeddingConfig) -> np.ndarray:
+    from memory_bank.index.embedding import Embedder
+
+    # Ray sets OMP_NUM_THREADS=1 in workers; like the embedding actors, use the task's cores.
+    threads = config.num_threads or os.cpu_count() or 1
+    return Embedder(config.model_copy(update={"num_threads": threads})).encode(texts)

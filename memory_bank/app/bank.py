@@ -15,7 +15,7 @@ from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.executor import Executor, LocalExecutor
 from memory_bank.ingest.progress import ProgressSink
 from memory_bank.ingest.runner import ExecutorFactory, IngestRunner
-from memory_bank.schemas import ChatResult, DirectoryNode, IngestSummary, SearchHit
+from memory_bank.schemas import ChatResult, CommitResult, DirectoryNode, IngestSummary, SearchHit
 
 
 class MemoryBank:
@@ -58,6 +58,11 @@ class MemoryBank:
         if not is_store(self.store):
             raise StoreError(f"no memory store at {self.store} to rebuild")
         return self._runner().run(self.store, progress=progress, replan=True)
+
+    def remove(self, sources: Sequence[str]) -> CommitResult:
+        """Remove stored documents (by source path as ingested, a directory holding them, or
+        document id): their memories, files, vectors and index entries; other paths stay."""
+        return self._runner().remove(self.store, list(sources))
 
     def request(self, question: str, max_iterations: int | None = None) -> ChatResult:
         """Answer `question` from the store (at most `max_iterations` tool calls; default

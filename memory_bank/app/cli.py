@@ -102,6 +102,58 @@ def ingest(
 
 @app.command()
 @_reports_errors
+def add(
+    paths: Annotated[list[Path], typer.Argument(help="Files and directories to add.")],
+    store: StoreOption,
+    config: ConfigOption = None,
+    address: AddressOption = None,
+    local: LocalOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Add sources to an existing store: new memories are placed into its tree (a new
+    directory where they fit none), other paths stay; concurrent adds are serialized."""
+    from memory_bank.store.layout import is_store
+
+    if not is_store(store):
+        _fail(f"no memory store at {store} (create it with `memory-bank ingest`)")
+    files = [str(path) for path in paths]
+    _build(
+        store,
+        config,
+        address,
+        local,
+        as_json,
+        "added to",
+        lambda bank, progress: bank.add(files=files, progress=progress),
+    )
+
+
+@app.command()
+@_reports_errors
+def remove(
+    sources: Annotated[
+        list[str],
+        typer.Argument(help="Sources to remove: paths as ingested (files or directories) or ids."),
+    ],
+    store: StoreOption,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Remove documents from the store: their memories, files, vectors and index entries."""
+    result = _bank(store, config).remove(sources)
+    if as_json:
+        print(result.model_dump_json())
+        return
+    table = Table(title=f"removed from {store}", show_header=False)
+    table.add_row("documents", str(result.removed_documents))
+    table.add_row("chunks", str(result.removed_chunks))
+    table.add_row("directories", str(result.directories))
+    table.add_row("READMEs regenerated", ", ".join(result.readmes_regenerated) or "none")
+    _out.print(table)
+
+
+@app.command()
+@_reports_errors
 def rebuild(
     store: StoreOption,
     config: ConfigOption = None,
@@ -153,8 +205,31 @@ def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:
         table.add_row("rebuilt documents", str(summary.rebuilt_documents))
     table.add_row("chunks", str(summary.chunks))
     table.add_row("directories", str(summary.directories))
+    if summary.resumed_documents:
+        table.add_row("resumed documents", f"{summary.resumed_documents} (from the journal)")
     if summary.placed:
         table.add_row("tree", "new memories placed; other paths kept")
+    commit = summary.commit
+    if commit is not None:
+        if commit.duplicate_documents:
+            table.add_row("added meanwhile by another writer", str(commit.duplicate_documents))
+        if commit.new_directories:
+            table.add_row("new directories", ", ".join(commit.new_directories))
+        if commit.reorganization is not None:
+            operation = commit.reorganization
+            table.add_row(
+                "re-planned",
+                f"{operation.reason}: {len(operation.moved)} moved, "
+                f"{len(operation.new_directories)} new and "
+                f"{len(operation.deleted_directories)} deleted directories",
+            )
+        regenerated = commit.readmes_regenerated
+        table.add_row(
+            "READMEs regenerated",
+            f"{len(regenerated)}: {', '.join(regenerated[:8])}{' ...' if len(regenerated) > 8 else ''}"
+            if regenerated
+            else ("none" if commit.written else "none (store unchanged)"),
+        )
     for stage, seconds in summary.stage_seconds.items():
         table.add_row(f"{stage} (s)", f"{seconds:.2f}")
     table.add_row("total (s)", f"{summary.total_seconds:.2f}")

@@ -2,12 +2,15 @@
 
 The runner (`runner.py`) decides *what* an ingest does; an executor decides *where*: reading
 files, chunking + embedding + memorizing documents, fanning out independent planning and README
-calls, and embedding short texts. `LocalExecutor` does all of it in this process; the Ray
-executor (`pipeline/executor.py`) runs the same stage functions as Ray Data stages and tasks.
+calls, embedding short texts, and committing to the store. `LocalExecutor` does all of it in
+this process (commits serialized across processes by the store's lock); the Ray executor
+(`pipeline/executor.py`) runs the same stage functions as Ray Data stages and tasks, and
+commits through the store's writer actor.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -16,15 +19,20 @@ import numpy as np
 
 from memory_bank.config import AppConfig
 from memory_bank.index.embedding import Embedder
+from memory_bank.ingest.commit import CommitRequest, StoreCommitter
+from memory_bank.ingest.journal import batches_by_tokens
 from memory_bank.ingest.progress import StageTimer
 from memory_bank.ingest.stages import chunk_documents, memorize_encoded
 from memory_bank.ingest.work import MemoryParts
+from memory_bank.llm import backend_for
 from memory_bank.llm.roles import LLMBackend
-from memory_bank.schemas import Document
+from memory_bank.schemas import CommitResult, Document
 from memory_bank.tasks import run_serially
 from memory_bank.text.sources import FileOutcome, read_files_serially
 
 R = TypeVar("R")
+# Receives each batch of finished documents as soon as it is memorized (the ingest journal).
+BatchSink = Callable[[MemoryParts], object]
 
 
 class Executor(Protocol):
@@ -37,16 +45,25 @@ class Executor(Protocol):
         """Each file read into a document (or skipped, with why), in the given order."""
 
     def memorize(
-        self, documents: list[Document], first_index: int, timer: StageTimer, backend: LLMBackend
+        self,
+        documents: list[Document],
+        first_index: int,
+        timer: StageTimer,
+        backend: LLMBackend,
+        on_batch: BatchSink | None = None,
     ) -> MemoryParts:
         """Chunk, embed and memorize `documents` (memorize: the backend's role); memory indices
-        start at `first_index`."""
+        start at `first_index`. `on_batch` gets whole documents' parts as they finish, about
+        `store.journal_tokens` chunk tokens at a time."""
 
     def map(self, function: Callable[..., R], calls: Sequence[tuple[Any, ...]]) -> list[R]:
         """Independent calls (planning groups, README subtrees); results in call order."""
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Embed short texts (READMEs) like `Embedder.encode`: (len(texts), 384) float32."""
+
+    def commit(self, store: Path, request: CommitRequest) -> CommitResult:
+        """Apply `request` to the store, serialized with every other writer of it."""
 
 
 class LocalExecutor:
@@ -55,6 +72,7 @@ class LocalExecutor:
     def __init__(self, config: AppConfig, embedder: Embedder | None = None) -> None:
         self.config = config
         self.embedder = embedder or Embedder(config.embedding)
+        self._committers: dict[Path, StoreCommitter] = {}
 
     def start(self, timer: StageTimer) -> None:
         pass
@@ -63,17 +81,46 @@ class LocalExecutor:
         return read_files_serially(paths)
 
     def memorize(
-        self, documents: list[Document], first_index: int, timer: StageTimer, backend: LLMBackend
+        self,
+        documents: list[Document],
+        first_index: int,
+        timer: StageTimer,
+        backend: LLMBackend,
+        on_batch: BatchSink | None = None,
     ) -> MemoryParts:
         with timer.stage("chunk"):
             chunks = chunk_documents(documents, self.config.chunking)
-        with timer.stage("embed", total=len(chunks)):
-            encodings = self.embedder.encode_chunks([chunk.text for chunk in chunks])
-        with timer.stage("memorize", total=len(chunks)):
-            return memorize_encoded(chunks, encodings, first_index, self.config.memorize, backend)
+        parts = MemoryParts()
+        with timer.stage("embed+memorize", total=len(chunks)):
+            for batch in batches_by_tokens(chunks, self.config.store.journal_tokens):
+                started = time.perf_counter()
+                encodings = self.embedder.encode_chunks([chunk.text for chunk in batch])
+                timer.add("embed busy", time.perf_counter() - started)
+                started = time.perf_counter()
+                part = memorize_encoded(
+                    batch,
+                    encodings,
+                    first_index + len(parts.memories),
+                    self.config.memorize,
+                    backend,
+                )
+                timer.add("memorize busy", time.perf_counter() - started)
+                if on_batch is not None:
+                    on_batch(part)
+                parts.extend(part)
+        return parts
 
     def map(self, function: Callable[..., R], calls: Sequence[tuple[Any, ...]]) -> list[R]:
         return run_serially(function, calls)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode(texts)
+
+    def commit(self, store: Path, request: CommitRequest) -> CommitResult:
+        key = Path(store).expanduser().absolute()
+        committer = self._committers.get(key)
+        if committer is None:
+            backend = backend_for(self.config.llm)
+            committer = StoreCommitter(key, self.config, backend, self.encode_texts, self.map)
+            self._committers[key] = committer
+        return committer.commit(request)

@@ -1,10 +1,11 @@
-"""`IngestRunner`: one ingest (or rebuild) of a store, from sources to the atomic write.
+"""`IngestRunner`: one ingest, rebuild or removal of a store, from sources to the commit.
 
-An ingest into an existing store keeps the stored memories and embeddings, skips documents whose
-content hash is already stored (`work.plan_work`) and places the new memories into the stored
-tree (`taxonomy.placement`); a large add, a new store and a rebuild plan the tree anew. Where the
-work runs is the executor's business (`executor.py`); the steps and their order are the same
-for every executor, so the in-process and the Ray ingest produce the same store.
+An ingest processes only documents whose content hash the store lacks (`work.plan_work`;
+every document when the store was made with another memory recipe), journals finished
+documents as it goes (`journal.py`: a killed ingest resumes), then hands the memories to the
+executor's commit, which serializes all writers of the store and applies the change to the
+store as it is at that moment (`commit.py`). Where the work runs is the executor's business
+(`executor.py`); the steps and their order are the same for every executor.
 """
 
 from __future__ import annotations
@@ -14,33 +15,26 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memory_bank.config import AppConfig
+from memory_bank.errors import StoreError
 from memory_bank.index.embedding import Embedder
+from memory_bank.ingest.commit import CommitRequest
 from memory_bank.ingest.executor import Executor, LocalExecutor
+from memory_bank.ingest.journal import IngestJournal, ordered_by_documents
 from memory_bank.ingest.progress import NullProgress, ProgressSink, StageTimer
-from memory_bank.ingest.stages import (
-    compose_readmes,
-    embed_readmes,
-    finish_store,
-    plan_tree,
-    read_inputs,
-    require_something,
-    taxonomy_items,
-)
-from memory_bank.ingest.work import MemoryParts, plan_work, stored_readme_vectors
+from memory_bank.ingest.stages import read_inputs, require_something
+from memory_bank.ingest.work import MemoryParts, memory_recipe, plan_work
 from memory_bank.llm import backend_for
-from memory_bank.llm.roles import PlaceRequest
-from memory_bank.schemas import DirectoryNode, IngestSummary
-from memory_bank.store.files import assign_chunk_paths
+from memory_bank.schemas import CommitResult, Document, IngestSummary
+from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
-from memory_bank.taxonomy import validate_taxonomy
-from memory_bank.taxonomy.placement import should_place
+from memory_bank.store.tables import documents_from_table
 
 # Makes the executor an ingest runs on; `MemoryBank` and the CLI take one of these.
 ExecutorFactory = Callable[[AppConfig], Executor]
 
 
 class IngestRunner:
-    """Adds sources to a store, or re-plans it, with the given executor."""
+    """Adds sources to a store, re-plans it, or removes documents from it."""
 
     def __init__(self, config: AppConfig, executor: Executor) -> None:
         self.config = config
@@ -56,7 +50,8 @@ class IngestRunner:
         replan: bool = False,
     ) -> IngestSummary:
         """Add `files` and `text` to the store. With `replan` (a rebuild), the whole tree is
-        planned anew from the stored memories and vectors even when nothing new is given."""
+        planned anew from the stored memories even when nothing new is given; a rebuild that
+        changes nothing writes nothing."""
         timer = StageTimer(progress or NullProgress())
         started = time.perf_counter()
         self.executor.start(timer)
@@ -73,68 +68,88 @@ class IngestRunner:
             unchanged_documents=work.unchanged,
             rebuilt_documents=work.rebuilt,
         )
-        parts, fresh = work.kept, work.documents
-        if fresh or (replan and parts.memories):
-            stored = len(parts.memories)
-            if fresh:
-                added = self.executor.memorize(fresh, stored, timer, self.backend)
-                added.documents = fresh
-                parts.extend(added)
-                summary.chunks = len(added.chunks)
-            with timer.stage("plan"):
-                if replan:
-                    tree = self._plan(parts)
-                else:
-                    tree, summary.placed = self._tree_for(store, parts, stored)
-            with timer.stage("readme"):
-                chunk_paths = assign_chunk_paths(tree, parts.memories)
-                readmes = compose_readmes(
-                    tree,
-                    parts.memories,
-                    chunk_paths,
-                    self.config.taxonomy,
-                    self.backend,
-                    self.executor.map,
-                )
-            with timer.stage("embed readmes", total=len(readmes)):
-                # Embedded here, once, so the query side does not embed them when it opens.
-                known = {} if work.rebuilt else stored_readme_vectors(store)
-                readme_vectors = embed_readmes(readmes, known, self.executor.encode_texts)
-            with timer.stage("write"):
-                summary.directories = finish_store(
-                    store, parts, tree, readmes, readme_vectors, self.config
-                )
+        journal = IngestJournal(store, memory_recipe(self.config))
+        added = self._memorize(journal, work.documents, timer, summary)
+        if added.memories or work.replace_all or (replan and is_store(store)):
+            request = CommitRequest(
+                added=added,
+                replan=replan,
+                replace_all=work.replace_all,
+                base_version=work.base_version,
+            )
+            with timer.stage("commit"):
+                result = self.executor.commit(store, request)
+            journal.forget(doc.document_id for doc in added.documents)
+            _record(summary, result)
+        elif is_store(store):
+            summary.directories = StoreReader(store).meta.get("total_directories", 0)
         summary.stage_seconds = timer.seconds
         summary.total_seconds = time.perf_counter() - started
         return summary
 
-    def _plan(self, parts: MemoryParts) -> DirectoryNode:
-        return plan_tree(
-            parts.memories,
-            parts.memory_vectors,
-            self.config.taxonomy,
-            self.backend,
-            self.executor.map,
-        )
+    def remove(self, store: Path, sources: Sequence[str]) -> CommitResult:
+        """Remove the stored documents named by `sources` (a source path as ingested, a file or
+        directory path that resolves to it, or a document id)."""
+        if not is_store(store):
+            raise StoreError(f"no memory store at {store}")
+        stored = documents_from_table(StoreReader(Path(store).resolve()).documents())
+        return self.executor.commit(store, CommitRequest(remove=resolve_documents(stored, sources)))
 
-    def _tree_for(self, store: Path, parts: MemoryParts, stored: int) -> tuple[DirectoryNode, bool]:
-        """The tree after adding `parts.memories[stored:]`: placed into the stored tree when the
-        add is small next to it (paths stay stable), else planned anew. True when placed."""
-        added = len(parts.memories) - stored
-        if should_place(stored, added):
-            request = PlaceRequest(
-                tree=StoreReader(store).tree(),
-                items=taxonomy_items(parts.memories),
-                vectors=parts.memory_vectors,
-                new_indices=list(range(stored, stored + added)),
-                config=self.config.taxonomy,
-            )
-            placed = self.backend.place(request).tree
-            if placed is not None and not validate_taxonomy(
-                placed, len(parts.memories), self.config.taxonomy
-            ):
-                return placed, True
-        return self._plan(parts), False
+    def _memorize(
+        self,
+        journal: IngestJournal,
+        documents: list[Document],
+        timer: StageTimer,
+        summary: IngestSummary,
+    ) -> MemoryParts:
+        """The memories of `documents`: from the journal where an earlier run finished them,
+        the rest made now (and journaled batch by batch), in document order."""
+        if not documents:
+            return MemoryParts()
+        resumed, _ = journal.load(doc.document_id for doc in documents)
+        done = {chunk.document_id for chunk in resumed.chunks}
+        summary.resumed_documents = len(done)
+        todo = [doc for doc in documents if doc.document_id not in done]
+        fresh = MemoryParts()
+        if todo:
+            fresh = self.executor.memorize(todo, 0, timer, self.backend, on_batch=journal.save)
+        return ordered_by_documents(documents, [resumed, fresh])
+
+
+def _record(summary: IngestSummary, result: CommitResult) -> None:
+    summary.commit = result
+    summary.chunks = result.chunks
+    summary.directories = result.directories
+    summary.placed = result.placed
+    # Documents another writer committed while this ingest ran count as already stored.
+    summary.documents = max(0, summary.documents - result.duplicate_documents)
+    summary.unchanged_documents += result.duplicate_documents
+
+
+def resolve_documents(stored: Sequence[Document], sources: Sequence[str]) -> list[str]:
+    """The document ids `sources` name; StoreError naming every source that matches none."""
+    ids: list[str] = []
+    unknown: list[str] = []
+    for source in sources:
+        target = Path(source).expanduser().resolve()
+        matches = [
+            doc.document_id
+            for doc in stored
+            if source in (doc.source, doc.document_id)
+            or _resolved(doc.source) == target
+            or _resolved(doc.source).is_relative_to(target)
+        ]
+        if matches:
+            ids.extend(match for match in matches if match not in ids)
+        else:
+            unknown.append(source)
+    if unknown:
+        raise StoreError("not in the store: " + ", ".join(unknown))
+    return ids
+
+
+def _resolved(source: str) -> Path:
+    return Path(source).expanduser().resolve()
 
 
 def local_runner(config: AppConfig, embedder: Embedder | None = None) -> IngestRunner:

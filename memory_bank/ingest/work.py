@@ -54,11 +54,8 @@ def _empty_vectors() -> np.ndarray:
     return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
 
 
-def load_existing(store: Path) -> MemoryParts:
-    """What a committed store already holds (empty parts when there is no store yet)."""
-    if not is_store(store):
-        return MemoryParts()
-    reader = StoreReader(store)
+def load_parts(reader: StoreReader) -> MemoryParts:
+    """Everything an opened store holds about its documents."""
     return MemoryParts(
         documents=documents_from_table(reader.documents()),
         chunks=chunks_from_table(reader.chunks()),
@@ -67,24 +64,6 @@ def load_existing(store: Path) -> MemoryParts:
         sentences=sentences_from_table(reader.sentences()),
         sentence_vectors=reader.sentence_vectors(),
     )
-
-
-def new_documents(loaded: SourceLoad, existing: MemoryParts) -> tuple[list[Document], int]:
-    """Documents not stored yet, and how many given documents were already stored."""
-    known = {doc.document_id for doc in existing.documents}
-    fresh = [doc for doc in loaded.documents if doc.document_id not in known]
-    return fresh, len(loaded.documents) - len(fresh)
-
-
-def stored_readme_vectors(store: Path) -> dict[str, np.ndarray]:
-    """README text -> vector in the live store (empty without a store or its readmes table)."""
-    if not is_store(store):
-        return {}
-    reader = StoreReader(store)
-    table = reader.readmes()
-    if table is None:
-        return {}
-    return dict(zip(table.column("text").to_pylist(), reader.readme_vectors(), strict=True))
 
 
 # Bump when a change to chunking, memorize or the embedding of chunks changes what a document
@@ -110,33 +89,37 @@ def memory_recipe(config: AppConfig) -> str:
 
 @dataclass
 class IngestWork:
-    """What an ingest does with the store it adds to."""
+    """What an ingest has to process, judged from the store as it was when the ingest began
+    (the commit re-checks against the store as it is then; see `commit.py`)."""
 
-    kept: MemoryParts  # stored documents, memories and vectors kept as they are
     documents: list[Document]  # to chunk, embed and memorize
     new: int  # given documents the store did not hold
     unchanged: int  # given documents already stored and current
     rebuilt: int  # stored documents processed again (another memory recipe)
+    replace_all: bool = False  # the documents are the whole store, made anew
+    base_version: str | None = None  # the store version this was judged from
 
 
 def plan_work(loaded: SourceLoad, store: Path, config: AppConfig) -> IngestWork:
-    existing = load_existing(store)
-    outdated = outdated_documents(store, existing, config)
-    if outdated:  # rebuild: nothing stored is kept, every document is processed again
-        existing = MemoryParts()
-    fresh, unchanged = new_documents(loaded, existing)
-    stored = {doc.document_id for doc in outdated}
-    new = sum(doc.document_id not in stored for doc in fresh)
-    given = {doc.document_id for doc in fresh}  # a given copy beats the stored one
-    fresh += [doc for doc in outdated if doc.document_id not in given]
-    return IngestWork(existing, fresh, new, unchanged, len(outdated))
-
-
-def outdated_documents(store: Path, existing: MemoryParts, config: AppConfig) -> list[Document]:
-    """The stored documents, when the store was made with another memory recipe (or before
-    recipes were recorded); none when its memories are current."""
-    if not existing.documents:
-        return []
-    if StoreReader(store).meta.get("memory_recipe") == memory_recipe(config):
-        return []
-    return list(existing.documents)
+    """Which documents need processing: the given ones the store lacks, or, when the store was
+    made with another memory recipe (or before recipes were recorded), every stored document
+    too (from documents.parquet when not given again)."""
+    if not is_store(store):
+        return IngestWork(list(loaded.documents), len(loaded.documents), 0, 0)
+    reader = StoreReader(Path(store).resolve())
+    stored = documents_from_table(reader.documents())
+    stored_ids = {doc.document_id for doc in stored}
+    fresh = [doc for doc in loaded.documents if doc.document_id not in stored_ids]
+    unchanged = len(loaded.documents) - len(fresh)
+    if reader.meta.get("memory_recipe") == memory_recipe(config) or not stored:
+        return IngestWork(fresh, len(fresh), unchanged, 0, base_version=reader.store_version)
+    given = {doc.document_id: doc for doc in loaded.documents}
+    everything = list(given.values()) + [doc for doc in stored if doc.document_id not in given]
+    return IngestWork(
+        everything,
+        new=len(fresh),
+        unchanged=0,
+        rebuilt=len(stored),
+        replace_all=True,
+        base_version=reader.store_version,
+    )

@@ -57,24 +57,27 @@ class QueryService:
     def _current(self) -> _OpenStore:
         """The open store, reopened when the store on disk is not the one loaded.
 
-        A store is only ever replaced whole (a directory swap with a freshly written meta file),
-        so one stat of the meta file per request tells whether to look closer; the store is
-        reopened only when its version changed, not when identical content was rewritten. The
-        first request after a reopen loads the new store's indexes.
+        A commit publishes a whole new version directory and switches the store path to it
+        atomically (`store/location.py`), so one stat of the meta file per request tells
+        whether to look closer; the store is reopened only when its version changed, not when
+        identical content was rewritten. The path is resolved once per reopen, so everything
+        opened together comes from one version even if another commit follows. The first
+        request after a reopen loads the new version's indexes.
         """
         with self._lock:
             stamp = _meta_stamp(self.store)
             if self._open is not None and stamp is not None and stamp == self._stamp:
                 return self._open
-            if not is_store(self.store):
+            version_dir = self.store.resolve()
+            if not is_store(version_dir):
                 raise StoreError(
                     f"no memory store at {self.store} (run `memory-bank ingest` first)"
                 )
-            # The stamp is taken before the reader opens: a swap in between leaves a stale
-            # stamp, which only costs another look on the next request.
-            reader = StoreReader(self.store)
+            # The stamp is taken before the path is resolved: a commit in between leaves a
+            # stale stamp, which only costs another look on the next request.
+            reader = StoreReader(version_dir)
             if self._open is None or self._open.reader.store_version != reader.store_version:
-                self._open = _OpenStore(self.store, self.config, self.embedder)
+                self._open = _OpenStore(version_dir, self.config, self.embedder)
             self._stamp = stamp
             return self._open
 

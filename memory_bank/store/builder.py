@@ -1,35 +1,31 @@
-"""Build a complete store next to the live one, then swap it in with renames.
+"""Build a complete store version next to the live one, then publish it in one atomic switch.
 
-Readers therefore see the old store or the new one, never a mix. The build happens in a hidden
-sibling directory (`.<name>.building-<random>`) so the final rename stays on one filesystem. The
-swap, and any read of the previous store that the new one depends on (its `created_at`), happen
-under an exclusive `flock` on `<parent>/.<name>.lock`, so concurrent builds serialize.
-
-A build holds a `flock` on a file inside its directory for as long as it runs; the kernel drops
-it when the process dies, so the next build can tell a build directory left by a crash (lock
-free: removed) from one that is still being written (lock held: kept).
+The build happens in the store's version area (see `location.py`), so readers see the old
+version or the new one, never a mix, and the store path never goes missing. Anything read from
+the previous store that the new one depends on (its `created_at`, its tree) is read under the
+store's lock, held across "read, write, publish" with `locked()`, so concurrent commits
+serialize. A build whose process died is removed by the next commit.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import secrets
 import shutil
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
 from memory_bank.errors import StoreError
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import layout
-from memory_bank.store.atomic import fsync_directory, safe_join
+from memory_bank.store.atomic import safe_join
+from memory_bank.store.location import StoreLocation
 from memory_bank.store.tables import (
     SentenceRecord,
     build_faiss_index,
@@ -42,8 +38,6 @@ from memory_bank.store.tables import (
     write_parquet,
 )
 
-_OWNER_FILE = ".owner.lock"  # inside a build directory, locked by the process writing it
-
 
 class StoreBuilder:
     """Writes a new store into a temporary directory; `commit()` makes it the live store.
@@ -53,17 +47,12 @@ class StoreBuilder:
     """
 
     def __init__(self, store_dir: str | os.PathLike[str]) -> None:
-        # Resolve symlinks so the build directory and the lock sit next to the real store and a
-        # symlink to the store keeps pointing at it after the swap.
-        self.store_dir = Path(store_dir).expanduser().resolve()
-        if not self.store_dir.name:
-            raise StoreError(f"cannot use {os.fspath(store_dir)!r} as a store directory")
-        _refuse_foreign_directory(self.store_dir)
-        self.store_dir.parent.mkdir(parents=True, exist_ok=True)
-        self.build_dir = _make_build_dir(self.store_dir)
-        self._owner = _claim(self.build_dir)
+        self.location = StoreLocation(store_dir)
+        self.store_dir = self.location.path
+        self.location.refuse_foreign_path()
+        self.build_dir, self._owner = self.location.new_build_directory()
         self._committed = False
-        self._lock_depth = 0
+        self.version_dir: Path | None = None
 
     def __enter__(self) -> StoreBuilder:
         return self
@@ -119,6 +108,12 @@ class StoreBuilder:
     def write_tree(self, tree: DirectoryNode) -> None:
         self._write_json(layout.TREE_FILE, tree.model_dump(mode="json"))
 
+    def write_bank_json(self, name: str, value: Any) -> None:
+        """A JSON file of `.bank/` beyond the standard ones (e.g. the reorganization log)."""
+        if "/" in name or not name.endswith(".json"):
+            raise StoreError(f"not a .bank JSON file name: {name!r}")
+        self._write_json(f"{layout.BANK_DIR}/{name}", value)
+
     def write_meta(self, meta: Mapping[str, Any]) -> None:
         self._write_json(layout.META_FILE, dict(meta))
 
@@ -151,23 +146,10 @@ class StoreBuilder:
         """Hold the store's exclusive lock; `commit()` inside the block reuses it.
 
         Wrap "read the previous store, write what depends on it, commit" in one `locked()` so a
-        concurrent build cannot slip in between.
+        concurrent commit cannot slip in between.
         """
-        if self._lock_depth:
-            self._lock_depth += 1
-            try:
-                yield
-            finally:
-                self._lock_depth -= 1
-            return
-        with store_lock(self.store_dir):
-            self._lock_depth = 1
-            try:
-                _recover_interrupted_swap(self.store_dir)
-                _remove_abandoned_builds(self.store_dir, keep=self.build_dir)
-                yield
-            finally:
-                self._lock_depth = 0
+        with self.location.lock():
+            yield
 
     def previous_meta(self) -> dict[str, Any] | None:
         """The live store's `.gam_meta.json`, or None if there is no (readable) previous store.
@@ -181,20 +163,23 @@ class StoreBuilder:
         return meta if isinstance(meta, dict) else None
 
     def commit(self) -> Path:
-        """Make the build directory the live store; returns the store path."""
+        """Publish the build as the live store; returns the store path."""
         if self._committed:
             raise StoreError(f"store build for {self.store_dir} was already committed")
+        missing = layout.missing_store_files(self.build_dir)
+        if missing:
+            raise StoreError(f"refusing to publish an incomplete store; missing: {missing}")
+        meta = json.loads((self.build_dir / layout.META_FILE).read_text(encoding="utf-8"))
         with self.locked():
-            _refuse_foreign_directory(self.store_dir)
             # One sync for the whole build: cheaper than an fsync per chunk file, and it must
-            # happen before the rename so a crash cannot leave a live store of empty files.
-            self._release()  # under the store lock, so no cleanup can take the build for dead
+            # happen before the switch so a crash cannot leave a live store of empty files.
+            self._release()
             os.sync()
             try:
-                _swap_in(self.build_dir, self.store_dir)
+                self.version_dir = self.location.publish(self.build_dir, meta["store_version"])
             except OSError as exc:
                 raise StoreError(
-                    f"could not swap the new store into {self.store_dir}: {exc}"
+                    f"could not publish the new store at {self.store_dir}: {exc}"
                 ) from exc
             self._committed = True
         return self.store_dir
@@ -202,114 +187,19 @@ class StoreBuilder:
     def abort(self) -> None:
         """Throw the build away (idempotent); the live store is not touched."""
         if not self._committed:
-            shutil.rmtree(self.build_dir, ignore_errors=True)
             self._release()
+            shutil.rmtree(self.build_dir, ignore_errors=True)
 
     def _release(self) -> None:
         if self._owner is not None:
             with contextlib.suppress(OSError):
-                (self.build_dir / _OWNER_FILE).unlink()
+                (self.build_dir / ".owner.lock").unlink()
             self._owner.close()  # closing drops the flock
             self._owner = None
 
 
 @contextlib.contextmanager
 def store_lock(store_dir: str | os.PathLike[str]) -> Iterator[None]:
-    """Exclusive cross-process lock for swapping `store_dir` (blocks until it is free).
-
-    flock locks belong to an open file description, so two threads of one process that each
-    enter this also exclude each other. The lock file is never deleted: deleting it would let a
-    waiter lock a file that a newcomer no longer sees.
-    """
-    resolved = Path(store_dir).expanduser().resolve()
-    lock_path = resolved.parent / f".{resolved.name}.lock"
-    with open(lock_path, "a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def _make_build_dir(store_dir: Path) -> Path:
-    # Not tempfile.mkdtemp: its mode 0700 would become the live store's mode after the rename,
-    # hiding the store from other users (a query server, a shared cluster volume).
-    while True:
-        candidate = store_dir.with_name(f".{store_dir.name}.building-{secrets.token_hex(6)}")
-        try:
-            candidate.mkdir(mode=0o777)  # minus the umask, like any other directory
-        except FileExistsError:
-            continue
-        return candidate
-
-
-def _claim(build_dir: Path) -> IO[str]:
-    """Open and lock the build's owner file; the lock lasts while the handle is open."""
-    handle = open(build_dir / _OWNER_FILE, "w")  # noqa: SIM115 - held for the build's lifetime
-    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    return handle
-
-
-def _remove_abandoned_builds(store_dir: Path, keep: Path) -> None:
-    """Delete build directories whose builder died. Caller holds the store lock."""
-    for build_dir in store_dir.parent.glob(f".{store_dir.name}.building-*"):
-        if build_dir == keep or not build_dir.is_dir():
-            continue
-        try:
-            handle = open(build_dir / _OWNER_FILE, "a")  # noqa: SIM115 - closed below
-        except OSError:
-            continue  # no owner file: a build made before this scheme, or one just starting
-        with handle:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue  # its builder is alive
-            shutil.rmtree(build_dir, ignore_errors=True)
-
-
-def _aside_dirs(store_dir: Path) -> list[Path]:
-    return sorted(store_dir.parent.glob(f".{store_dir.name}.old-*"))
-
-
-def _swap_in(build_dir: Path, store_dir: Path) -> None:
-    if not store_dir.exists():
-        os.rename(build_dir, store_dir)
-        fsync_directory(store_dir.parent)
-        return
-    aside = store_dir.parent / f".{store_dir.name}.old-{secrets.token_hex(6)}"
-    os.rename(store_dir, aside)
-    try:
-        os.rename(build_dir, store_dir)
-    except BaseException:
-        os.rename(aside, store_dir)
-        raise
-    fsync_directory(store_dir.parent)
-    # The new store is live; failing to delete the old copy must not fail the commit. A copy
-    # left behind is removed by the next build (see _recover_interrupted_swap).
-    shutil.rmtree(aside, ignore_errors=True)
-
-
-def _recover_interrupted_swap(store_dir: Path) -> None:
-    """Repair what a crash during `_swap_in` left behind. Caller holds the store lock.
-
-    Aside copies only exist while a swap runs under the lock, so any found now are left over:
-    with no live store, the newest aside copy is the previous store and goes back in place;
-    otherwise they are garbage.
-    """
-    leftovers = _aside_dirs(store_dir)
-    if not leftovers:
-        return
-    if not store_dir.exists():
-        newest = max(leftovers, key=lambda path: path.stat().st_mtime)
-        os.rename(newest, store_dir)
-        leftovers.remove(newest)
-    for leftover in leftovers:
-        shutil.rmtree(leftover, ignore_errors=True)
-
-
-def _refuse_foreign_directory(store_dir: Path) -> None:
-    """Never replace (and so delete) a directory that holds something other than a store."""
-    if store_dir.exists() and not store_dir.is_dir():
-        raise StoreError(f"{store_dir} exists and is not a directory")
-    if store_dir.is_dir() and any(store_dir.iterdir()) and not layout.looks_like_store(store_dir):
-        raise StoreError(f"{store_dir} is a non-empty directory that is not a memory store")
+    """The store's exclusive cross-process lock (see `StoreLocation.lock`)."""
+    with StoreLocation(store_dir).lock():
+        yield

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
@@ -131,29 +132,50 @@ def parse_chunk_file(text: str) -> tuple[dict[str, Any], str]:
     return frontmatter, body.removesuffix(newline)
 
 
-def assign_chunk_paths(tree: DirectoryNode, memories: Iterable[MemorizedChunk]) -> dict[int, str]:
+def assign_chunk_paths(
+    tree: DirectoryNode,
+    memories: Iterable[MemorizedChunk],
+    keep: Mapping[int, str] | None = None,
+) -> dict[int, str]:
     """Give every memory in `tree` a store-relative file path "dir/sub/title.md".
 
     Titles are sanitized to valid names and made unique within their directory with `_2`, `_3`,
-    ... suffixes, in index order so the result does not depend on list order.
+    ... suffixes, in index order so the result does not depend on list order. `keep` (memory
+    index -> its current path) lets memories that stay in their directory keep their file name,
+    so a path an earlier answer cited stays valid after other memories come and go.
     """
     by_index = {memory.index: memory for memory in memories}
+    keep = keep or {}
     paths: dict[int, str] = {}
     for node in tree.iter_nodes():
         if not node.chunk_indices:
             continue
         directory = directory_relative_path(node.path)
         taken: set[str] = set(_RESERVED_TITLES)
+        fresh: list[int] = []
         for index in sorted(node.chunk_indices):
-            memory = by_index.get(index)
-            if memory is None:
+            if index not in by_index:
                 raise StoreError(f"directory {node.path} lists unknown memory {index}")
             if index in paths:
                 raise StoreError(f"memory {index} is placed in more than one directory")
-            name = _unique_name(sanitize_name(memory.title), taken)
+            kept = keep.get(index)
+            if kept is not None and _parent_of(kept) == directory:
+                name = PurePosixPath(kept).stem
+                if name not in taken:
+                    taken.add(name)
+                    paths[index] = kept
+                    continue
+            fresh.append(index)
+        for index in fresh:
+            name = _unique_name(sanitize_name(by_index[index].title), taken)
             taken.add(name)
             paths[index] = f"{directory}/{name}.md" if directory else f"{name}.md"
     return paths
+
+
+def _parent_of(relative: str) -> str:
+    parent = PurePosixPath(relative).parent.as_posix()
+    return "" if parent == "." else parent
 
 
 def _unique_name(base: str, taken: set[str]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 META_FILE = ".gam_meta.json"
@@ -47,3 +48,12 @@ def is_store(store_dir: str | Path) -> bool:
 def looks_like_store(directory: Path) -> bool:
     """True when `directory` holds a store, even a damaged one (so replacing it is safe)."""
     return (directory / META_FILE).is_file() or (directory / BANK_DIR).is_dir()
+
+
+def live_store_version(store_dir: str | Path) -> str | None:
+    """The store_version in the live store's meta file; None without a readable one."""
+    try:
+        meta = json.loads((Path(store_dir) / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta.get("store_version") if isinstance(meta, dict) else None

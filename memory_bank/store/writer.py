@@ -44,6 +44,7 @@ class StoreStats(BaseModel):
     chunks: int
     directories: int  # below the root
     sentences: int
+    written: bool = True  # False when the content equalled the live store (skip_if_unchanged)
 
 
 def meta_extra_from_config(config: AppConfig) -> dict[str, Any]:
@@ -70,6 +71,9 @@ def write_store(
     meta_extra: Mapping[str, Any],
     taxonomy_config: TaxonomyConfig | None = None,
     readme_vectors: Mapping[str, np.ndarray] | None = None,
+    chunk_paths: Mapping[int, str] | None = None,
+    bank_json: Mapping[str, Any] | None = None,
+    skip_if_unchanged: bool = False,
 ) -> StoreStats:
     """Write a complete store and make it the live one at `store_dir` in one swap.
 
@@ -81,6 +85,11 @@ def write_store(
     `readme_vectors` maps the same paths to each README's embedding (`Embedder.encode([text])`);
     they are stored in `.bank/readmes.parquet` so the query side need not embed every README
     when it opens the store. Without them that table is not written.
+
+    `chunk_paths` (default: `assign_chunk_paths(tree, memories)`) lets a commit keep the file
+    paths memories already had; `bank_json` adds JSON files under `.bank/` (name -> value). With
+    `skip_if_unchanged`, a store whose content equals the live one is not written again (the
+    returned stats say `written=False`): a scheduled rebuild of an unchanged store is a no-op.
     """
     problems = find_store_problems(
         documents=documents,
@@ -100,11 +109,28 @@ def write_store(
     memory_matrix = check_vectors(memory_vectors, len(memories), "memory vectors")
     sentence_matrix = check_vectors(sentence_vectors, len(sentences), "sentence vectors")
 
-    chunk_paths = assign_chunk_paths(tree, memories)
+    if chunk_paths is None:
+        chunk_paths = assign_chunk_paths(tree, memories)
     manifest_documents = {doc.document_id: doc.source for doc in documents}
     store_version = compute_store_version(
-        manifest_documents, tree, memories, chunk_paths, readmes, memory_matrix
+        manifest_documents,
+        tree,
+        memories,
+        chunk_paths,
+        readmes,
+        memory_matrix,
+        extra={"meta": dict(meta_extra), "bank": dict(bank_json or {})},
     )
+    if skip_if_unchanged and _live_store_is(store_dir, store_version, meta_extra):
+        return StoreStats(
+            store_dir=str(store_dir),
+            store_version=store_version,
+            documents=len(documents),
+            chunks=len(memories),
+            directories=count_directories(tree),
+            sentences=len(sentences),
+            written=False,
+        )
     with StoreBuilder(store_dir) as builder:
         for memory in memories:
             builder.write_file(chunk_paths[memory.index], render_chunk_file(memory))
@@ -122,6 +148,8 @@ def write_store(
         if readme_vectors is not None:
             builder.write_readme_vectors(readmes, readme_vectors)
         builder.write_tree(tree)
+        for name, value in (bank_json or {}).items():
+            builder.write_bank_json(name, value)
         builder.write_manifest(store_version, manifest_documents)
         builder.write_faiss(memory_matrix)
         with builder.locked():
@@ -153,6 +181,19 @@ def write_store(
     )
 
 
+def _live_store_is(
+    store_dir: str | Path, store_version: str, meta_extra: Mapping[str, Any]
+) -> bool:
+    """Whether the live store already is this content (version and configured meta alike)."""
+    try:
+        meta = json.loads((Path(store_dir) / layout.META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(meta, dict) or meta.get("store_version") != store_version:
+        return False
+    return all(meta.get(key) == value for key, value in meta_extra.items())
+
+
 def count_directories(tree: DirectoryNode) -> int:
     """Directories below the root (the root itself is the store directory, not counted)."""
     return sum(1 for _ in tree.iter_nodes()) - 1
@@ -165,6 +206,7 @@ def compute_store_version(
     chunk_paths: Mapping[int, str],
     readmes: Mapping[str, str],
     memory_vectors: np.ndarray,
+    extra: Mapping[str, Any] | None = None,
 ) -> str:
     """A content hash of the store: same content, same version; any change, a new one.
 
@@ -190,6 +232,7 @@ def compute_store_version(
             for m in sorted(memories, key=lambda memory: memory.index)
         ],
         "readmes": dict(sorted(readmes.items())),
+        "extra": extra or {},
     }
     digest.update(json.dumps(content, sort_keys=True, ensure_ascii=False).encode("utf-8"))
     digest.update(np.ascontiguousarray(memory_vectors, dtype=np.float32).tobytes())

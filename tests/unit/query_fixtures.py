@@ -14,7 +14,7 @@ import numpy as np
 
 from memory_bank.config import AppConfig
 from memory_bank.index.embedding import Embedder
-from memory_bank.ingest.runner import embed_readmes
+from memory_bank.ingest.stages import embed_readmes
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import SentenceRecord, meta_extra_from_config, write_store
 from tests.support import shared_embedder  # noqa: F401 - re-exported for the query tests

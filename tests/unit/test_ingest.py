@@ -337,8 +337,12 @@ def test_hostile_text_cannot_break_frontmatter_or_escape_the_store(tmp_path, emb
     assert summary.chunks == 1
     meta = assert_valid_store(tmp_path / "store")
     assert meta["total_chunks"] == 1
-    # Only the store and its lock file (beside it, by design) exist after the ingest.
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".store.lock", "store"]
+    # Only the store, its lock file and its version area (beside it, by design) exist after
+    # the ingest, and the store is the one version in that area.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".store.lock", ".store.versions", "store"]
+    assert [p.name for p in (tmp_path / ".store.versions").iterdir()] == [
+        (tmp_path / "store").resolve().name
+    ]
     assert not (tmp_path / "etc").exists()
 
 

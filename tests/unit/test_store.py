@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -195,10 +196,19 @@ def snapshot(directory: Path) -> dict[str, bytes]:
 
 
 def leftovers(store_dir: Path) -> list[str]:
-    """Hidden build / aside directories next to the store (the lock file is expected)."""
+    """What a finished commit must not leave beside the store: build directories, temporary
+    links, anything hidden but the lock file, the version area and the ingest journal."""
     prefix = f".{store_dir.name}."
-    siblings = store_dir.parent.iterdir()
-    return sorted(p.name for p in siblings if p.name.startswith(prefix) and p.is_dir())
+    expected = {f"{prefix}lock", f"{prefix}versions"}
+    found = [
+        p.name
+        for p in store_dir.parent.iterdir()
+        if p.name.startswith(prefix) and p.name not in expected
+    ]
+    versions = store_dir.parent / f"{prefix}versions"
+    if versions.is_dir():
+        found += [f"{versions.name}/{p.name}" for p in versions.iterdir() if p.name.startswith(".")]
+    return sorted(found)
 
 
 EXPECTED_FILES = {
@@ -407,14 +417,33 @@ def test_failure_inside_builder_leaves_previous_store_untouched(
     assert leftovers(store_dir) == []
 
 
-def test_swap_failing_midway_restores_previous_store(tmp_path: Path, inputs: StoreInputs) -> None:
+def test_a_switch_failing_midway_leaves_the_previous_store_live(
+    tmp_path: Path, inputs: StoreInputs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_bank.store import location
+
+    store_dir = tmp_path / "mem"
+    write_store(store_dir, **inputs.kwargs())
+    before = snapshot(store_dir)
+
+    def failing_switch(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(location, "_switch_link", failing_switch)
+    with pytest.raises(StoreError, match="could not publish"):
+        write_store(store_dir, **make_inputs(seed=4).kwargs())
+    monkeypatch.undo()
+    assert snapshot(store_dir) == before
+    assert not list(tmp_path.glob(".mem.link-*"))
+
+
+def test_an_incomplete_build_is_never_published(tmp_path: Path, inputs: StoreInputs) -> None:
     store_dir = tmp_path / "mem"
     write_store(store_dir, **inputs.kwargs())
     before = snapshot(store_dir)
     with StoreBuilder(store_dir) as builder:
         builder.write_file("README.md", "new")
-        shutil.rmtree(builder.build_dir)  # the rename of the new store into place now fails
-        with pytest.raises(StoreError, match="could not swap"):
+        with pytest.raises(StoreError, match="incomplete store"):
             builder.commit()
     assert snapshot(store_dir) == before
     assert leftovers(store_dir) == []
@@ -557,15 +586,41 @@ def test_commit_waits_for_the_store_lock(tmp_path: Path, inputs: StoreInputs) ->
     assert is_store(store_dir)
 
 
-def test_a_swap_interrupted_by_a_crash_is_repaired(tmp_path: Path, inputs: StoreInputs) -> None:
+def test_old_versions_go_once_no_reader_can_still_be_on_them(
+    tmp_path: Path, inputs: StoreInputs
+) -> None:
+    from memory_bank.store.location import GRACE_SECONDS, StoreLocation
+
     store_dir = tmp_path / "mem"
-    write_store(store_dir, **inputs.kwargs())
-    meta = json.loads((store_dir / ".gam_meta.json").read_text())
-    # A crash between "move the old store aside" and "move the new one in" leaves only this:
-    store_dir.rename(tmp_path / ".mem.old-deadbeef")
-    write_store(store_dir, **make_inputs(seed=5).kwargs())
-    assert StoreReader(store_dir).meta["created_at"] == meta["created_at"]
-    assert StoreReader(store_dir).store_version != meta["store_version"]
+    for seed in (1, 2, 3):
+        write_store(store_dir, **make_inputs(seed=seed).kwargs())
+    location = StoreLocation(store_dir)
+    # A commit killed after moving its version in place but before switching the link.
+    orphan = location.versions_dir / "000004-deadbeef"
+    orphan.mkdir()
+    assert [p.name[:6] for p in location.versions()] == ["000001", "000002", "000003", "000004"]
+    live = location.live_directory()
+    # Within the grace period every version stays: a reader may have resolved it just now.
+    assert location.collect_garbage() == []
+    later = time.time() + GRACE_SECONDS + 1
+    removed = location.collect_garbage(now=later)
+    assert [p.name[:6] for p in removed] == ["000001"]
+    assert location.live_directory() == live and is_store(store_dir)
+    write_store(store_dir, **make_inputs(seed=4).kwargs())  # becomes 000005
+    location.collect_garbage(now=time.time() + GRACE_SECONDS + 1)
+    assert [p.name[:6] for p in location.versions()] == ["000004", "000005"]
+    assert StoreReader(store_dir).root == location.versions()[-1]
+
+
+def test_a_store_from_before_versions_is_switched_without_a_gap(
+    tmp_path: Path, inputs: StoreInputs
+) -> None:
+    store_dir = tmp_path / "mem"
+    write_store(tmp_path / "old", **inputs.kwargs())
+    shutil.copytree((tmp_path / "old").resolve(), store_dir)  # a plain directory, as stores were
+    assert not store_dir.is_symlink()
+    write_store(store_dir, **make_inputs(seed=7).kwargs())
+    assert store_dir.is_symlink() and is_store(store_dir)
     assert leftovers(store_dir) == []
 
 

@@ -1,0 +1,82 @@
+"""The store's writer actor: one named Ray actor per store serializes every commit to it.
+
+Drivers anywhere on the cluster (`jobs.ingest`, `MemoryBank.add` on Ray, the CLI) find the
+actor by the store's path and send it their commits; the actor runs them one at a time
+(`max_concurrency=1`) with a plain `StoreCommitter`, which holds the store's taxonomy state
+(memories, vectors, tree, READMEs) in memory between commits and writes every commit to the
+store, its checkpoint. The store's file lock is still taken inside, so a writer outside Ray
+(`memory-bank ingest --local`) is serialized with it too.
+
+The actor is detached (it outlives the driver that created it, so the next job finds the warm
+state) and uses no CPU of its own: planning and README embedding run as Ray tasks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from memory_bank.config import AppConfig
+from memory_bank.ingest.commit import CommitRequest, StoreCommitter
+from memory_bank.llm import backend_for
+from memory_bank.schemas import CommitResult
+from pipeline.runtime import encode_on_task, map_on_tasks
+
+NAMESPACE = "memory-bank"
+
+
+class StoreWriter:
+    """Actor body: a `StoreCommitter` whose fan-out work runs as Ray tasks."""
+
+    def __init__(self, store: str) -> None:
+        self.store = Path(store)
+        self._committer: StoreCommitter | None = None
+        self._config: dict[str, Any] | None = None
+
+    def commit(self, request: CommitRequest, config: dict[str, Any]) -> CommitResult:
+        """Apply `request` with the caller's settings (a change of settings starts a fresh
+        committer, which reads the store again)."""
+        if self._committer is None or config != self._config:
+            self._committer = _committer(self.store, AppConfig.model_validate(config))
+            self._config = config
+        return self._committer.commit(request)
+
+
+def _committer(store: Path, config: AppConfig) -> StoreCommitter:
+    resources = config.ray
+    return StoreCommitter(
+        store,
+        config,
+        backend_for(config.llm),
+        encode_texts=lambda texts: encode_on_task(
+            texts, config.embedding, resources.embed.num_cpus
+        ),
+        map_calls=lambda function, calls: map_on_tasks(function, calls, resources.plan_task_cpus),
+    )
+
+
+def writer_name(store: str | Path) -> str:
+    """The actor name for a store: derived from its absolute path, so every driver agrees."""
+    path = str(Path(store).expanduser().absolute())
+    return "store-writer-" + hashlib.sha256(path.encode("utf-8")).hexdigest()[:24]
+
+
+def store_writer(store: str | Path) -> ray.actor.ActorHandle:
+    """The writer actor of `store`, started if it does not exist yet."""
+    path = str(Path(store).expanduser().absolute())
+    return (
+        ray.remote(StoreWriter)
+        .options(
+            name=writer_name(path),
+            namespace=NAMESPACE,
+            get_if_exists=True,
+            lifetime="detached",
+            num_cpus=0,
+            max_concurrency=1,
+            max_restarts=-1,
+        )
+        .remote(path)
+    )

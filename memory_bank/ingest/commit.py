@@ -1,0 +1,492 @@
+"""`StoreCommitter`: the one writer of a store. Every change (add, remove, re-plan) is a commit.
+
+Work that takes long (reading, chunking, embedding, memorizing) runs in parallel and without
+a lock; only the commit is serialized, under the store's lock (`StoreLocation.lock`), and it
+always starts from the store as it is *at commit time*: if another writer committed since this
+ingest was planned, the new memories go onto that newer version. Documents another writer
+committed meanwhile are not added twice; nothing acknowledged is lost.
+
+A commit keeps what it can: memories keep their file paths, small adds are placed into the
+stored tree, and only directories whose README inputs changed (and so their ancestors) get a
+new README. The whole tree is planned anew when asked (a rebuild), when an add is large next
+to the store, after `store.replan_after_adds` placed adds, or when placement has made the leaves
+less cohesive than the last plan by more than `store.max_cohesion_drop`; such a re-plan is
+recorded as a `ReorganizeOperation` in `.bank/reorganizations.json`.
+
+The committer keeps the last state it read or wrote (memories, vectors, tree, READMEs) and
+reuses it while the live store is still that version, so a long-lived writer (the Ray writer
+actor) does not re-read the store for every commit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory_bank.config import AppConfig
+from memory_bank.errors import StoreError
+from memory_bank.ingest.stages import compose_readmes, embed_readmes, plan_tree, taxonomy_items
+from memory_bank.ingest.work import MemoryParts, load_parts, memory_recipe
+from memory_bank.llm.roles import LLMBackend, PlaceRequest, ReadmeRequest
+from memory_bank.schemas import (
+    CommitResult,
+    DirectoryNode,
+    MemorizedChunk,
+    MovedMemory,
+    ReorganizeOperation,
+)
+from memory_bank.store import layout
+from memory_bank.store.files import assign_chunk_paths, readme_relative_path
+from memory_bank.store.location import StoreLocation
+from memory_bank.store.reader import StoreReader
+from memory_bank.store.writer import count_directories, meta_extra_from_config, write_store
+from memory_bank.tasks import TaskMap, run_serially
+from memory_bank.taxonomy import validate_taxonomy
+from memory_bank.taxonomy.placement import should_place
+from memory_bank.taxonomy.planner import memory_count
+from memory_bank.taxonomy.readme import ReadmeFileEntry
+
+REORGANIZATIONS_FILE = "reorganizations.json"
+KEPT_REORGANIZATIONS = 50
+
+
+@dataclass
+class CommitRequest:
+    """One change to a store. `added` holds whole documents (their memory indices are
+    provisional); `remove` names stored document ids."""
+
+    added: MemoryParts = field(default_factory=MemoryParts)
+    remove: list[str] = field(default_factory=list)
+    replan: bool = False  # plan the whole tree anew (a rebuild)
+    # `added` is the whole store, made with another memory recipe than the live one; valid only
+    # while the store is still `base_version` (else the commit refuses: run the ingest again).
+    replace_all: bool = False
+    base_version: str | None = None
+
+
+@dataclass
+class StoreState:
+    """One committed version of a store, as the committer works with it."""
+
+    version: str
+    parts: MemoryParts
+    tree: DirectoryNode
+    chunk_paths: dict[int, str]
+    readmes: dict[str, str]
+    readme_vectors: dict[str, np.ndarray]  # README text -> vector
+    meta: dict[str, Any]
+    reorganizations: list[dict[str, Any]]
+
+
+def load_state(store: Path) -> StoreState | None:
+    """The live store as a `StoreState`, or None when there is no store yet."""
+    if not layout.is_store(store):
+        return None
+    reader = StoreReader(Path(store).resolve())  # one version, even if a commit follows
+    memories = reader.memories()
+    readmes: dict[str, str] = {}
+    vectors: dict[str, np.ndarray] = {}
+    table = reader.readmes()
+    if table is not None:
+        texts = table.column("text").to_pylist()
+        readmes = dict(zip(table.column("directory").to_pylist(), texts, strict=True))
+        vectors = dict(zip(texts, reader.readme_vectors(), strict=True))
+    tree = reader.tree()
+    for node in tree.iter_nodes():  # a store written without readmes.parquet
+        if node.path not in readmes:
+            readme = reader.root / readme_relative_path(node.path)
+            readmes[node.path] = readme.read_text(encoding="utf-8") if readme.is_file() else ""
+    log = reader.root / layout.BANK_DIR / REORGANIZATIONS_FILE
+    return StoreState(
+        version=reader.store_version,
+        parts=load_parts(reader),
+        tree=tree,
+        chunk_paths=dict(
+            zip(
+                memories.column("index").to_pylist(),
+                memories.column("path").to_pylist(),
+                strict=True,
+            )
+        ),
+        readmes=readmes,
+        readme_vectors=vectors,
+        meta=dict(reader.meta),
+        reorganizations=json.loads(log.read_text(encoding="utf-8")) if log.is_file() else [],
+    )
+
+
+class StoreCommitter:
+    """Serializes and applies commits to one store (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Path,
+        config: AppConfig,
+        backend: LLMBackend,
+        encode_texts: Callable[[list[str]], np.ndarray],
+        map_calls: TaskMap = run_serially,
+    ) -> None:
+        self.store = Path(store)
+        self.location = StoreLocation(store)
+        self.config = config
+        self.backend = backend
+        self.encode_texts = encode_texts
+        self.map_calls = map_calls
+        self._state: StoreState | None = None
+
+    def commit(self, request: CommitRequest) -> CommitResult:
+        with self.location.lock():
+            state = self._live_state()
+            if request.replace_all and state is not None and state.version != request.base_version:
+                raise StoreError(
+                    f"{self.store} changed while it was being rebuilt with new settings; run the "
+                    "ingest again (the journal keeps the work done so far)"
+                )
+            return self._commit(request, None if request.replace_all else state, state)
+
+    def _live_state(self) -> StoreState | None:
+        live = layout.live_store_version(self.store)
+        if live is None:
+            self._state = None
+        elif self._state is None or self._state.version != live:
+            self._state = load_state(self.store)
+        return self._state
+
+    def _commit(
+        self, request: CommitRequest, state: StoreState | None, live: StoreState | None
+    ) -> CommitResult:
+        base = state.parts if state else MemoryParts()
+        removed = set(request.remove) & {doc.document_id for doc in base.documents}
+        base, kept_index = select_documents(base, lambda doc_id: doc_id not in removed, 0)
+        known = {doc.document_id for doc in base.documents}
+        offered = {doc.document_id for doc in request.added.documents}
+        added, _ = select_documents(
+            request.added, lambda doc_id: doc_id not in known, len(base.memories)
+        )
+        parts = concatenate(base, added)
+        result = CommitResult(
+            store_version=live.version if live else "",
+            documents=len(added.documents),
+            duplicate_documents=len(offered & known),
+            removed_documents=len(removed),
+            chunks=len(added.memories),
+            removed_chunks=len(state.parts.memories) - len(base.memories) if state else 0,
+        )
+        if not added.memories and not removed and not request.replan and not request.replace_all:
+            result.written = False
+            result.directories = count_directories(live.tree) if live else 0
+            return result
+        if not parts.memories:
+            raise StoreError(
+                f"this would leave {self.store} without memories; delete the store instead"
+            )
+        if (
+            state is not None
+            and added.memories
+            and state.meta.get("memory_recipe") != memory_recipe(self.config)
+        ):
+            raise StoreError(
+                f"{self.store} was made with other chunking/memorize/embedding settings than "
+                "this ingest; run the ingest again to rebuild it with these settings"
+            )
+
+        old_tree = _remap_tree(state.tree, kept_index) if state else None
+        tree, reason, stats = self._tree_for(request, state, old_tree, parts, len(base.memories))
+        result.placed = reason is None and bool(added.memories) and old_tree is not None
+        old_paths = (
+            {kept_index[i]: p for i, p in state.chunk_paths.items() if i in kept_index}
+            if state
+            else {}
+        )
+        chunk_paths = assign_chunk_paths(tree, parts.memories, keep=old_paths)
+
+        old_signatures = (
+            _signatures(state.tree, state.parts.memories, state.chunk_paths) if state else {}
+        )
+        new_signatures = _signatures(tree, parts.memories, chunk_paths)
+        stale = [
+            path
+            for path, signature in new_signatures.items()
+            if state is None or old_signatures.get(path) != signature or not state.readmes.get(path)
+        ]
+        readmes = self._readmes(tree, parts.memories, chunk_paths, stale, state)
+        readme_vectors = embed_readmes(
+            readmes, state.readme_vectors if state else {}, self.encode_texts
+        )
+        reorganizations = list(live.reorganizations) if live else []
+        if reason is not None and state is not None:
+            operation = _reorganization(reason, state, tree, chunk_paths, kept_index)
+            if operation is not None:
+                result.reorganization = operation
+                reorganizations = [*reorganizations, operation.model_dump(mode="json")]
+        reorganizations = reorganizations[-KEPT_REORGANIZATIONS:]
+
+        recipe = memory_recipe(self.config)
+        if state is not None and not added.memories:  # a removal keeps the store's recipe
+            recipe = state.meta.get("memory_recipe", recipe)
+        stats_written = write_store(
+            self.store,
+            documents=parts.documents,
+            chunks=parts.chunks,
+            memories=parts.memories,
+            memory_vectors=parts.memory_vectors,
+            sentences=parts.sentences,
+            sentence_vectors=parts.sentence_vectors,
+            tree=tree,
+            readmes=readmes,
+            readme_vectors=readme_vectors,
+            chunk_paths=chunk_paths,
+            meta_extra={
+                **meta_extra_from_config(self.config),
+                "memory_recipe": recipe,
+                "taxonomy": stats,
+            },
+            bank_json={REORGANIZATIONS_FILE: reorganizations} if reorganizations else None,
+            taxonomy_config=self.config.taxonomy,
+            skip_if_unchanged=True,
+        )
+        result.store_version = stats_written.store_version
+        result.written = stats_written.written
+        result.directories = stats_written.directories
+        result.readmes_regenerated = sorted(stale) if stats_written.written else []
+        old_directories = set(old_signatures)
+        result.new_directories = sorted(set(new_signatures) - old_directories) if state else []
+        self._state = StoreState(
+            version=stats_written.store_version,
+            parts=parts,
+            tree=tree,
+            chunk_paths=chunk_paths,
+            readmes=readmes,
+            readme_vectors={readmes[p]: v for p, v in readme_vectors.items()},
+            meta={"memory_recipe": recipe, "taxonomy": stats},
+            reorganizations=reorganizations,
+        )
+        return result
+
+    # --- the tree -----------------------------------------------------------------------------
+
+    def _tree_for(
+        self,
+        request: CommitRequest,
+        state: StoreState | None,
+        old_tree: DirectoryNode | None,
+        parts: MemoryParts,
+        stored: int,
+    ) -> tuple[DirectoryNode, str | None, dict[str, Any]]:
+        """The tree after the commit, why it was planned anew (None: kept or placed), and the
+        taxonomy statistics the meta records."""
+        settings = self.config.store
+        previous = (state.meta.get("taxonomy") if state else None) or {}
+        adds = int(previous.get("adds_since_plan", 0))
+        added = len(parts.memories) - stored
+        tree: DirectoryNode | None = None
+        reason: str | None = None
+        if request.replan:
+            reason = "rebuild"
+        elif old_tree is None or stored == 0:
+            reason = "new store" if state is None else "store emptied"
+        elif added and not should_place(stored, added):
+            reason = f"large add ({added} memories onto {stored})"
+        elif added:
+            request_place = PlaceRequest(
+                tree=old_tree,
+                items=taxonomy_items(parts.memories),
+                vectors=parts.memory_vectors,
+                new_indices=list(range(stored, stored + added)),
+                config=self.config.taxonomy,
+            )
+            tree = self.backend.place(request_place).tree
+            if tree is None or validate_taxonomy(tree, len(parts.memories), self.config.taxonomy):
+                tree, reason = None, "the stored tree could not take the new memories"
+            else:
+                adds += 1
+        else:
+            tree = old_tree
+            if validate_taxonomy(tree, len(parts.memories), self.config.taxonomy):
+                tree, reason = None, "the removal left directories out of bounds"
+        planned_cohesion = previous.get("plan_cohesion")
+        if tree is not None:
+            cohesion = mean_leaf_cohesion(tree, parts.memory_vectors)
+            if adds >= settings.replan_after_adds:
+                tree, reason = None, f"{adds} placed adds since the last plan"
+            elif (
+                planned_cohesion is not None
+                and cohesion < planned_cohesion - settings.max_cohesion_drop
+            ):
+                tree, reason = (
+                    None,
+                    f"leaf cohesion {cohesion:.3f} < planned {planned_cohesion:.3f}",
+                )
+        if tree is None:
+            tree = plan_tree(
+                parts.memories,
+                parts.memory_vectors,
+                self.config.taxonomy,
+                self.backend,
+                self.map_calls,
+            )
+            adds = 0
+            planned_cohesion = mean_leaf_cohesion(tree, parts.memory_vectors)
+        stats = {
+            "adds_since_plan": adds,
+            "plan_cohesion": round(float(planned_cohesion), 4),
+            "cohesion": round(mean_leaf_cohesion(tree, parts.memory_vectors), 4),
+        }
+        return tree, reason, stats
+
+    def _readmes(
+        self,
+        tree: DirectoryNode,
+        memories: Sequence[MemorizedChunk],
+        chunk_paths: dict[int, str],
+        stale: Sequence[str],
+        state: StoreState | None,
+    ) -> dict[str, str]:
+        """Every directory's README: the stored text where its inputs did not change."""
+        directories = {node.path: node for node in tree.iter_nodes()}
+        if state is None or len(stale) == len(directories):
+            return compose_readmes(
+                tree, memories, chunk_paths, self.config.taxonomy, self.backend, self.map_calls
+            )
+        by_index = {memory.index: memory for memory in memories}
+        readmes = {path: state.readmes[path] for path in directories if path not in stale}
+        for path in stale:
+            node = directories[path]
+            files = [_file_entry(by_index[i], chunk_paths[i]) for i in node.chunk_indices]
+            request = ReadmeRequest(node=node, child_dirs=list(node.children), files=files)
+            readmes[path] = self.backend.readme(request).text
+        return readmes
+
+
+# --- parts --------------------------------------------------------------------------------
+
+
+def select_documents(
+    parts: MemoryParts, keep: Callable[[str], bool], first_index: int
+) -> tuple[MemoryParts, dict[int, int]]:
+    """The parts of the documents `keep` accepts, memories numbered from `first_index` in their
+    current order; also old memory index -> new index for the memories kept."""
+    documents = [doc for doc in parts.documents if keep(doc.document_id)]
+    rows = [
+        row
+        for row, memory in enumerate(parts.memories)
+        if keep(str(memory.metadata["document_id"]))
+    ]
+    renumber = {parts.memories[row].index: first_index + n for n, row in enumerate(rows)}
+    kept_chunk_ids = {parts.memories[row].metadata["chunk_id"] for row in rows}
+    sentence_rows = [n for n, s in enumerate(parts.sentences) if s.index in renumber]
+    selected = MemoryParts(
+        documents=documents,
+        chunks=[chunk for chunk in parts.chunks if chunk.chunk_id in kept_chunk_ids],
+        memories=[
+            parts.memories[row].model_copy(update={"index": renumber[parts.memories[row].index]})
+            for row in rows
+        ],
+        memory_vectors=parts.memory_vectors[rows],
+        sentences=[
+            parts.sentences[n].model_copy(update={"index": renumber[parts.sentences[n].index]})
+            for n in sentence_rows
+        ],
+        sentence_vectors=parts.sentence_vectors[sentence_rows],
+    )
+    return selected, renumber
+
+
+def concatenate(first: MemoryParts, second: MemoryParts) -> MemoryParts:
+    joined = MemoryParts(
+        documents=list(first.documents),
+        chunks=list(first.chunks),
+        memories=list(first.memories),
+        memory_vectors=first.memory_vectors,
+        sentences=list(first.sentences),
+        sentence_vectors=first.sentence_vectors,
+    )
+    joined.extend(second)
+    return joined
+
+
+# --- tree helpers -------------------------------------------------------------------------
+
+
+def mean_leaf_cohesion(tree: DirectoryNode, vectors: np.ndarray) -> float:
+    """Mean cosine of each memory to its leaf's (normalized) mean vector."""
+    total, count = 0.0, 0
+    for leaf in tree.leaves():
+        if not leaf.chunk_indices:
+            continue
+        rows = vectors[leaf.chunk_indices]
+        centroid = rows.sum(axis=0)
+        centroid /= max(float(np.linalg.norm(centroid)), 1e-12)
+        total += float((rows @ centroid).sum())
+        count += len(leaf.chunk_indices)
+    return total / count if count else 0.0
+
+
+def _remap_tree(tree: DirectoryNode, kept_index: dict[int, int]) -> DirectoryNode:
+    """`tree` with memory indices renumbered and removed ones dropped; directories left empty
+    are removed (the root stays)."""
+    remapped = tree.model_copy(deep=True)
+
+    def visit(node: DirectoryNode) -> bool:
+        node.chunk_indices = [kept_index[i] for i in node.chunk_indices if i in kept_index]
+        node.children = [child for child in node.children if visit(child)]
+        return bool(node.chunk_indices or node.children)
+
+    visit(remapped)
+    return remapped
+
+
+def _signatures(
+    tree: DirectoryNode, memories: Sequence[MemorizedChunk], chunk_paths: dict[int, str]
+) -> dict[str, str]:
+    """What each directory's README is made from, as a comparable string per tree path."""
+    by_index = {memory.index: memory for memory in memories}
+    signatures = {}
+    for node in tree.iter_nodes():
+        files = [
+            [chunk_paths[i].rsplit("/", 1)[-1], by_index[i].title, by_index[i].tldr]
+            for i in node.chunk_indices
+        ]
+        children = [
+            [child.name, child.description, memory_count(child), len(child.children)]
+            for child in node.children
+        ]
+        signatures[node.path] = json.dumps([node.name, node.description, children, files])
+    return signatures
+
+
+def _file_entry(memory: MemorizedChunk, chunk_path: str) -> ReadmeFileEntry:
+    return ReadmeFileEntry(name=chunk_path.rsplit("/", 1)[-1], title=memory.title, tldr=memory.tldr)
+
+
+def _reorganization(
+    reason: str,
+    state: StoreState,
+    tree: DirectoryNode,
+    chunk_paths: dict[int, str],
+    kept_index: dict[int, int],
+) -> ReorganizeOperation | None:
+    """What a re-plan changed for the memories that were there before; None if nothing."""
+    chunk_id_of = {m.index: str(m.metadata["chunk_id"]) for m in state.parts.memories}
+    moved = [
+        MovedMemory(chunk_id=chunk_id_of[old], source=path, target=chunk_paths[kept_index[old]])
+        for old, path in sorted(state.chunk_paths.items())
+        if old in kept_index and chunk_paths[kept_index[old]] != path
+    ]
+    before = {node.path for node in state.tree.iter_nodes()}
+    after = {node.path for node in tree.iter_nodes()}
+    if not moved and before == after:
+        return None
+    return ReorganizeOperation(
+        at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        reason=reason,
+        moved=moved,
+        new_directories=sorted(after - before),
+        deleted_directories=sorted(before - after),
+    )

@@ -1,0 +1,201 @@
+"""The ingest journal: finished memories saved as they come, so a killed ingest resumes.
+
+Chunking, embedding and memorizing a large corpus takes minutes; the commit at the end takes
+seconds. While an ingest runs, every batch of finished documents (their chunks, memories,
+vectors and sentences) is written to `.<store>.journal/<memory recipe>/batch-*.parquet` beside
+the store, atomically. An ingest started again over the same sources takes the documents it
+finds there instead of processing them again; the recipe in the path makes sure only memories
+made with the same settings are reused. Once a commit holds a batch's documents, the batch is
+deleted. Memory indices in the journal are provisional: the commit numbers memories anew.
+
+Only whole documents are journaled (a document's chunks finish together), so a resumed ingest
+redoes at most the documents that were in flight when it died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from memory_bank.index.embedding import EMBEDDING_DIM
+from memory_bank.ingest.work import MemoryParts
+from memory_bank.schemas import Chunk, Document, MemorizedChunk
+from memory_bank.store.atomic import atomic_write_with
+from memory_bank.store.location import StoreLocation
+from memory_bank.store.tables import SentenceRecord
+
+_SCHEMA = pa.schema(
+    [
+        ("document_id", pa.string()),
+        ("chunk", pa.string()),
+        ("memory", pa.string()),
+        ("vector", pa.binary()),
+        ("sentences", pa.string()),
+        ("sentence_vectors", pa.binary()),
+    ]
+)
+
+
+class IngestJournal:
+    """The journal of one store and one memory recipe."""
+
+    def __init__(self, store: Path, recipe: str) -> None:
+        location = StoreLocation(store)
+        self.directory = location.parent / f".{location.name}.journal" / recipe
+
+    def batches(self) -> list[Path]:
+        if not self.directory.is_dir():
+            return []
+        return sorted(self.directory.glob("batch-*.parquet"))
+
+    def save(self, parts: MemoryParts) -> Path | None:
+        """Journal the memories of whole documents (all chunks of each document in `parts`)."""
+        if not parts.memories:
+            return None
+        rows: dict[str, list] = {name: [] for name in _SCHEMA.names}
+        sentences_of: dict[int, list[tuple[SentenceRecord, np.ndarray]]] = {}
+        for sentence, vector in zip(parts.sentences, parts.sentence_vectors, strict=True):
+            sentences_of.setdefault(sentence.index, []).append((sentence, vector))
+        for chunk, memory, vector in zip(
+            parts.chunks, parts.memories, parts.memory_vectors, strict=True
+        ):
+            own = sentences_of.get(memory.index, [])
+            rows["document_id"].append(chunk.document_id)
+            rows["chunk"].append(chunk.model_dump_json())
+            rows["memory"].append(memory.model_dump_json())
+            rows["vector"].append(np.asarray(vector, dtype=np.float32).tobytes())
+            rows["sentences"].append(json.dumps([s.model_dump() for s, _ in own]))
+            rows["sentence_vectors"].append(
+                np.asarray([v for _, v in own], dtype=np.float32)
+                .reshape(-1, EMBEDDING_DIM)
+                .tobytes()
+            )
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"batch-{secrets.token_hex(8)}.parquet"
+        table = pa.table(rows, schema=_SCHEMA)
+        atomic_write_with(path, lambda temp_path: pq.write_table(table, temp_path))
+        return path
+
+    def load(self, document_ids: Iterable[str]) -> tuple[MemoryParts, list[Path]]:
+        """Journaled memories of the given documents (each document once, in journal order),
+        and the batch files they came from. Unreadable batch files are ignored."""
+        wanted = set(document_ids)
+        parts = MemoryParts()
+        used: list[Path] = []
+        seen: set[str] = set()
+        vectors: list[np.ndarray] = []
+        sentence_vectors: list[np.ndarray] = []
+        for path in self.batches():
+            try:
+                table = pq.read_table(path, schema=_SCHEMA).to_pylist()
+            except (OSError, pa.ArrowException, ValueError):
+                continue
+            taken = {row["document_id"] for row in table} & wanted - seen
+            if not taken:
+                continue
+            used.append(path)
+            for row in table:
+                if row["document_id"] not in taken:
+                    continue
+                parts.chunks.append(Chunk.model_validate_json(row["chunk"]))
+                parts.memories.append(MemorizedChunk.model_validate_json(row["memory"]))
+                vectors.append(np.frombuffer(row["vector"], dtype=np.float32))
+                parts.sentences.extend(
+                    SentenceRecord.model_validate(item) for item in json.loads(row["sentences"])
+                )
+                sentence_vectors.append(
+                    np.frombuffer(row["sentence_vectors"], dtype=np.float32).reshape(
+                        -1, EMBEDDING_DIM
+                    )
+                )
+            seen |= taken
+        if vectors:
+            parts.memory_vectors = np.stack(vectors).astype(np.float32)
+            parts.sentence_vectors = np.concatenate(sentence_vectors).astype(np.float32)
+        return parts, used
+
+    def forget(self, committed_document_ids: Iterable[str]) -> int:
+        """Delete batch files whose documents are all committed; returns how many went."""
+        committed = set(committed_document_ids)
+        removed = 0
+        for path in self.batches():
+            try:
+                ids = pq.read_table(path, columns=["document_id"]).column(0).to_pylist()
+            except (OSError, pa.ArrowException, ValueError):
+                ids = []
+            if set(ids) <= committed:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    removed += 1
+        with contextlib.suppress(OSError):
+            self.directory.rmdir()  # only when empty
+            self.directory.parent.rmdir()
+        return removed
+
+
+def batches_by_tokens(chunks: Sequence[Chunk], tokens_per_batch: int) -> list[list[Chunk]]:
+    """Consecutive chunks grouped into batches of whole documents of about `tokens_per_batch`
+    chunk tokens (a document larger than that is a batch of its own)."""
+    batches: list[list[Chunk]] = []
+    current: list[Chunk] = []
+    tokens = 0
+    for position, chunk in enumerate(chunks):
+        current.append(chunk)
+        tokens += chunk.token_count
+        next_is_new_document = (
+            position + 1 == len(chunks) or chunks[position + 1].document_id != chunk.document_id
+        )
+        if next_is_new_document and tokens >= tokens_per_batch:
+            batches.append(current)
+            current, tokens = [], 0
+    if current:
+        batches.append(current)
+    return batches
+
+
+def ordered_by_documents(
+    documents: Sequence[Document], pieces: Sequence[MemoryParts]
+) -> MemoryParts:
+    """`pieces` joined in the order a single uninterrupted run would have made them (document
+    order, then chunk order), memories numbered 0..n-1; `documents` become the documents."""
+    rank = {doc.document_id: position for position, doc in enumerate(documents)}
+    rows = []
+    for number, piece in enumerate(pieces):
+        chunks = _chunks_by_memory(piece)
+        sentences: dict[int, list[int]] = {}
+        for row, sentence in enumerate(piece.sentences):
+            sentences.setdefault(sentence.index, []).append(row)
+        for row, chunk in enumerate(chunks):
+            key = (rank[chunk.document_id], chunk.position)
+            rows.append((key, number, chunk, row, sentences.get(piece.memories[row].index, [])))
+    rows.sort(key=lambda entry: entry[0])
+    joined = MemoryParts(documents=list(documents))
+    vectors: list[np.ndarray] = []
+    sentence_vectors: list[np.ndarray] = []
+    for new_index, (_, number, chunk, row, sentence_rows) in enumerate(rows):
+        piece = pieces[number]
+        joined.chunks.append(chunk)
+        joined.memories.append(piece.memories[row].model_copy(update={"index": new_index}))
+        vectors.append(piece.memory_vectors[row])
+        for sentence_row in sentence_rows:
+            sentence = piece.sentences[sentence_row]
+            joined.sentences.append(sentence.model_copy(update={"index": new_index}))
+            sentence_vectors.append(piece.sentence_vectors[sentence_row])
+    if vectors:
+        joined.memory_vectors = np.stack(vectors).astype(np.float32)
+    if sentence_vectors:
+        joined.sentence_vectors = np.stack(sentence_vectors).astype(np.float32)
+    return joined
+
+
+def _chunks_by_memory(parts: MemoryParts) -> list[Chunk]:
+    """The chunk of each memory, row for row (parts may list chunks in another order)."""
+    by_id = {chunk.chunk_id: chunk for chunk in parts.chunks}
+    return [by_id[str(memory.metadata["chunk_id"])] for memory in parts.memories]

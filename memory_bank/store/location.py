@@ -1,0 +1,257 @@
+"""Where a store lives on disk, and how a new version of it becomes the live one.
+
+The store path the user names (`.memory/sample`) is a relative symlink into a hidden sibling,
+`.sample.versions/000007-3fa2c1d0`; every commit writes a complete new version directory and
+then replaces the link with `os.replace`, which is atomic. A reader therefore resolves the path
+to one whole version, old or new, and the path exists at every instant (the former
+rename-aside-then-rename-in swap left a window where it did not).
+
+A store written before versions existed is a plain directory: its first commit exchanges it
+with the new link in one `renameat2(RENAME_EXCHANGE)` (Linux), so that switch is atomic too,
+and the old directory is then deleted.
+
+Old versions are removed by the next commit, except the previous one and any version that was
+still live less than `GRACE_SECONDS` ago: a reader that resolved it just before a commit can
+finish its request. All of this happens under the store's lock, `.sample.lock`, an `flock` that
+serializes commits across processes (and threads) and is re-entrant within one thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import os
+import re
+import secrets
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from memory_bank.errors import StoreError
+from memory_bank.store.atomic import fsync_directory
+
+GRACE_SECONDS = 60.0
+_VERSION_NAME = re.compile(r"(?P<number>\d{6})-(?P<version>[0-9a-f]{1,16})")
+_BUILD_PREFIX = ".building-"
+_OWNER_FILE = ".owner.lock"  # inside a build directory, locked by the process writing it
+_RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+class StoreLocation:
+    """One store path: its versions, its lock, its build area."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        given = Path(path).expanduser().absolute()
+        if not given.name:
+            raise StoreError(f"cannot use {os.fspath(path)!r} as a store directory")
+        # A symlink we did not make (e.g. `current -> stores/prod`) stands for its target.
+        self.path = given if _is_managed_link(given) or not given.is_symlink() else given.resolve()
+        self.name = self.path.name
+        self.parent = self.path.parent
+        self.versions_dir = self.parent / f".{self.name}.versions"
+        self.lock_path = self.parent / f".{self.name}.lock"
+
+    # --- reading --------------------------------------------------------------------------
+
+    def live_directory(self) -> Path | None:
+        """The directory that holds the live store now (a version, or a legacy directory)."""
+        try:
+            resolved = self.path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return None
+        return resolved if resolved.is_dir() else None
+
+    def versions(self) -> list[Path]:
+        """Version directories, oldest first."""
+        if not self.versions_dir.is_dir():
+            return []
+        found = [p for p in self.versions_dir.iterdir() if _VERSION_NAME.fullmatch(p.name)]
+        return sorted(found, key=lambda path: path.name)
+
+    # --- locking ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the store's exclusive lock (blocks until free); re-entrant within a thread."""
+        with _store_lock(self.lock_path):
+            yield
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def new_build_directory(self) -> tuple[Path, IO[str]]:
+        """A fresh directory to write a version into, and the handle whose `flock` marks it as
+        being written (close it to release; a build whose writer died is removed later)."""
+        self.parent.mkdir(parents=True, exist_ok=True)
+        self.versions_dir.mkdir(exist_ok=True)
+        while True:
+            # Not tempfile.mkdtemp: its mode 0700 would hide the store from other users.
+            candidate = self.versions_dir / f"{_BUILD_PREFIX}{secrets.token_hex(6)}"
+            try:
+                candidate.mkdir(mode=0o777)
+            except FileExistsError:
+                continue
+            handle = open(candidate / _OWNER_FILE, "w")  # noqa: SIM115 - held while building
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return candidate, handle
+
+    def publish(self, build_dir: Path, store_version: str) -> Path:
+        """Make `build_dir` (from `new_build_directory`, complete and synced) the live store;
+        returns its version directory. Takes the lock (re-entrantly) for the switch."""
+        with self.lock():
+            self.refuse_foreign_path()
+            numbers = [int(_VERSION_NAME.fullmatch(p.name)["number"]) for p in self.versions()]
+            final = self.versions_dir / f"{max(numbers, default=0) + 1:06d}-{store_version[:8]}"
+            os.rename(build_dir, final)
+            os.utime(final)  # the time it went live: garbage collection counts from it
+            fsync_directory(self.versions_dir)
+            link = self.parent / f".{self.name}.link-{secrets.token_hex(6)}"
+            os.symlink(os.path.relpath(final, self.parent), link)
+            try:
+                if self.path.is_dir() and not self.path.is_symlink():
+                    self._exchange_legacy_directory(link)
+                else:
+                    _switch_link(link, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    link.unlink()
+                raise
+            fsync_directory(self.parent)
+            self.collect_garbage()
+            return final
+
+    def collect_garbage(self, now: float | None = None) -> list[Path]:
+        """Remove dead builds and versions nobody can still be reading; returns what went.
+        Caller holds the lock (or accepts that a concurrent commit may race it)."""
+        removed: list[Path] = []
+        if not self.versions_dir.is_dir():
+            return removed
+        for build in self.versions_dir.glob(f"{_BUILD_PREFIX}*"):
+            if _writer_is_gone(build):
+                shutil.rmtree(build, ignore_errors=True)
+                removed.append(build)
+        for stray in self.parent.glob(f".{self.name}.link-*"):
+            with contextlib.suppress(OSError):
+                stray.unlink()
+        versions = self.versions()
+        live = self.live_directory()
+        if live not in versions:
+            return removed  # a legacy store, or none: nothing here is known to be unused
+        now = time.time() if now is None else now
+        # Kept: the live version, the one before it, and any version that stopped being live
+        # (when its successor was published: the successor's mtime) less than GRACE ago.
+        for position, version in enumerate(versions[: max(versions.index(live) - 1, 0)]):
+            if now - _mtime(versions[position + 1]) >= GRACE_SECONDS:
+                shutil.rmtree(version, ignore_errors=True)
+                removed.append(version)
+        return removed
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _exchange_legacy_directory(self, link: Path) -> None:
+        """Swap a pre-versions store directory with the new link, then delete it."""
+        if _rename_exchange(link, self.path):
+            shutil.rmtree(link, ignore_errors=True)  # `link` now names the old directory
+            return
+        # No renameat2 (another OS or filesystem): a short window without a store, once.
+        aside = self.parent / f".{self.name}.legacy-{secrets.token_hex(6)}"
+        os.rename(self.path, aside)
+        os.replace(link, self.path)
+        shutil.rmtree(aside, ignore_errors=True)
+
+    def refuse_foreign_path(self) -> None:
+        """Never replace (and so delete) something that is not a store."""
+        from memory_bank.store.layout import looks_like_store
+
+        path = self.path
+        if path.is_symlink():
+            if not _is_managed_link(path):
+                raise StoreError(f"{path} is a symlink this store did not make")
+            return
+        if path.exists() and not path.is_dir():
+            raise StoreError(f"{path} exists and is not a directory")
+        if path.is_dir() and any(path.iterdir()) and not looks_like_store(path):
+            raise StoreError(f"{path} is a non-empty directory that is not a memory store")
+
+
+def _switch_link(link: Path, path: Path) -> None:
+    os.replace(link, path)  # atomic: a reader sees the old target or the new one
+
+
+def _is_managed_link(path: Path) -> bool:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return False
+    parts = Path(target).parts
+    return len(parts) == 2 and parts[0] == f".{path.name}.versions"
+
+
+def _writer_is_gone(build: Path) -> bool:
+    try:
+        handle = open(build / _OWNER_FILE, "a")  # noqa: SIM115 - closed below
+    except OSError:
+        # No owner file: it is being created this instant, or a crash came before it.
+        return time.time() - _mtime(build) > GRACE_SECONDS
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _rename_exchange(first: Path, second: Path) -> bool:
+    """Atomically exchange two paths (Linux renameat2); False where unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    result = renameat2(
+        at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), _RENAME_EXCHANGE
+    )
+    if result != 0:
+        errno = ctypes.get_errno()
+        if errno in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: not on this filesystem
+            return False
+        raise OSError(errno, os.strerror(errno), os.fspath(second))
+    return True
+
+
+# flock belongs to an open file description: each holder opens its own, so two threads of one
+# process exclude each other too. Re-entry within a thread reuses the handle it holds.
+_held = threading.local()
+
+
+@contextlib.contextmanager
+def _store_lock(lock_path: Path) -> Iterator[None]:
+    held: dict[Path, int] = _held.__dict__.setdefault("depth", {})
+    if held.get(lock_path):
+        held[lock_path] += 1
+        try:
+            yield
+        finally:
+            held[lock_path] -= 1
+        return
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    # The lock file is never deleted: a waiter would lock a file a newcomer no longer sees.
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        held[lock_path] = 1
+        try:
+            yield
+        finally:
+            held[lock_path] = 0
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
