@@ -26,6 +26,7 @@ install: $(STAMP)
 run: install
 	$(VENV)/bin/memory-bank ingest data/sample --store $(STORE)
 	$(VENV)/bin/memory-bank ask "$(QUESTION)" --store $(STORE)
+	$(VENV)/bin/memory-bank verify --store $(STORE)
 
 # Lint, format check and the import rules (the domain never imports Ray, FastAPI or the Ray
 # layer), then every test.

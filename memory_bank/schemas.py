@@ -167,6 +167,9 @@ class CommitResult(BaseModel):
     new_directories: list[str] = Field(default_factory=list)
     readmes_regenerated: list[str] = Field(default_factory=list)  # tree paths
     reorganization: ReorganizeOperation | None = None
+    # Seconds per step of the commit: wait (for the store's lock), load, plan, readme,
+    # embed readmes, write.
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
 
 
 class IngestSummary(BaseModel):

@@ -21,6 +21,7 @@ actor) does not re-read the store for every commit.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -141,14 +142,19 @@ class StoreCommitter:
         self._state: StoreState | None = None
 
     def commit(self, request: CommitRequest) -> CommitResult:
+        clock = _Clock()
         with self.location.lock():
+            clock.lap("wait")
             state = self._live_state()
+            clock.lap("load")
             if request.replace_all and state is not None and state.version != request.base_version:
                 raise StoreError(
                     f"{self.store} changed while it was being rebuilt with new settings; run the "
                     "ingest again (the journal keeps the work done so far)"
                 )
-            return self._commit(request, None if request.replace_all else state, state)
+            result = self._commit(request, None if request.replace_all else state, state, clock)
+        result.stage_seconds = clock.seconds
+        return result
 
     def _live_state(self) -> StoreState | None:
         live = layout.live_store_version(self.store)
@@ -159,7 +165,11 @@ class StoreCommitter:
         return self._state
 
     def _commit(
-        self, request: CommitRequest, state: StoreState | None, live: StoreState | None
+        self,
+        request: CommitRequest,
+        state: StoreState | None,
+        live: StoreState | None,
+        clock: _Clock,
     ) -> CommitResult:
         base = state.parts if state else MemoryParts()
         removed = set(request.remove) & {doc.document_id for doc in base.documents}
@@ -198,6 +208,7 @@ class StoreCommitter:
 
         old_tree = _remap_tree(state.tree, kept_index) if state else None
         tree, reason, stats = self._tree_for(request, state, old_tree, parts, len(base.memories))
+        clock.lap("plan")
         result.placed = reason is None and bool(added.memories) and old_tree is not None
         old_paths = (
             {kept_index[i]: p for i, p in state.chunk_paths.items() if i in kept_index}
@@ -216,9 +227,11 @@ class StoreCommitter:
             if state is None or old_signatures.get(path) != signature or not state.readmes.get(path)
         ]
         readmes = self._readmes(tree, parts.memories, chunk_paths, stale, state)
+        clock.lap("readme")
         readme_vectors = embed_readmes(
             readmes, state.readme_vectors if state else {}, self.encode_texts
         )
+        clock.lap("embed readmes")
         reorganizations = list(live.reorganizations) if live else []
         if reason is not None and state is not None:
             operation = _reorganization(reason, state, tree, chunk_paths, kept_index)
@@ -251,6 +264,7 @@ class StoreCommitter:
             taxonomy_config=self.config.taxonomy,
             skip_if_unchanged=True,
         )
+        clock.lap("write")
         result.store_version = stats_written.store_version
         result.written = stats_written.written
         result.directories = stats_written.directories
@@ -362,6 +376,19 @@ class StoreCommitter:
             request = ReadmeRequest(node=node, child_dirs=list(node.children), files=files)
             readmes[path] = self.backend.readme(request).text
         return readmes
+
+
+class _Clock:
+    """Seconds between successive laps, by name."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self._last
+        self._last = now
 
 
 # --- parts --------------------------------------------------------------------------------

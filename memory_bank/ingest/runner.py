@@ -81,6 +81,8 @@ class IngestRunner:
                 result = self.executor.commit(store, request)
             journal.forget(doc.document_id for doc in added.documents)
             _record(summary, result)
+            for step, seconds in result.stage_seconds.items():
+                timer.add(f"commit: {step}", seconds)
         elif is_store(store):
             summary.directories = StoreReader(store).meta.get("total_directories", 0)
         summary.stage_seconds = timer.seconds

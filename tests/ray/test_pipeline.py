@@ -42,7 +42,8 @@ def test_ray_pipeline_matches_the_in_process_run(ray_cluster, tmp_path):
     meta = assert_valid_store(tmp_path / "ray_store")
     assert summary.documents == 4 and meta["total_documents"] == 4
     assert any("broken.pdf" in line for line in summary.skipped)
-    assert {"chunk", "embed+memorize", "plan", "write", "embed busy"} <= set(summary.stage_seconds)
+    stages = {"chunk", "embed+memorize", "commit", "commit: plan", "commit: write", "embed busy"}
+    assert stages <= set(summary.stage_seconds)
     ray_reader, local_reader = (
         StoreReader(tmp_path / "ray_store"),
         StoreReader(tmp_path / "local_store"),
