@@ -42,7 +42,11 @@ def test_concurrent_ray_adds_commit_through_one_writer_actor(ray_cluster, tmp_pa
         thread.join()
     assert errors == []
     sources = {Path(source).name for source in StoreReader(store).meta["source_files"]}
-    assert {"sourdough_baking.md", "postgresql_indexing.md", "halden_t3_thermostat_faq.txt"} <= sources
+    assert {
+        "sourdough_baking.md",
+        "postgresql_indexing.md",
+        "halden_t3_thermostat_faq.txt",
+    } <= sources
     assert len(sources) == 4 + 3
     # One detached actor per store, found by name from any driver.
     actor = ray_cluster.get_actor(writer_name(store), namespace=NAMESPACE)

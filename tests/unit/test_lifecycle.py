@@ -142,9 +142,7 @@ def test_an_ingest_killed_midway_resumes_without_redoing_finished_batches(
     ingest.wait()
     assert ingest.returncode == -signal.SIGKILL, "the ingest finished before it could be killed"
     assert not store.exists()
-    journaled = {
-        chunk.document_id for chunk in journal.load(_all_document_ids(journal))[0].chunks
-    }
+    journaled = {chunk.document_id for chunk in journal.load(_all_document_ids(journal))[0].chunks}
     assert journaled
 
     summary = local_runner(config, embedder).run(store, sources)
