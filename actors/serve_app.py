@@ -1,8 +1,9 @@
 """The HTTP API: a Ray Serve deployment with a FastAPI ingress over one memory store.
 
-    POST /query   {"question": ..., "max_iterations"?}               -> ChatResult
+    POST /query   {"question": ..., "max_iterations"?, "system_prompt"?} -> ChatResult
     POST /search  {"query": ..., "top_k"?, "mode": "hybrid"}         -> list[SearchHit]
     GET  /tree                                                     -> DirectoryNode
+    GET  /tools                                  -> the store tools as OpenAI function schemas
     GET  /healthz                                                  -> {"status", "store_version"}
     GET  /docs, /openapi.json                                      (FastAPI defaults)
 
@@ -53,6 +54,11 @@ class QueryRequest(BaseModel):
         ge=1,
         le=50,
         description="Navigation steps at most (default: retrieval.max_iterations).",
+    )
+    system_prompt: str | None = Field(
+        None,
+        max_length=8000,
+        description="Extra instructions for the navigation agent (LLM backend only).",
     )
 
     @field_validator("question")
@@ -136,7 +142,11 @@ class MemoryBankServer:
     @app.post("/query", response_model=ChatResult, responses=_ERROR_RESPONSES)
     def query(self, request: QueryRequest) -> ChatResult:
         with self._turn:
-            return self._service.ask(request.question, max_iterations=request.max_iterations)
+            return self._service.ask(
+                request.question,
+                max_iterations=request.max_iterations,
+                system_prompt=request.system_prompt,
+            )
 
     @app.post("/search", response_model=list[SearchHit], responses=_ERROR_RESPONSES)
     def search(self, request: SearchRequest) -> list[SearchHit]:
@@ -146,6 +156,13 @@ class MemoryBankServer:
     @app.get("/tree", response_model=DirectoryNode, responses=_ERROR_RESPONSES)
     def tree(self) -> DirectoryNode:
         return self._service.tree()
+
+    @app.get("/tools")
+    def tools(self) -> list[dict]:
+        """The store tools as OpenAI function schemas, for an outside agent to drive the store."""
+        from memory_bank.llm.agent import TOOL_SCHEMAS
+
+        return TOOL_SCHEMAS
 
     @app.get("/healthz", response_model=Health, responses=_ERROR_RESPONSES)
     def healthz(self) -> Health:
@@ -202,14 +219,15 @@ def run_blocking(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     config_path: str | Path | None = None,
+    config: AppConfig | None = None,
 ) -> None:
     """`memory-bank serve`: join or start Ray, serve the store, block until Ctrl-C."""
     import ray
 
     from pipeline.runtime import ensure_ray
 
-    config = load_config(config_path)
-    started_ray = ensure_ray(config.ray)
+    config = config or load_config(config_path)
+    started_ray = ensure_ray(config.ray, config.llm)
     try:
         url = start(store, config, host, port)
         print(f"memory-bank is serving {Path(store).absolute()} at {url} (API docs: {url}/docs)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -75,8 +76,63 @@ class StoreConfig(StrictModel):
 
 
 class LLMConfig(StrictModel):
-    # Only the embedded offline backend exists so far; the OpenAI-compatible one is a later issue.
-    backend: Literal["offline"] = "offline"
+    """Which backend fills the LLM roles, and how to reach an OpenAI-compatible endpoint.
+
+    The API key is never a setting: it is read from the environment variable `api_key_env`
+    when the client is made, and is never printed or written to a store.
+    """
+
+    backend: Literal["offline", "openai"] = "offline"
+    base_url: str | None = None  # e.g. http://127.0.0.1:11434/v1; None = the client's default
+    model: str = "gpt-4o-mini"
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    # The roles that build the store (memorize, organize, readme) and the roles that answer
+    # (navigate, answer) may use other models; None = `model` / `temperature`.
+    build_model: str | None = None
+    build_temperature: float | None = Field(None, ge=0.0, le=2.0)
+    chat_model: str | None = None
+    chat_temperature: float | None = Field(None, ge=0.0, le=2.0)
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_seconds: float = Field(60.0, gt=0)
+    max_retries: int = Field(4, ge=0)  # on 429, 5xx, timeouts and dropped connections
+    max_concurrency: int = Field(4, ge=1)  # requests in flight per process and endpoint
+    memorize_batch: int = Field(8, ge=1)  # chunks per memorize request
+    repair_attempts: int = Field(2, ge=0)  # re-prompts after a reply that fails validation
+    organize_attempts: int = Field(3, ge=1)  # plans asked for before the flat fallback
+    # Content-addressed response cache; None = the user's cache directory (memory-bank/llm).
+    cache_dir: str | None = None
+    cache: bool = True
+    prompt_price_per_million: float = Field(0.0, ge=0.0)  # for the cost estimate in the ledger
+    completion_price_per_million: float = Field(0.0, ge=0.0)
+
+
+# Environment variables (seed 000 §10) an edge (CLI, job) applies over the YAML settings.
+LLM_ENVIRONMENT = {
+    "OPENAI_BASE_URL": "base_url",
+    "OPENAI_MODEL": "model",
+    "OPENAI_TEMPERATURE": "temperature",
+    "GAM_AGENT_MODEL": "build_model",
+    "GAM_AGENT_TEMPERATURE": "build_temperature",
+    "CHAT_AGENT_MODEL": "chat_model",
+    "CHAT_AGENT_TEMPERATURE": "chat_temperature",
+}
+
+
+def with_llm_environment(config: AppConfig, environ: Mapping[str, str]) -> AppConfig:
+    """`config` with the LLM settings the environment gives (the key excepted: it stays in the
+    environment). Called by the CLI and the jobs, never at import."""
+    updates = {
+        field: environ[variable]
+        for variable, field in LLM_ENVIRONMENT.items()
+        if environ.get(variable, "").strip()
+    }
+    if not updates:
+        return config
+    try:
+        llm = LLMConfig.model_validate({**config.llm.model_dump(), **updates})
+    except ValidationError as exc:
+        raise ConfigError(f"invalid LLM settings in the environment:\n{exc}") from exc
+    return config.model_copy(update={"llm": llm})
 
 
 class RetrievalConfig(StrictModel):

@@ -125,8 +125,9 @@ class ChatResult(BaseModel):
 
     question: str
     answer: str
-    sources: list[str]
+    sources: list[str]  # store files the answer rests on
     confidence: float
+    chunk_ids: list[str] = Field(default_factory=list)  # of the cited memory files
     files_read: list[str] = Field(default_factory=list)
     dirs_explored: list[str] = Field(default_factory=list)
     trajectory: str = ""  # the steps, one rendered line each (the specification's exploration log)
@@ -170,6 +171,7 @@ class CommitResult(BaseModel):
     # Seconds per step of the commit: wait (for the store's lock), load, plan, readme,
     # embed readmes, write.
     stage_seconds: dict[str, float] = Field(default_factory=dict)
+    llm: dict[str, Any] = Field(default_factory=dict)  # the commit's LLM usage (LedgerSummary)
 
 
 class IngestSummary(BaseModel):
@@ -190,5 +192,8 @@ class IngestSummary(BaseModel):
     # Given documents whose memories came from the journal of an earlier, interrupted ingest.
     resumed_documents: int = 0
     commit: CommitResult | None = None  # None when nothing had to be committed
+    # LLM usage of the whole ingest, per role (calls, cache hits, tokens, retries, repairs,
+    # fallbacks, seconds, estimated cost); empty with the offline backend.
+    llm: dict[str, Any] = Field(default_factory=dict)
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     total_seconds: float = 0.0

@@ -8,6 +8,7 @@ does the rest, including the single atomic write from this driver.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from memory_bank.ingest.progress import ProgressSink, StageTimer
 from memory_bank.ingest.runner import IngestRunner
 from memory_bank.ingest.stages import assemble_parts
 from memory_bank.ingest.work import MemoryParts
+from memory_bank.llm.ledger import add_usage
 from memory_bank.llm.roles import LLMBackend
 from memory_bank.schemas import Chunk, CommitResult, Document, MemorizedChunk
 from memory_bank.text.sources import FileOutcome, read_files_serially
@@ -41,7 +43,7 @@ class RayExecutor:
 
     def start(self, timer: StageTimer) -> None:
         with timer.stage("start ray"):
-            ensure_ray(self.config.ray)
+            ensure_ray(self.config.ray, self.config.llm)
 
     def read_files(self, paths: Sequence[Path]) -> list[FileOutcome]:
         read = _read_files_task.options(num_cpus=self.config.ray.chunk.num_cpus)
@@ -65,7 +67,9 @@ class RayExecutor:
         with timer.stage("chunk"):
             chunks = self._chunk(documents)
         with timer.stage("embed+memorize", total=len(chunks)):
-            added, busy = self._embed_and_memorize(chunks, first_index, timer.progress, on_batch)
+            added, busy = self._embed_and_memorize(
+                chunks, first_index, timer.progress, on_batch, backend
+            )
         for stage, seconds in busy.items():
             timer.add(f"{stage} busy", seconds)
         return added
@@ -112,6 +116,7 @@ class RayExecutor:
         first_index: int,
         progress: ProgressSink,
         on_batch: BatchSink | None,
+        backend: LLMBackend,
     ) -> tuple[MemoryParts, dict[str, float]]:
         import ray.data
 
@@ -159,6 +164,9 @@ class RayExecutor:
                     on_batch(_assemble_rows(chunks, first_index, ready, collected))
             busy["embed"] += float(np.sum(batch["embed_s"]))
             busy["memorize"] += float(np.sum(batch["memorize_s"]))
+            for usage in batch["llm_usage"]:
+                if usage:
+                    add_usage(backend, json.loads(str(usage)))
             progress.advance("embed+memorize", len(batch["index"]))
         if on_batch is not None:
             for ready in finished.take(final=True):

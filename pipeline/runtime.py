@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memory_bank.config import EmbeddingConfig, RayConfig
+from memory_bank.config import EmbeddingConfig, LLMConfig, RayConfig
 
 R = TypeVar("R")
 
@@ -23,15 +23,20 @@ _WORKER_ENV = {
 }
 
 
-def ensure_ray(config: RayConfig) -> bool:
+def ensure_ray(config: RayConfig, llm: LLMConfig | None = None) -> bool:
     """Connect to Ray: an already-initialized session, `config.address`, RAY_ADDRESS, or a new
-    local instance with the machine's CPUs. Returns True when this call started Ray."""
+    local instance with the machine's CPUs. Returns True when this call started Ray.
+
+    With an `openai` backend, the API key's environment variable is passed on to the workers
+    (Ray's runtime environment, never a file or a log), since they make LLM calls too."""
     import ray
 
     if ray.is_initialized():
         return False
     address = config.address or os.environ.get("RAY_ADDRESS")
     runtime_env = {"env_vars": dict(_WORKER_ENV)}
+    if llm is not None and llm.backend != "offline" and os.environ.get(llm.api_key_env):
+        runtime_env["env_vars"][llm.api_key_env] = os.environ[llm.api_key_env]
     if address:
         logger.info("joining Ray at %s", address)
         ray.init(

@@ -16,6 +16,7 @@ import numpy as np
 from memory_bank.config import ChunkConfig, EmbeddingConfig, LLMConfig, MemorizeConfig
 from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding, Embedder
 from memory_bank.llm import backend_for
+from memory_bank.llm.ledger import take_usage
 from memory_bank.llm.roles import MemorizeRequest
 from memory_bank.schemas import Chunk, Document
 from memory_bank.text.chunking import chunk_document
@@ -118,6 +119,10 @@ def memorize_batch(batch: Batch, config: MemorizeConfig, llm: LLMConfig) -> Batc
         "sentence_vectors": np.asarray(batch["sentence_vectors"], dtype=object),
         "embed_s": np.asarray(batch["embed_s"], dtype=np.float64),
         "memorize_s": _per_row(started, len(memories)),
+        # The batch's LLM usage, on its first row (the driver sums them).
+        "llm_usage": np.array(
+            [take_usage(backend).model_dump_json()] + [""] * (len(memories) - 1), dtype=object
+        ),
     }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
@@ -16,6 +17,9 @@ from memory_bank.ingest.executor import Executor, LocalExecutor
 from memory_bank.ingest.progress import ProgressSink
 from memory_bank.ingest.runner import ExecutorFactory, IngestRunner
 from memory_bank.schemas import ChatResult, CommitResult, DirectoryNode, IngestSummary, SearchHit
+
+if TYPE_CHECKING:
+    from memory_bank.store.verify import VerifyReport
 
 
 class MemoryBank:
@@ -64,10 +68,14 @@ class MemoryBank:
         document id): their memories, files, vectors and index entries; other paths stay."""
         return self._runner().remove(self.store, list(sources))
 
-    def request(self, question: str, max_iterations: int | None = None) -> ChatResult:
+    def request(
+        self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
+    ) -> ChatResult:
         """Answer `question` from the store (at most `max_iterations` tool calls; default
-        `retrieval.max_iterations`)."""
-        return self._query_service().ask(question, max_iterations=max_iterations)
+        `retrieval.max_iterations`); `system_prompt` adds instructions for an LLM backend."""
+        return self._query_service().ask(
+            question, max_iterations=max_iterations, system_prompt=system_prompt
+        )
 
     def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
         """The best `top_k` hits (default `retrieval.top_k`) for `query`, best first."""
@@ -77,6 +85,13 @@ class MemoryBank:
         from memory_bank.store.reader import StoreReader
 
         return StoreReader(self.store).tree()
+
+    def verify(self) -> VerifyReport:
+        """Check every invariant of the store (`memory_bank.store.verify`), against this
+        bank's taxonomy config; a broken store is a report listing its problems, not an error."""
+        from memory_bank.store.verify import verify_store
+
+        return verify_store(self.store, self.config.taxonomy)
 
     def _runner(self) -> IngestRunner:
         executor: Executor

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,14 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object/
 AddressOption = Annotated[
     str | None, typer.Option("--address", help="Join this Ray cluster (else RAY_ADDRESS).")
 ]
+BackendOption = Annotated[
+    str | None,
+    typer.Option(
+        "--backend",
+        help="LLM backend: offline (embedded) or openai (OPENAI_BASE_URL, OPENAI_MODEL, "
+        "OPENAI_API_KEY). Default: llm.backend of the config.",
+    ),
+]
 LocalOption = Annotated[
     bool, typer.Option("--local", help="Run in-process without Ray (small inputs, debugging).")
 ]
@@ -62,12 +71,30 @@ def _reports_errors(command: Callable[P, None]) -> Callable[P, None]:
     return run
 
 
-def _bank(store: Path, config: Path | None, on_ray: bool = False, address: str | None = None):
+def _settings(config: Path | None, backend: str | None = None):
+    """The config file's settings, the LLM environment variables over them (read here, at the
+    edge), and `--backend` over both."""
+    from memory_bank.config import load_config, with_llm_environment
+
+    settings = with_llm_environment(load_config(config), os.environ)
+    if backend is not None:
+        if backend not in ("offline", "openai"):
+            _fail(f"--backend must be offline or openai, not {backend!r}")
+        settings.llm.backend = backend
+    return settings
+
+
+def _bank(
+    store: Path,
+    config: Path | None,
+    on_ray: bool = False,
+    address: str | None = None,
+    backend: str | None = None,
+):
     """The store's facade; with `on_ray`, ingests run on Ray (imported here, at the edge)."""
     from memory_bank.app.bank import MemoryBank
-    from memory_bank.config import load_config
 
-    settings = load_config(config)
+    settings = _settings(config, backend)
     if address:
         settings.ray.address = address
     if not on_ray:
@@ -85,13 +112,14 @@ def ingest(
     config: ConfigOption = None,
     address: AddressOption = None,
     local: LocalOption = False,
+    backend: BackendOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Ingest sources into the store: chunk, memorize, embed, organize, write."""
     files = [str(path) for path in paths]
     _build(
         store,
-        config,
+        (config, backend),
         address,
         local,
         as_json,
@@ -108,6 +136,7 @@ def add(
     config: ConfigOption = None,
     address: AddressOption = None,
     local: LocalOption = False,
+    backend: BackendOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Add sources to an existing store: new memories are placed into its tree (a new
@@ -119,7 +148,7 @@ def add(
     files = [str(path) for path in paths]
     _build(
         store,
-        config,
+        (config, backend),
         address,
         local,
         as_json,
@@ -137,10 +166,11 @@ def remove(
     ],
     store: StoreOption,
     config: ConfigOption = None,
+    backend: BackendOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Remove documents from the store: their memories, files, vectors and index entries."""
-    result = _bank(store, config).remove(sources)
+    result = _bank(store, config, backend=backend).remove(sources)
     if as_json:
         print(result.model_dump_json())
         return
@@ -159,12 +189,13 @@ def rebuild(
     config: ConfigOption = None,
     address: AddressOption = None,
     local: LocalOption = False,
+    backend: BackendOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Plan the whole tree anew from the stored memories (e.g. on a schedule, after many adds)."""
     _build(
         store,
-        config,
+        (config, backend),
         address,
         local,
         as_json,
@@ -175,7 +206,7 @@ def rebuild(
 
 def _build(
     store: Path,
-    config: Path | None,
+    config: tuple[Path | None, str | None],
     address: str | None,
     local: bool,
     as_json: bool,
@@ -185,7 +216,8 @@ def _build(
     """Run an ingest-like `work` with the per-stage display, then print its summary."""
     from memory_bank.app.progress_display import IngestProgress
 
-    bank = _bank(store, config, on_ray=not local, address=address)
+    config_file, backend = config
+    bank = _bank(store, config_file, on_ray=not local, address=address, backend=backend)
     with IngestProgress(_err, enabled=not as_json) as progress:
         summary = work(bank, progress)
     _print_summary(summary, as_json, f"{verb} {summary.store}")
@@ -245,11 +277,18 @@ def ask(
         int | None,
         typer.Option("--max-iterations", min=1, help="Default: retrieval.max_iterations."),
     ] = None,
+    system_prompt: Annotated[
+        str | None,
+        typer.Option("--system-prompt", help="Extra instructions for an LLM navigation agent."),
+    ] = None,
     config: ConfigOption = None,
+    backend: BackendOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Answer a question from the store, citing the memory files used."""
-    result = _bank(store, config).request(question, max_iterations=max_iterations)
+    result = _bank(store, config, backend=backend).request(
+        question, max_iterations=max_iterations, system_prompt=system_prompt
+    )
     if as_json:
         print(result.model_dump_json())
         return
@@ -306,16 +345,45 @@ def tree(store: StoreOption, as_json: JsonOption = False) -> None:
 
 @app.command()
 @_reports_errors
+def verify(store: StoreOption, config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Check every invariant of the store (tables, tree, files, indexes, meta); exit status 1
+    and one line per violation when any is broken. Pass the --config the store was built with:
+    its taxonomy bounds are part of the check."""
+    report = _bank(store, config).verify()
+    if as_json:
+        print(report.model_dump_json())
+    else:
+        table = Table(title=f"verify {store}", show_header=False)
+        table.add_row("checked", report.store)  # the version directory the store path named
+        table.add_row("store_version", report.store_version or "-")
+        for name, count in report.counts.items():
+            table.add_row(name, str(count))
+        _out.print(table)
+        for note in report.notes:
+            _out.print(f"[dim]note:[/] {note}", highlight=False)
+        for problem in report.problems:
+            _out.print(f"[bold red]problem:[/] {problem}", highlight=False)
+        if report.ok:
+            _out.print("[bold green]ok[/]: every check passed")
+        else:
+            _out.print(f"[bold red]{len(report.problems)} problem(s)[/]")
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
+@app.command()
+@_reports_errors
 def serve(
     store: StoreOption,
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port")] = 8000,
     config: ConfigOption = None,
+    backend: BackendOption = None,
 ) -> None:
     """Serve the store over HTTP with Ray Serve (POST /query, POST /search, GET /tree)."""
     from actors.serve_app import run_blocking
 
-    run_blocking(store, host=host, port=port, config_path=config)
+    run_blocking(store, host=host, port=port, config=_settings(config, backend))
 
 
 def _quiet_libraries() -> None:

@@ -34,6 +34,7 @@ from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
 from memory_bank.ingest.stages import compose_readmes, embed_readmes, plan_tree, taxonomy_items
 from memory_bank.ingest.work import MemoryParts, load_parts, memory_recipe
+from memory_bank.llm.ledger import LedgerSummary, take_usage
 from memory_bank.llm.roles import LLMBackend, PlaceRequest, ReadmeRequest
 from memory_bank.schemas import (
     CommitResult,
@@ -54,6 +55,7 @@ from memory_bank.taxonomy.planner import memory_count
 from memory_bank.taxonomy.readme import ReadmeFileEntry
 
 REORGANIZATIONS_FILE = "reorganizations.json"
+LEDGER_FILE = "llm_ledger.json"  # every LLM request made for this store, summed per role
 KEPT_REORGANIZATIONS = 50
 
 
@@ -69,6 +71,7 @@ class CommitRequest:
     # while the store is still `base_version` (else the commit refuses: run the ingest again).
     replace_all: bool = False
     base_version: str | None = None
+    llm_usage: dict[str, Any] = field(default_factory=dict)  # of the work before the commit
 
 
 @dataclass
@@ -83,6 +86,7 @@ class StoreState:
     readme_vectors: dict[str, np.ndarray]  # README text -> vector
     meta: dict[str, Any]
     reorganizations: list[dict[str, Any]]
+    ledger: dict[str, Any] = field(default_factory=dict)
 
 
 def load_state(store: Path) -> StoreState | None:
@@ -104,6 +108,7 @@ def load_state(store: Path) -> StoreState | None:
             readme = reader.root / readme_relative_path(node.path)
             readmes[node.path] = readme.read_text(encoding="utf-8") if readme.is_file() else ""
     log = reader.root / layout.BANK_DIR / REORGANIZATIONS_FILE
+    ledger = reader.root / layout.BANK_DIR / LEDGER_FILE
     return StoreState(
         version=reader.store_version,
         parts=load_parts(reader),
@@ -119,6 +124,7 @@ def load_state(store: Path) -> StoreState | None:
         readme_vectors=vectors,
         meta=dict(reader.meta),
         reorganizations=json.loads(log.read_text(encoding="utf-8")) if log.is_file() else [],
+        ledger=json.loads(ledger.read_text(encoding="utf-8")) if ledger.is_file() else {},
     )
 
 
@@ -152,8 +158,12 @@ class StoreCommitter:
                     f"{self.store} changed while it was being rebuilt with new settings; run the "
                     "ingest again (the journal keeps the work done so far)"
                 )
-            result = self._commit(request, None if request.replace_all else state, state, clock)
+            try:
+                result = self._commit(request, None if request.replace_all else state, state, clock)
+            finally:
+                usage = take_usage(self.backend)
         result.stage_seconds = clock.seconds
+        result.llm = usage.model_dump(mode="json")
         return result
 
     def _live_state(self) -> StoreState | None:
@@ -240,6 +250,7 @@ class StoreCommitter:
                 reorganizations = [*reorganizations, operation.model_dump(mode="json")]
         reorganizations = reorganizations[-KEPT_REORGANIZATIONS:]
 
+        ledger = _ledger_after(live, request, self.backend)
         recipe = memory_recipe(self.config)
         if state is not None and not added.memories:  # a removal keeps the store's recipe
             recipe = state.meta.get("memory_recipe", recipe)
@@ -260,7 +271,11 @@ class StoreCommitter:
                 "memory_recipe": recipe,
                 "taxonomy": stats,
             },
-            bank_json={REORGANIZATIONS_FILE: reorganizations} if reorganizations else None,
+            bank_json={
+                name: value
+                for name, value in ((REORGANIZATIONS_FILE, reorganizations), (LEDGER_FILE, ledger))
+                if value
+            },
             taxonomy_config=self.config.taxonomy,
             skip_if_unchanged=True,
         )
@@ -280,6 +295,7 @@ class StoreCommitter:
             readme_vectors={readmes[p]: v for p, v in readme_vectors.items()},
             meta={"memory_recipe": recipe, "taxonomy": stats},
             reorganizations=reorganizations,
+            ledger=ledger,
         )
         return result
 
@@ -389,6 +405,22 @@ class _Clock:
         now = time.perf_counter()
         self.seconds[name] = self.seconds.get(name, 0.0) + now - self._last
         self._last = now
+
+
+def _ledger_after(
+    live: StoreState | None, request: CommitRequest, backend: LLMBackend
+) -> dict[str, Any]:
+    """The store's LLM ledger with this ingest's requests added. Usage that made no request
+    (cache hits only) leaves it as it was, so an unchanged rebuild stays a no-op."""
+    previous = LedgerSummary.model_validate(live.ledger if live else {})
+    added = LedgerSummary.model_validate(request.llm_usage or {})
+    ledger = getattr(backend, "ledger", None)
+    if ledger is not None:  # the commit's own calls so far (README role), not yet taken
+        added.merge(ledger.peek())
+    if not added.calls and not any(u.fallbacks for u in added.roles.values()):
+        return previous.model_dump(mode="json") if previous.roles else {}
+    previous.merge(added)
+    return previous.model_dump(mode="json")
 
 
 # --- parts --------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from memory_bank.ingest.progress import NullProgress, ProgressSink, StageTimer
 from memory_bank.ingest.stages import read_inputs, require_something
 from memory_bank.ingest.work import MemoryParts, memory_recipe, plan_work
 from memory_bank.llm import backend_for
+from memory_bank.llm.ledger import take_usage
 from memory_bank.schemas import CommitResult, Document, IngestSummary
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
@@ -71,11 +72,13 @@ class IngestRunner:
         journal = IngestJournal(store, memory_recipe(self.config))
         added = self._memorize(journal, work.documents, timer, summary)
         if added.memories or work.replace_all or (replan and is_store(store)):
+            work_usage = take_usage(self.backend)
             request = CommitRequest(
                 added=added,
                 replan=replan,
                 replace_all=work.replace_all,
                 base_version=work.base_version,
+                llm_usage=work_usage.model_dump(mode="json"),
             )
             with timer.stage("commit"):
                 result = self.executor.commit(store, request)
@@ -83,6 +86,8 @@ class IngestRunner:
             _record(summary, result)
             for step, seconds in result.stage_seconds.items():
                 timer.add(f"commit: {step}", seconds)
+            work_usage.merge(result.llm)
+            summary.llm = work_usage.model_dump(mode="json") if work_usage.roles else {}
         elif is_store(store):
             summary.directories = StoreReader(store).meta.get("total_directories", 0)
         summary.stage_seconds = timer.seconds

@@ -84,6 +84,8 @@ def memory_recipe(config: AppConfig) -> str:
             "window_tokens": config.embedding.window_tokens,
         },
     }
+    if config.llm.backend != "offline":  # offline stores keep the recipe they always had
+        recipe["memorizer"] = f"{config.llm.backend}:{config.llm.build_model or config.llm.model}"
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
 

@@ -1,4 +1,5 @@
-"""LLM roles: the contract (`roles`) and its backends (`offline`, the embedded default)."""
+"""LLM roles: the contract (`roles`) and its backends (`offline`, the embedded default, and
+`openai`, any OpenAI-compatible endpoint)."""
 
 from __future__ import annotations
 
@@ -13,4 +14,8 @@ def backend_for(config: LLMConfig) -> LLMBackend:
         from memory_bank.llm.offline import OfflineBackend
 
         return OfflineBackend()
+    if config.backend == "openai":
+        from memory_bank.llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(config)
     raise ConfigError(f"unknown llm.backend {config.backend!r}")

@@ -90,7 +90,10 @@ class ReadmeResult(RoleModel):
 class Navigator(Protocol):
     """Answers questions about one opened store (seed 000 §6)."""
 
-    def request(self, question: str, max_iterations: int | None = None) -> ChatResult: ...
+    def request(
+        self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
+    ) -> ChatResult:
+        """`system_prompt` adds instructions for a model; the offline agent has none to add."""
 
 
 class LLMBackend(Protocol):

@@ -118,8 +118,11 @@ class NavigationAgent:
         self.config = config or search.config
         self._readme_stems: list[frozenset[str]] | None = None
 
-    def request(self, question: str, max_iterations: int | None = None) -> ChatResult:
-        """Explore the store for `question` with at most `max_iterations` tool calls and answer."""
+    def request(
+        self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
+    ) -> ChatResult:
+        """Explore the store for `question` with at most `max_iterations` tool calls and answer.
+        `system_prompt` is accepted for the common contract; this agent has no model to tell."""
         if not question.strip():
             raise ToolError("the question must not be empty")
         budget = self.config.max_iterations if max_iterations is None else max_iterations

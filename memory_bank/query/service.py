@@ -90,9 +90,13 @@ class QueryService:
         # title links) that only a question builds; with everything above loaded it is quick.
         opened.agent.request(WARM_UP_QUESTION, max_iterations=3)
 
-    def ask(self, question: str, max_iterations: int | None = None) -> ChatResult:
+    def ask(
+        self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
+    ) -> ChatResult:
         iterations = max_iterations or self.config.retrieval.max_iterations
-        return self._current().agent.request(question, max_iterations=iterations)
+        return self._current().agent.request(
+            question, max_iterations=iterations, system_prompt=system_prompt
+        )
 
     def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
         return self._current().searcher.search(query, top_k=top_k, mode=mode)

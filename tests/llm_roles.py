@@ -1,0 +1,114 @@
+"""Role handlers for the loopback LLM server that answer like a small, literal model would:
+deterministic, from the role input alone, so an ingest and a question through the `openai`
+backend give a real store and a real answer over the real protocol."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from tests.loopback_llm import LoopbackLLM
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+_STOP = {"the", "and", "for", "with", "that", "this", "from", "are", "was", "were", "its", "into"}
+
+
+def _words(text: str, count: int) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP][:count]
+
+
+def memorize(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
+    memories = []
+    for chunk in data["chunks"]:
+        text = " ".join(chunk["text"].split())
+        first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+        memories.append(
+            {
+                "id": chunk["id"],
+                "title": "_".join(_words(text, 4)) or "note",
+                "memory": text[: max(80, len(text) * 2 // 5)],
+                "tldr": first[:200],
+                "keywords": list(dict.fromkeys(_words(text, 12)))[:6],
+                "context": f"From {chunk['source']}.",
+            }
+        )
+    return {"memories": memories}
+
+
+def organize(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
+    """Leaves of `target_leaf` memories in input order, named after their first keyword."""
+    size = data["bounds"]["target_leaf"]
+    memories = data["memories"]
+    leaves, used = [], set()
+    for start in range(0, len(memories), size):
+        group = memories[start : start + size]
+        if len(group) < data["bounds"]["min_leaf"] and leaves:
+            leaves[-1]["memories"].extend(m["index"] for m in group)
+            continue
+        name = next(iter(_words(" ".join(group[0]["keywords"] or [group[0]["title"]]), 1)), "topic")
+        base, number = name, 2
+        while name in used:
+            name, number = f"{base}_{number}", number + 1
+        used.add(name)
+        leaves.append(
+            {
+                "path": f"/{name}",
+                "description": f"Notes on {base}.",
+                "memories": [m["index"] for m in group],
+            }
+        )
+    return {"leaves": leaves}
+
+
+def readme(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
+    parts = [child["name"] for child in data["subdirectories"]] + [
+        file["title"] for file in data["files"]
+    ]
+    return {"summary": f"This directory holds {', '.join(parts[:4]) or 'nothing yet'}."}
+
+
+def navigate(_: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """Search for the question, read the best hit, answer with it as the source."""
+    messages = body["messages"]
+    question = next(m["content"] for m in messages if m["role"] == "user")
+    tool_results = [m for m in messages if m["role"] == "tool"]
+    forced = isinstance(body.get("tool_choice"), dict)
+    if not tool_results and not forced:
+        return {"tool_calls": [{"name": "bm25_search", "arguments": {"query": question}}]}
+    if len(tool_results) == 1 and not forced:
+        hits = json.loads(tool_results[0]["content"])
+        return {"tool_calls": [{"name": "cat", "arguments": {"path": hits[0]["path"]}}]}
+    read = tool_results[-1]["content"] if tool_results else ""
+    path = _last_cat_path(messages)
+    return {
+        "tool_calls": [
+            {
+                "name": "answer",
+                "arguments": {
+                    "answer": read.split("---")[-1].strip()[:300] or "not found",
+                    "sources": [path] if path else [],
+                    "confidence": 0.8,
+                },
+            }
+        ]
+    }
+
+
+def _last_cat_path(messages: list[dict[str, Any]]) -> str | None:
+    for message in reversed(messages):
+        for call in message.get("tool_calls") or []:
+            if call["function"]["name"] == "cat":
+                return json.loads(call["function"]["arguments"])["path"]
+    return None
+
+
+def register_literal_model(llm: LoopbackLLM) -> LoopbackLLM:
+    for role, handler in (
+        ("memorize", memorize),
+        ("organize", organize),
+        ("readme", readme),
+        ("navigate", navigate),
+    ):
+        llm.handle(role, handler)
+    return llm

@@ -1,0 +1,214 @@
+"""The `openai` backend through the real `openai` client and a loopback server on 127.0.0.1:
+an end-to-end ingest and question, retries, repairs, format downgrades, the organize fallback,
+the response cache, the tool-calling loop, and a key that never leaks."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from memory_bank.app.bank import MemoryBank
+from memory_bank.config import AppConfig
+from memory_bank.index.embedding import Embedder
+from memory_bank.ingest.executor import LocalExecutor
+from memory_bank.llm.openai_backend import OpenAIBackend
+from memory_bank.llm.roles import OrganizeRequest
+from memory_bank.store.reader import StoreReader
+from memory_bank.store.verify import verify_store
+from memory_bank.taxonomy.items import TaxonomyItem
+from tests.llm_roles import register_literal_model
+from tests.loopback_llm import LoopbackLLM, loopback_llm_server
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
+SOURCES = [
+    str(SAMPLE / "articles" / "science" / "apollo_11.md"),
+    str(SAMPLE / "articles" / "science" / "photosynthesis.md"),
+    str(SAMPLE / "notes" / "home" / "sourdough_baking.md"),
+]
+SECRET = "sk-loopback-secret-0123456789"
+
+llm_server = pytest.fixture(loopback_llm_server)
+
+
+@pytest.fixture
+def llm(llm_server: LoopbackLLM, monkeypatch: pytest.MonkeyPatch) -> LoopbackLLM:
+    llm_server.reset()
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    return register_literal_model(llm_server)
+
+
+def _config(llm: LoopbackLLM, tmp_path: Path, **overrides: object) -> AppConfig:
+    settings = {
+        "backend": "openai",
+        "base_url": llm.base_url,
+        "model": "loopback-1",
+        "cache_dir": str(tmp_path / "llm-cache"),
+        "timeout_seconds": 5,
+        **overrides,
+    }
+    return AppConfig.model_validate({"llm": settings})
+
+
+def _bank(tmp_path: Path, config: AppConfig, embedder: Embedder) -> MemoryBank:
+    return MemoryBank(
+        tmp_path / "store", config=config, executor=lambda c: LocalExecutor(c, embedder)
+    )
+
+
+def test_ingest_and_ask_through_the_protocol(
+    llm: LoopbackLLM, tmp_path: Path, embedder: Embedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    config = _config(llm, tmp_path)
+    bank = _bank(tmp_path, config, embedder)
+    summary = bank.add(files=SOURCES)
+    assert summary.chunks > 0 and verify_store(tmp_path / "store", config.taxonomy).ok
+    roles = {record["role"] for record in llm.requests}
+    assert {"memorize", "organize", "readme"} <= roles
+    # Several chunks per memorize request.
+    assert len(llm.requests_for("memorize")) <= -(-summary.chunks // config.llm.memorize_batch)
+    assert summary.llm["roles"]["memorize"]["calls"] == len(llm.requests_for("memorize"))
+    titles = StoreReader(tmp_path / "store").memories().column("title").to_pylist()
+    assert any("apollo" in title for title in titles)  # the model's titles, not the extracts'
+
+    result = bank.request("Who walked on the Moon during Apollo 11?", system_prompt="Be brief.")
+    assert result.sources and result.sources[0] in result.files_read
+    assert result.chunk_ids and 0 < result.confidence <= 0.8
+    navigate = llm.requests_for("navigate")
+    assert [step.action for step in result.steps][:2] == ["bm25_search", "cat"]
+    assert "Be brief." in navigate[0]["body"]["messages"][0]["content"]
+
+    # The key went to the server, and nowhere else: not the store, the summary or the logs.
+    assert llm.requests[0]["headers"]["authorization"] == f"Bearer {SECRET}"
+    for path in (tmp_path / "store").resolve().rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+    assert SECRET not in summary.model_dump_json() and SECRET not in caplog.text
+    assert SECRET not in result.model_dump_json()
+
+
+def test_reingest_and_rebuild_of_unchanged_content_make_no_request(
+    llm: LoopbackLLM, tmp_path: Path, embedder: Embedder
+) -> None:
+    config = _config(llm, tmp_path)
+    bank = _bank(tmp_path, config, embedder)
+    bank.add(files=SOURCES)
+    sent = len(llm.requests)
+    assert bank.add(files=SOURCES).unchanged_documents == len(SOURCES)
+    bank.rebuild()  # organize + READMEs again: every reply comes from the cache
+    assert len(llm.requests) == sent
+
+
+def test_transient_errors_are_retried_and_broken_replies_repaired(
+    llm: LoopbackLLM, tmp_path: Path, embedder: Embedder
+) -> None:
+    config = _config(llm, tmp_path, memorize_batch=64)
+    # All for the one memorize request: the 429 (its Retry-After honoured) and the 500 are
+    # retried, the schema-violating object is re-asked with the error, and the re-asked reply,
+    # in Python-literal style with a trailing comma, is read leniently.
+    for kind in ("rate_limit", "server_error", "invalid", "malformed"):
+        llm.inject(kind, **({"retry_after": 0} if kind == "rate_limit" else {}))
+    summary = _bank(tmp_path, config, embedder).add(files=SOURCES[:1])
+    usage = summary.llm["roles"]["memorize"]
+    assert (usage["retries"], usage["repairs"], usage["fallbacks"]) == (2, 1, 0)
+    memorize = llm.requests_for("memorize")
+    assert [record["fault"] for record in memorize] == [
+        "rate_limit",
+        "server_error",
+        "invalid",
+        "malformed",
+    ]
+    assert "cannot be used" in memorize[-1]["body"]["messages"][-1]["content"]
+    titles = StoreReader(tmp_path / "store").memories().column("title").to_pylist()
+    assert any("apollo" in title for title in titles)  # the model's memories were kept
+
+
+def test_a_server_without_json_schema_gets_json_mode(
+    llm: LoopbackLLM, tmp_path: Path, embedder: Embedder
+) -> None:
+    llm.reject_response_format_always({"json_schema"})
+    config = _config(llm, tmp_path)
+    summary = _bank(tmp_path, config, embedder).add(files=SOURCES[:1])
+    assert summary.chunks > 0
+    assert summary.llm["roles"]["memorize"]["format_downgrades"] == 1
+    formats = [r["body"].get("response_format", {}).get("type") for r in llm.requests]
+    assert formats[0] == "json_schema" and set(formats[1:]) == {"json_object"}
+
+
+def test_organize_falls_back_to_a_flat_tree_after_three_invalid_plans(
+    llm: LoopbackLLM, tmp_path: Path
+) -> None:
+    def overlapping(data: dict, _: dict) -> dict:
+        everything = [memory["index"] for memory in data["memories"]]
+        return {
+            "leaves": [
+                {"path": "/a", "memories": everything},
+                {"path": "/b", "memories": everything},
+            ]
+        }
+
+    llm.handle("organize", overlapping)
+    backend = OpenAIBackend(_config(llm, tmp_path).llm)
+    items = [
+        TaxonomyItem(index=i, title=f"note_{i}", tldr=f"Note {i}.", keywords=[]) for i in range(9)
+    ]
+    import numpy as np
+
+    result = backend.organize(
+        OrganizeRequest(items=items, vectors=np.eye(9, 384, dtype=np.float32))
+    )
+    assert len(llm.requests_for("organize")) == 3
+    assert result.fallbacks and "flat fallback" in result.fallbacks[-1]
+    leaves = [leaf.chunk_indices for leaf in result.tree.leaves()]
+    assert sorted(i for leaf in leaves for i in leaf) == list(range(9))
+    assert backend.ledger.take().roles["organize"].fallbacks == 1
+
+
+def test_the_agent_is_made_to_answer_after_max_iterations(
+    llm: LoopbackLLM, tmp_path: Path, embedder: Embedder
+) -> None:
+    config = _config(llm, tmp_path)
+    bank = _bank(tmp_path, config, embedder)
+    bank.add(files=SOURCES)
+
+    def wandering(data: dict, body: dict) -> dict:
+        if isinstance(body.get("tool_choice"), dict):
+            return {
+                "tool_calls": [
+                    {
+                        "name": "answer",
+                        "arguments": {
+                            "answer": "Not sure.",
+                            "sources": ["no/such/file.md"],
+                            "confidence": 0.9,
+                        },
+                    }
+                ]
+            }
+        return {"tool_calls": [{"name": "ls", "arguments": {"path": "/"}}]}
+
+    llm.handle("navigate", wandering)
+    result = bank.request("What is sourdough?", max_iterations=3)
+    assert [step.action for step in result.steps] == ["ls", "ls", "ls", "answer"]
+    assert result.sources == []  # a made-up path is not a source
+    assert result.confidence < 0.9 * 0.6  # forced, and nothing cited was read
+    last = llm.requests_for("navigate")[-1]["body"]
+    assert last["tool_choice"] == {"type": "function", "function": {"name": "answer"}}
+
+
+def test_tool_schemas_are_plain_json() -> None:
+    from memory_bank.llm.agent import TOOL_SCHEMAS
+
+    names = [tool["function"]["name"] for tool in json.loads(json.dumps(TOOL_SCHEMAS))]
+    assert names == [
+        "ls",
+        "cat",
+        "grep",
+        "bm25_search",
+        "vector_search",
+        "deep_retrieval",
+        "answer",
+    ]
