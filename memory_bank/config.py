@@ -97,6 +97,7 @@ class LLMConfig(StrictModel):
     max_retries: int = Field(4, ge=0)  # on 429, 5xx, timeouts and dropped connections
     max_concurrency: int = Field(4, ge=1)  # requests in flight per process and endpoint
     memorize_batch: int = Field(8, ge=1)  # chunks per memorize request
+    readme_batch: int = Field(6, ge=1)  # directories per README request
     repair_attempts: int = Field(2, ge=0)  # re-prompts after a reply that fails validation
     organize_attempts: int = Field(3, ge=1)  # plans asked for before the flat fallback
     # Content-addressed response cache; None = the user's cache directory (memory-bank/llm).

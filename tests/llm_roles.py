@@ -62,10 +62,18 @@ def organize(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
 
 
 def readme(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
-    parts = [child["name"] for child in data["subdirectories"]] + [
-        file["title"] for file in data["files"]
-    ]
-    return {"summary": f"This directory holds {', '.join(parts[:4]) or 'nothing yet'}."}
+    summaries = []
+    for directory in data["directories"]:
+        parts = [child["name"] for child in directory["subdirectories"]] + [
+            file["title"] for file in directory["files"]
+        ]
+        summaries.append(
+            {
+                "path": directory["path"],
+                "summary": f"This directory holds {', '.join(parts[:4]) or 'nothing yet'}.",
+            }
+        )
+    return {"summaries": summaries}
 
 
 def navigate(_: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:

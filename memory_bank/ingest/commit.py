@@ -386,11 +386,13 @@ class StoreCommitter:
             )
         by_index = {memory.index: memory for memory in memories}
         readmes = {path: state.readmes[path] for path in directories if path not in stale}
+        requests = []
         for path in stale:
             node = directories[path]
             files = [_file_entry(by_index[i], chunk_paths[i]) for i in node.chunk_indices]
-            request = ReadmeRequest(node=node, child_dirs=list(node.children), files=files)
-            readmes[path] = self.backend.readme(request).text
+            requests.append(ReadmeRequest(node=node, child_dirs=list(node.children), files=files))
+        for path, result in zip(stale, self.backend.readmes(requests), strict=True):
+            readmes[path] = result.text
         return readmes
 
 

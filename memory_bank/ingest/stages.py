@@ -173,9 +173,10 @@ def compose_subtree_readmes(
         ]
         for directory in node.iter_nodes()
     }
+    requests = readme_requests(node, files_by_directory)
+    results = backend.readmes(requests)
     return {
-        request.node.path: backend.readme(request).text
-        for request in readme_requests(node, files_by_directory)
+        request.node.path: result.text for request, result in zip(requests, results, strict=True)
     }
 
 

@@ -8,6 +8,7 @@ navigate: retrieval-guided tree descent with an extractive answer (`query.naviga
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from memory_bank.config import RetrievalConfig
@@ -63,6 +64,9 @@ class OfflineBackend:
 
     def readme(self, request: ReadmeRequest) -> ReadmeResult:
         return ReadmeResult(text=compose_readme(request.node, request.child_dirs, request.files))
+
+    def readmes(self, requests: Sequence[ReadmeRequest]) -> list[ReadmeResult]:
+        return [self.readme(request) for request in requests]
 
     def navigator(
         self, tools: Any, search: Any, embedder: TextEncoder | None, config: RetrievalConfig

@@ -8,13 +8,15 @@ summaries; a plan that fails `validate_taxonomy` is sent back with the problems,
 `organize_attempts` plans, then the flat fallback (recorded in `OrganizeResult.fallbacks`).
 Stores above `taxonomy.coarse_threshold` memories are planned by the offline clustering (a
 whole large store does not fit one prompt). place: the offline placement (closest leaf, or a
-new directory). readme: the model writes the opening paragraph; the listing stays generated,
-so every file and subdirectory is always listed. navigate: a tool-calling agent (`agent.py`).
+new directory). readme: the model writes the opening paragraphs of several directories per request; the
+listing stays generated, so every file and subdirectory is always listed. Independent requests
+(memorize and README batches) overlap, up to `max_concurrency` in flight. navigate: a tool-calling agent (`agent.py`).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
@@ -77,8 +79,13 @@ class _OrganizeReply(BaseModel):
     parents: list[_Parent] = Field(default_factory=list)
 
 
-class _ReadmeReply(BaseModel):
+class _Summary(BaseModel):
+    path: str
     summary: str
+
+
+class _ReadmeReply(BaseModel):
+    summaries: list[_Summary]
 
 
 class OpenAIBackend:
@@ -122,12 +129,22 @@ class OpenAIBackend:
         # The offline memories carry the metadata and are the fallback of a failed batch.
         base = self.offline.memorize(request).memories
         size = self.config.memorize_batch
-        memories: list[MemorizedChunk] = []
-        for start in range(0, len(base), size):
-            batch = base[start : start + size]
-            chunks = request.chunks[start : start + size]
-            memories.extend(self._memorize_batch(batch, chunks))
-        return MemorizeResult(memories=memories)
+        batches = [
+            (base[start : start + size], request.chunks[start : start + size])
+            for start in range(0, len(base), size)
+        ]
+        done = self._overlapped(lambda batch: self._memorize_batch(*batch), batches)
+        return MemorizeResult(memories=[memory for batch in done for memory in batch])
+
+    def _overlapped(self, function: Any, items: list[Any]) -> list[Any]:
+        """`function` over `items` with up to `max_concurrency` requests in flight (the
+        endpoint's latency overlaps; the client's own limit still holds); results in order."""
+        if len(items) <= 1:
+            return [function(item) for item in items]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(self.config.max_concurrency, len(items))) as pool:
+            return list(pool.map(function, items))
 
     def _memorize_batch(
         self, base: list[MemorizedChunk], chunks: list[Any]
@@ -231,36 +248,70 @@ class OpenAIBackend:
     # --- readme -------------------------------------------------------------------------------
 
     def readme(self, request: ReadmeRequest) -> ReadmeResult:
-        generated = self.offline.readme(request).text
+        return self.readmes([request])[0]
+
+    def readmes(self, requests: Sequence[ReadmeRequest]) -> list[ReadmeResult]:
+        """`readme_batch` directories per request, the requests overlapped; the model writes
+        each opening paragraph, the listing stays generated (every file and subdirectory is
+        always listed). A batch that fails keeps the offline text."""
+        size = self.config.readme_batch
+        batches = [list(requests[start : start + size]) for start in range(0, len(requests), size)]
+        done = self._overlapped(self._readme_batch, batches)
+        return [result for batch in done for result in batch]
+
+    def _readme_batch(self, requests: list[ReadmeRequest]) -> list[ReadmeResult]:
+        generated = [self.offline.readme(request).text for request in requests]
         payload = {
-            "directory": {"path": request.node.path, "description": request.node.description},
-            "subdirectories": [
+            "directories": [
                 {
-                    "name": child.name,
-                    "description": child.description,
-                    "memories": memory_count(child),
+                    "path": request.node.path,
+                    "description": request.node.description,
+                    "subdirectories": [
+                        {
+                            "name": child.name,
+                            "description": child.description,
+                            "memories": memory_count(child),
+                        }
+                        for child in request.child_dirs
+                    ],
+                    "files": [
+                        {"name": entry.name, "title": entry.title, "summary": entry.tldr}
+                        for entry in request.files
+                    ],
                 }
-                for child in request.child_dirs
-            ],
-            "files": [
-                {"name": entry.name, "title": entry.title, "summary": entry.tldr}
-                for entry in request.files
-            ],
+                for request in requests
+            ]
         }
+        paths = [request.node.path for request in requests]
+
+        def check(reply: _ReadmeReply) -> list[str]:
+            got = [summary.path for summary in reply.summaries]
+            return (
+                []
+                if sorted(got) == sorted(paths)
+                else [f"expected one summary per path {paths}, got {got}"]
+            )
+
         model, temperature = self.build_model
         try:
             reply = self.client.structured(
-                "readme", prompt("readme"), payload, _ReadmeReply, model, temperature
+                "readme", prompt("readme"), payload, _ReadmeReply, model, temperature, check
             )
         except LLMError:
             self.ledger.count("readme", "fallbacks")
-            return ReadmeResult(text=generated)
-        summary = " ".join(reply.summary.split())
-        if not summary:
-            return ReadmeResult(text=generated)
-        # Keep the title and the generated listing; the model's paragraph replaces the opening.
-        lines = generated.split("\n")
-        return ReadmeResult(text="\n".join([lines[0], "", summary, *lines[3:]]))
+            return [ReadmeResult(text=text) for text in generated]
+        summaries = {summary.path: " ".join(summary.summary.split()) for summary in reply.summaries}
+        results = []
+        for path, text in zip(paths, generated, strict=True):
+            lines = text.split("\n")
+            summary = summaries.get(path)
+            # Keep the title and the generated listing; the model's paragraph replaces the opening.
+            results.append(
+                ReadmeResult(
+                    text="\n".join([lines[0], "", summary, *lines[3:]]) if summary else text
+                )
+            )
+        return results
 
     # --- navigate -----------------------------------------------------------------------------
 

@@ -112,6 +112,10 @@ class LLMBackend(Protocol):
 
     def readme(self, request: ReadmeRequest) -> ReadmeResult: ...
 
+    def readmes(self, requests: Sequence[ReadmeRequest]) -> list[ReadmeResult]:
+        """Several directories' READMEs, in request order (a backend may batch or overlap
+        the calls)."""
+
     def navigator(
         self, tools: Any, search: Any, embedder: TextEncoder | None, config: RetrievalConfig
     ) -> Navigator:
