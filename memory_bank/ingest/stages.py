@@ -1,7 +1,8 @@
 """The ingest stages as plain typed functions.
 
 Read sources -> chunk -> embed (chunk + sentence vectors in one pass) -> memorize -> plan the
-taxonomy -> compose READMEs bottom-up -> embed READMEs -> write the store in one atomic swap.
+taxonomy -> compose READMEs bottom-up -> embed READMEs; `commit.py` puts them together into a
+new store version.
 Both executors (in-process, `executor.py`, and Ray, `pipeline/`) call these same functions; where
 a stage has independent pieces (files to read, coarse groups to plan, subtrees to describe) it
 takes the executor's map instead of knowing where the pieces run.
@@ -14,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_bank.config import AppConfig, ChunkConfig, MemorizeConfig, TaxonomyConfig
+from memory_bank.config import ChunkConfig, MemorizeConfig, TaxonomyConfig
 from memory_bank.errors import NothingToIngestError
 from memory_bank.index.embedding import ChunkEncoding
-from memory_bank.ingest.work import MemoryParts, memory_recipe
+from memory_bank.ingest.work import MemoryParts
 from memory_bank.llm.roles import (
     LLMBackend,
     MemorizeRequest,
@@ -27,7 +28,6 @@ from memory_bank.llm.roles import (
 )
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store.tables import SentenceRecord
-from memory_bank.store.writer import meta_extra_from_config, write_store
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import TaxonomyItem, flat_fallback, validate_taxonomy
 from memory_bank.taxonomy.readme import ReadmeFileEntry
@@ -195,30 +195,3 @@ def embed_readmes(
     if fresh:
         vectors.update(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True))
     return {directory: vectors[text] for directory, text in readmes.items()}
-
-
-def finish_store(
-    store: Path,
-    parts: MemoryParts,
-    tree: DirectoryNode,
-    readmes: dict[str, str],
-    readme_vectors: Mapping[str, np.ndarray],
-    config: AppConfig,
-) -> int:
-    """Write the store atomically, its tree checked against this ingest's taxonomy settings;
-    returns the number of directories below the root."""
-    stats = write_store(
-        store,
-        documents=parts.documents,
-        chunks=parts.chunks,
-        memories=parts.memories,
-        memory_vectors=parts.memory_vectors,
-        sentences=parts.sentences,
-        sentence_vectors=parts.sentence_vectors,
-        tree=tree,
-        readmes=readmes,
-        readme_vectors=readme_vectors,
-        meta_extra={**meta_extra_from_config(config), "memory_recipe": memory_recipe(config)},
-        taxonomy_config=config.taxonomy,
-    )
-    return stats.directories
