@@ -163,9 +163,13 @@ class CommitResult(BaseModel):
     removed_chunks: int = 0
     directories: int = 0  # below the root, after the commit
     # True when the new memories were placed into the stored tree (other memories kept their
-    # paths); False when the tree was planned anew (a new store, a large add, a re-plan).
+    # paths, but for a directory split); False when the tree was planned anew (a new store, a
+    # large add, a re-plan).
     placed: bool = False
     new_directories: list[str] = Field(default_factory=list)
+    # Stored memories whose file path changed: a placed add that splits a full directory moves
+    # that directory's memories into its new subdirectories; a re-plan may move any.
+    moved_memories: int = 0
     readmes_regenerated: list[str] = Field(default_factory=list)  # tree paths
     reorganization: ReorganizeOperation | None = None
     # Seconds per step of the commit: wait (for the store's lock), load, plan, readme,

@@ -247,6 +247,8 @@ def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:
             table.add_row("added meanwhile by another writer", str(commit.duplicate_documents))
         if commit.new_directories:
             table.add_row("new directories", ", ".join(commit.new_directories))
+        if commit.moved_memories and commit.reorganization is None:
+            table.add_row("stored memories moved", f"{commit.moved_memories} (a directory split)")
         if commit.reorganization is not None:
             operation = commit.reorganization
             table.add_row(

@@ -226,6 +226,7 @@ class StoreCommitter:
             else {}
         )
         chunk_paths = assign_chunk_paths(tree, parts.memories, keep=old_paths)
+        result.moved_memories = sum(chunk_paths[i] != path for i, path in old_paths.items())
 
         old_signatures = (
             _signatures(state.tree, state.parts.memories, state.chunk_paths) if state else {}

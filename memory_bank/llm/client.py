@@ -217,7 +217,7 @@ class ChatClient:
         return isinstance(exc, errors.APITimeoutError | errors.APIConnectionError)
 
     def _wait(self, state: RetryCallState) -> float:
-        backoff = wait_exponential_jitter(initial=0.5, max=30.0)(state)
+        backoff = wait_exponential_jitter(multiplier=0.5, max=30.0)(state)
         exc = state.outcome.exception() if state.outcome else None
         response = getattr(exc, "response", None)
         header = response.headers.get("retry-after") if response is not None else None
