@@ -1,11 +1,21 @@
 """Incremental add: new memories go into the existing tree instead of a new plan.
 
-Each new memory descends from the root to the child directory whose memories it is closest to
-(cosine to the normalized mean of the child's memory vectors, computed once from the tree before
-the add), and joins the leaf it reaches. A leaf that then holds more than `max_leaf` memories is
-re-planned on its own: it becomes a parent with subdirectories, or, at `max_depth`, its parent's
-leaves are re-planned together. Every other memory keeps its directory and file path, so the
-paths earlier answers cited stay valid. Parent descriptions get their counts refreshed.
+New memories that fit no leaf of the tree and belong together (a new topic: `fit.new_topic`,
+with thresholds each store calibrates from its own memories) are planned with `plan_group` as
+one new top-level directory, named from their own terms and kept apart from the existing names.
+So adding JavaScript notes to a store of Python notes makes a JavaScript directory beside the
+Python ones instead of filling Python leaves with them. One add makes at most one such
+directory (different themes among its memories become its subdirectories), and the root grows
+to at most `ROOT_WIDENING` times the width a plan would give it; past that, or when the new
+directory cannot be planned, the new memories descend like the others.
+
+The other new memories each descend from the root to the child directory whose memories they
+are closest to (cosine to the normalized mean of the child's memory vectors, computed once from
+the tree before the add), and join the leaf they reach. A leaf that then holds more than
+`max_leaf` memories is re-planned on its own: it becomes a parent with subdirectories, or, at
+`max_depth`, its parent's leaves are re-planned together. Every stored memory outside such a
+re-planned directory keeps its directory and file path, so the paths earlier answers cited stay
+valid. Parent descriptions (the root's too) get their counts and subdirectories refreshed.
 
 When the add is large next to the store (more than `MAX_GROWTH` of it), placement would pour
 it into a tree shaped for the old content, so the caller plans the whole tree anew instead; a
@@ -20,13 +30,18 @@ from collections.abc import Sequence
 import numpy as np
 
 from memory_bank.config import TaxonomyConfig
+from memory_bank.errors import TaxonomyError
 from memory_bank.schemas import DirectoryNode
+from memory_bank.taxonomy.clustering import NATURAL_MAX_BRANCHING, branching_factor
+from memory_bank.taxonomy.fit import FitBounds, new_topic
 from memory_bank.taxonomy.items import TaxonomyItem
 from memory_bank.taxonomy.labels import child_path
-from memory_bank.taxonomy.naming import describe_parent, humanize
+from memory_bank.taxonomy.naming import describe_parent, humanize, make_unique
 from memory_bank.taxonomy.planner import memory_count, plan_group, rebase
+from memory_bank.taxonomy.validate import validate_taxonomy
 
 MAX_GROWTH = 0.5  # new memories per stored memory above which the tree is planned anew
+ROOT_WIDENING = 2  # see _root_width_limit
 # Our own parent descriptions: "17 memories about aqueduct and printed in 3 subdirectories: ..."
 _PARENT_DESCRIPTION = re.compile(
     r"[\d,]+ memor(?:y|ies)(?: about (?P<about>.+?))? in \d+ subdirector"
@@ -44,16 +59,45 @@ def place_memories(
     vectors: np.ndarray,
     new_indices: Sequence[int],
     config: TaxonomyConfig,
+    *,
+    new_topics: bool = True,
+    fit_bounds: FitBounds | None = None,
 ) -> DirectoryNode | None:
     """`tree` with the memories `new_indices` added (row i of `items`/`vectors` is memory i).
+
+    With `new_topics`, new memories that fit no leaf and form a topic of their own
+    (`fit.new_topic`, by `fit_bounds`, default the store's calibrated `FitBounds`) become a new
+    top-level directory and the rest descend. When that directory cannot be made (the root is at
+    its width limit, planning fails, the result fails validation) every new memory descends.
 
     Returns None when the tree cannot take them without planning it anew (the root itself
     would have to be re-planned).
     """
-    placed = tree.model_copy(deep=True)
-    if placed.is_leaf():
+    if tree.is_leaf():
         return None  # an empty store: nothing to place into
-    directions = _directions(placed, vectors)
+    directions = _directions(tree, vectors)
+    topic = new_topic(tree, vectors, new_indices, config.min_leaf, fit_bounds) if new_topics else []
+    if topic:
+        chosen = set(topic)
+        rest = [index for index in new_indices if int(index) not in chosen]
+        placed = _place(tree, items, vectors, rest, directions, config, topic)
+        if placed is not None and not validate_taxonomy(placed, len(items), config):
+            return placed
+    return _place(tree, items, vectors, new_indices, directions, config, [])
+
+
+def _place(
+    tree: DirectoryNode,
+    items: Sequence[TaxonomyItem],
+    vectors: np.ndarray,
+    new_indices: Sequence[int],
+    directions: dict[str, np.ndarray],
+    config: TaxonomyConfig,
+    topic: Sequence[int],
+) -> DirectoryNode | None:
+    """A copy of `tree` with `new_indices` descended into leaves and `topic` (if any) planned as
+    a new top-level directory; None when that fails."""
+    placed = tree.model_copy(deep=True)
     touched: set[str] = set()
     for index in new_indices:
         node = placed
@@ -68,8 +112,40 @@ def place_memories(
         overfull = leaf is not None and len(leaf.chunk_indices) > config.max_leaf
         if overfull and not _replan_around(placed, path, items, vectors, config):
             return None
+    if topic and not _add_top_level(placed, items, vectors, topic, config):
+        return None
     _refresh_parent_descriptions(placed)
     return placed
+
+
+def _root_width_limit(total: int, config: TaxonomyConfig) -> int:
+    """Top-level directories placement may grow the root to: twice what a plan of `total`
+    memories gives it at most, so the root README stays a short list until a re-plan."""
+    planned = max(NATURAL_MAX_BRANCHING, branching_factor(total, config.max_depth, config))
+    return ROOT_WIDENING * planned
+
+
+def _add_top_level(
+    tree: DirectoryNode,
+    items: Sequence[TaxonomyItem],
+    vectors: np.ndarray,
+    topic: Sequence[int],
+    config: TaxonomyConfig,
+) -> bool:
+    """Plan the memories `topic` as one new directory under the root (several themes among
+    them become its subdirectories); False when the root is full or the plan fails."""
+    if len(tree.children) + 1 > _root_width_limit(memory_count(tree) + len(topic), config):
+        return False
+    rows = sorted(int(index) for index in topic)
+    try:
+        plan = plan_group(len(tree.children), [items[row] for row in rows], vectors[rows], config)
+    except TaxonomyError:
+        return False
+    # make_unique keeps the existing names and suffixes the new one if it clashes (_2, _3, ...).
+    name = make_unique([*(child.name for child in tree.children), plan.node.name])[-1]
+    node = plan.node.model_copy(update={"name": name})
+    tree.children.append(rebase(node, child_path(tree.path, name)))
+    return True
 
 
 def _directions(tree: DirectoryNode, vectors: np.ndarray) -> dict[str, np.ndarray]:
