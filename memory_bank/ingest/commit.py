@@ -33,7 +33,13 @@ import numpy as np
 from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
 from memory_bank.ingest.stages import compose_readmes, embed_readmes, plan_tree, taxonomy_items
-from memory_bank.ingest.work import MemoryParts, load_parts, memory_recipe
+from memory_bank.ingest.work import (
+    MemoryParts,
+    concatenate,
+    load_parts,
+    memory_recipe,
+    select_documents,
+)
 from memory_bank.llm.ledger import LedgerSummary, take_usage
 from memory_bank.llm.roles import LLMBackend, PlaceRequest, ReadmeRequest
 from memory_bank.schemas import (
@@ -279,6 +285,7 @@ class StoreCommitter:
             },
             taxonomy_config=self.config.taxonomy,
             skip_if_unchanged=True,
+            reuse_files=self._unchanged_files(state, parts, chunk_paths, readmes, stale),
         )
         clock.lap("write")
         result.store_version = stats_written.store_version
@@ -299,6 +306,37 @@ class StoreCommitter:
             ledger=ledger,
         )
         return result
+
+    def _unchanged_files(
+        self,
+        state: StoreState | None,
+        parts: MemoryParts,
+        chunk_paths: dict[int, str],
+        readmes: dict[str, str],
+        stale: Sequence[str],
+    ) -> dict[str, Path]:
+        """Files of the live store (`state`, checked live under the lock) that the new version
+        holds unchanged: a memory equal to the one stored under the same index at the same
+        path, a README whose text is the same. Most of a store, on a small add."""
+        if state is None:
+            return {}
+        stored = {memory.index: memory for memory in state.parts.memories}
+        unchanged: dict[str, Path] = {}
+        for memory in parts.memories:
+            path = chunk_paths[memory.index]
+            before = stored.get(memory.index)
+            if (
+                before is not None
+                and state.chunk_paths.get(memory.index) == path
+                and (before is memory or before == memory)
+            ):
+                unchanged[path] = self.store / path
+        stale_paths = set(stale)
+        for directory, text in readmes.items():
+            if directory not in stale_paths and state.readmes.get(directory) == text:
+                relative = readme_relative_path(directory)
+                unchanged[relative] = self.store / relative
+        return unchanged
 
     # --- the tree -----------------------------------------------------------------------------
 
@@ -424,53 +462,6 @@ def _ledger_after(
         return previous.model_dump(mode="json") if previous.roles else {}
     previous.merge(added)
     return previous.model_dump(mode="json")
-
-
-# --- parts --------------------------------------------------------------------------------
-
-
-def select_documents(
-    parts: MemoryParts, keep: Callable[[str], bool], first_index: int
-) -> tuple[MemoryParts, dict[int, int]]:
-    """The parts of the documents `keep` accepts, memories numbered from `first_index` in their
-    current order; also old memory index -> new index for the memories kept."""
-    documents = [doc for doc in parts.documents if keep(doc.document_id)]
-    rows = [
-        row
-        for row, memory in enumerate(parts.memories)
-        if keep(str(memory.metadata["document_id"]))
-    ]
-    renumber = {parts.memories[row].index: first_index + n for n, row in enumerate(rows)}
-    kept_chunk_ids = {parts.memories[row].metadata["chunk_id"] for row in rows}
-    sentence_rows = [n for n, s in enumerate(parts.sentences) if s.index in renumber]
-    selected = MemoryParts(
-        documents=documents,
-        chunks=[chunk for chunk in parts.chunks if chunk.chunk_id in kept_chunk_ids],
-        memories=[
-            parts.memories[row].model_copy(update={"index": renumber[parts.memories[row].index]})
-            for row in rows
-        ],
-        memory_vectors=parts.memory_vectors[rows],
-        sentences=[
-            parts.sentences[n].model_copy(update={"index": renumber[parts.sentences[n].index]})
-            for n in sentence_rows
-        ],
-        sentence_vectors=parts.sentence_vectors[sentence_rows],
-    )
-    return selected, renumber
-
-
-def concatenate(first: MemoryParts, second: MemoryParts) -> MemoryParts:
-    joined = MemoryParts(
-        documents=list(first.documents),
-        chunks=list(first.chunks),
-        memories=list(first.memories),
-        memory_vectors=first.memory_vectors,
-        sentences=list(first.sentences),
-        sentence_vectors=first.sentence_vectors,
-    )
-    joined.extend(second)
-    return joined
 
 
 # --- tree helpers -------------------------------------------------------------------------

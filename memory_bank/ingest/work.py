@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -28,6 +30,8 @@ from memory_bank.store.tables import (
     sentences_from_table,
 )
 from memory_bank.text.sources import SourceLoad
+
+_Indexed = TypeVar("_Indexed", MemorizedChunk, SentenceRecord)
 
 
 @dataclass
@@ -48,6 +52,51 @@ class MemoryParts:
         self.memory_vectors = np.concatenate([self.memory_vectors, other.memory_vectors])
         self.sentences.extend(other.sentences)
         self.sentence_vectors = np.concatenate([self.sentence_vectors, other.sentence_vectors])
+
+
+def select_documents(
+    parts: MemoryParts, keep: Callable[[str], bool], first_index: int
+) -> tuple[MemoryParts, dict[int, int]]:
+    """The parts of the documents `keep` accepts, memories numbered from `first_index` in their
+    current order; also old memory index -> new index for the memories kept."""
+    documents = [doc for doc in parts.documents if keep(doc.document_id)]
+    rows = [
+        row
+        for row, memory in enumerate(parts.memories)
+        if keep(str(memory.metadata["document_id"]))
+    ]
+    renumber = {parts.memories[row].index: first_index + n for n, row in enumerate(rows)}
+    kept_chunk_ids = {parts.memories[row].metadata["chunk_id"] for row in rows}
+    sentence_rows = [n for n, s in enumerate(parts.sentences) if s.index in renumber]
+    selected = MemoryParts(
+        documents=documents,
+        chunks=[chunk for chunk in parts.chunks if chunk.chunk_id in kept_chunk_ids],
+        memories=[_renumbered(parts.memories[row], renumber) for row in rows],
+        memory_vectors=parts.memory_vectors[rows],
+        sentences=[_renumbered(parts.sentences[n], renumber) for n in sentence_rows],
+        sentence_vectors=parts.sentence_vectors[sentence_rows],
+    )
+    return selected, renumber
+
+
+def _renumbered(record: _Indexed, renumber: dict[int, int]) -> _Indexed:
+    """`record` with its index renumbered; the same object when the number stays (a commit
+    keeps most of a store's tens of thousands of records as they are)."""
+    index = renumber[record.index]
+    return record if index == record.index else record.model_copy(update={"index": index})
+
+
+def concatenate(first: MemoryParts, second: MemoryParts) -> MemoryParts:
+    joined = MemoryParts(
+        documents=list(first.documents),
+        chunks=list(first.chunks),
+        memories=list(first.memories),
+        memory_vectors=first.memory_vectors,
+        sentences=list(first.sentences),
+        sentence_vectors=first.sentence_vectors,
+    )
+    joined.extend(second)
+    return joined
 
 
 def _empty_vectors() -> np.ndarray:
@@ -109,12 +158,14 @@ def plan_work(loaded: SourceLoad, store: Path, config: AppConfig) -> IngestWork:
     if not is_store(store):
         return IngestWork(list(loaded.documents), len(loaded.documents), 0, 0)
     reader = StoreReader(Path(store).resolve())
-    stored = documents_from_table(reader.documents())
-    stored_ids = {doc.document_id for doc in stored}
+    table = reader.documents()
+    stored_ids = set(table.column("document_id").to_pylist())
     fresh = [doc for doc in loaded.documents if doc.document_id not in stored_ids]
     unchanged = len(loaded.documents) - len(fresh)
-    if reader.meta.get("memory_recipe") == memory_recipe(config) or not stored:
+    if reader.meta.get("memory_recipe") == memory_recipe(config) or not stored_ids:
         return IngestWork(fresh, len(fresh), unchanged, 0, base_version=reader.store_version)
+    # Only a rebuild needs the stored documents themselves (their text, turns, metadata).
+    stored = documents_from_table(table)
     given = {doc.document_id: doc for doc in loaded.documents}
     everything = list(given.values()) + [doc for doc in stored if doc.document_id not in given]
     return IngestWork(

@@ -82,16 +82,22 @@ def safe_join(root: str | os.PathLike[str], relative: str | os.PathLike[str]) ->
     through a symlink. The returned path need not exist. An empty path or "." means `root`.
     """
     text = os.fspath(relative)
-    if "\x00" in text:
-        raise StoreError(f"path contains a NUL byte: {text!r}")
-    pure = PurePosixPath(text)
-    if pure.is_absolute():
-        raise StoreError(f"absolute paths are not allowed here: {text!r}")
-    if ".." in pure.parts:
-        raise StoreError(f"'..' is not allowed in a store path: {text!r}")
     root_path = Path(root).resolve()
-    joined = root_path.joinpath(*pure.parts)
+    joined = root_path.joinpath(*relative_parts(text))
     # resolve() follows every symlink that exists, so a link pointing elsewhere is caught here.
     if not joined.resolve().is_relative_to(root_path):
         raise StoreError(f"path escapes the store through a symlink: {text!r}")
     return joined
+
+
+def relative_parts(relative: str) -> tuple[str, ...]:
+    """The parts of a "/"-separated store-relative path; StoreError for an absolute path, a
+    `..` component or a NUL byte. A lexical check only: `safe_join` also follows symlinks."""
+    if "\x00" in relative:
+        raise StoreError(f"path contains a NUL byte: {relative!r}")
+    pure = PurePosixPath(relative)
+    if pure.is_absolute():
+        raise StoreError(f"absolute paths are not allowed here: {relative!r}")
+    if ".." in pure.parts:
+        raise StoreError(f"'..' is not allowed in a store path: {relative!r}")
+    return pure.parts

@@ -24,7 +24,7 @@ import numpy as np
 from memory_bank.errors import StoreError
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import layout
-from memory_bank.store.atomic import safe_join
+from memory_bank.store.atomic import relative_parts
 from memory_bank.store.location import StoreLocation
 from memory_bank.store.tables import (
     SentenceRecord,
@@ -53,6 +53,7 @@ class StoreBuilder:
         self.build_dir, self._owner = self.location.new_build_directory()
         self._committed = False
         self.version_dir: Path | None = None
+        self._made_directories: set[Path] = set()
 
     def __enter__(self) -> StoreBuilder:
         return self
@@ -70,9 +71,27 @@ class StoreBuilder:
 
     def write_file(self, relative: str, text: str) -> Path:
         """Write a UTF-8 text file at a store-relative path (no fsync: `commit` syncs once)."""
-        path = safe_join(self.build_dir, relative)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = self._build_path(relative)
         path.write_text(text, encoding="utf-8", newline="")
+        return path
+
+    def link_file(self, relative: str, source: Path) -> Path:
+        """Put the published file `source` (of an earlier version: never changed in place)
+        at a store-relative path as a hard link, or a copy where links cannot be made."""
+        path = self._build_path(relative)
+        try:
+            os.link(source, path)
+        except OSError:
+            shutil.copyfile(source, path)
+        return path
+
+    def _build_path(self, relative: str) -> Path:
+        # The build directory is new and holds only what this builder put there (no symlinks),
+        # so the lexical check of the path is enough: no per-file resolve.
+        path = self.build_dir.joinpath(*relative_parts(relative))
+        if path.parent not in self._made_directories:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._made_directories.add(path.parent)
         return path
 
     def write_tables(
@@ -135,9 +154,7 @@ class StoreBuilder:
         self.write_file(relative, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
     def _bank_path(self, relative: str) -> Path:
-        path = safe_join(self.build_dir, relative)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
+        return self._build_path(relative)
 
     # --- the live store ---------------------------------------------------------------------
 

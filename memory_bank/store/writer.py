@@ -74,6 +74,7 @@ def write_store(
     chunk_paths: Mapping[int, str] | None = None,
     bank_json: Mapping[str, Any] | None = None,
     skip_if_unchanged: bool = False,
+    reuse_files: Mapping[str, Path] | None = None,
 ) -> StoreStats:
     """Write a complete store and make it the live one at `store_dir` in one swap.
 
@@ -90,6 +91,10 @@ def write_store(
     paths memories already had; `bank_json` adds JSON files under `.bank/` (name -> value). With
     `skip_if_unchanged`, a store whose content equals the live one is not written again (the
     returned stats say `written=False`): a scheduled rebuild of an unchanged store is a no-op.
+
+    `reuse_files` maps store-relative paths of chunk files and READMEs to files of the live
+    version that already hold exactly what would be written there (the caller knows: same
+    memory, same path); they are hard-linked instead of rendered and written again.
     """
     problems = find_store_problems(
         documents=documents,
@@ -132,10 +137,19 @@ def write_store(
             written=False,
         )
     with StoreBuilder(store_dir) as builder:
+        reuse = reuse_files or {}
         for memory in memories:
-            builder.write_file(chunk_paths[memory.index], render_chunk_file(memory))
+            relative = chunk_paths[memory.index]
+            if relative in reuse:
+                builder.link_file(relative, reuse[relative])
+            else:
+                builder.write_file(relative, render_chunk_file(memory))
         for directory, text in readmes.items():
-            builder.write_file(readme_relative_path(directory), text)
+            relative = readme_relative_path(directory)
+            if relative in reuse:
+                builder.link_file(relative, reuse[relative])
+            else:
+                builder.write_file(relative, text)
         builder.write_tables(
             documents=documents,
             chunks=chunks,

@@ -198,3 +198,41 @@ def test_rebuild_keeps_every_chunk_and_twice_is_a_no_op(tmp_path: Path, embedder
     assert second.commit.written is False and second.commit.readmes_regenerated == []
     assert StoreReader(store).store_version == version
     _assert_verified(store)
+
+
+def test_an_add_links_the_files_it_keeps_and_old_readers_keep_their_version(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    store = tmp_path / "linked"
+    runner = local_runner(AppConfig(), embedder)
+    runner.run(store, [str(path) for path in BASE])
+    old = StoreReader(store)
+    old_rows = {
+        row["chunk_id"]: row for row in old.memories().drop_columns(["embedding"]).to_pylist()
+    }
+    old_texts = {
+        chunk_id: old.path(row["path"]).read_text("utf-8") for chunk_id, row in old_rows.items()
+    }
+
+    result = runner.run(store, [str(SAMPLE / "notes" / "home" / "sourdough_baking.md")])
+
+    new = StoreReader(store)
+    assert new.root != old.root and result.documents == 1
+    same_inode = moved = 0
+    for row in new.memories().drop_columns(["embedding"]).to_pylist():
+        before = old_rows.get(row["chunk_id"])
+        if before is None:
+            continue
+        linked = os.stat(new.path(row["path"])).st_ino == os.stat(old.path(before["path"])).st_ino
+        if before["path"] == row["path"] and before["index"] == row["index"]:
+            assert linked, row["path"]  # unchanged: the published file itself, not a copy
+            same_inode += 1
+        else:
+            assert not linked
+            moved += 1
+    assert same_inode > 0 and same_inode + moved == len(old_rows)
+    # The version a reader opened before the add is intact.
+    assert {
+        cid: old.path(row["path"]).read_text("utf-8") for cid, row in old_rows.items()
+    } == old_texts
+    _assert_verified(store)
