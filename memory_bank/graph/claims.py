@@ -490,7 +490,11 @@ def find_contradictions(
             contradiction = find_contradiction(
                 earlier, later, similarity, old.about(earlier), later_about
             )
-            if contradiction is not None:
+            if contradiction is not None and all(
+                (c.old_sentence, c.new_sentence)
+                != (contradiction.old_sentence, contradiction.new_sentence)
+                for c in found
+            ):
                 found.append(contradiction)
                 if len(found) >= limit:
                     return found
