@@ -176,6 +176,9 @@ class CommitResult(BaseModel):
     # embed readmes, write.
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     llm: dict[str, Any] = Field(default_factory=dict)  # the commit's LLM usage (LedgerSummary)
+    # The Query Graph's part: nodes added and removed, pairs analysed, related / merge edges
+    # and conflicts found, the checkpoint the new version's graph snapshot holds.
+    graph: dict[str, Any] = Field(default_factory=dict)
 
 
 class IngestSummary(BaseModel):

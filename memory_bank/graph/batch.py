@@ -30,6 +30,31 @@ Analyze = Callable[[NodeView, Sequence[NodeView], Sequence[str]], list[Relations
 
 
 @dataclass
+class MemoryInput:
+    """A memory being committed, as the graph needs it."""
+
+    chunk_id: str
+    summary: str
+    context: str
+    keywords: list[str]
+    vector: np.ndarray
+    source: str
+    title: str | None
+    text: str
+    sentence_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    timestamp: float = 0.0
+
+
+@dataclass
+class GraphCommit:
+    """What a store commit changes in the graph."""
+
+    added: list[MemoryInput]
+    removed: list[str]  # chunk ids leaving the store
+    chunk_ids_after: set[str]  # every chunk id the store holds after the commit
+
+
+@dataclass
 class AnalyzeTask:
     new: NodeView
     candidates: list[NodeView]

@@ -33,16 +33,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
 
 from memory_bank.config import AppConfig
 from memory_bank.errors import MemoryBankError, StoreError
 from memory_bank.graph.batch import (
     AnalyzeTask,
     BatchOutcome,
+    GraphCommit,
     analyze_tasks,
     apply_verdicts,
     candidate_tasks,
@@ -87,31 +85,6 @@ LOAD_ATTEMPTS = 5
 
 class SessionError(MemoryBankError):
     """An unknown or closed session, or an unknown memory node."""
-
-
-@dataclass
-class MemoryInput:
-    """A memory being committed, as the graph needs it."""
-
-    chunk_id: str
-    summary: str
-    context: str
-    keywords: list[str]
-    vector: np.ndarray
-    source: str
-    title: str | None
-    text: str
-    sentence_vectors: dict[str, np.ndarray] = field(default_factory=dict)
-    timestamp: float = 0.0
-
-
-@dataclass
-class GraphCommit:
-    """What a store commit changes in the graph."""
-
-    added: list[MemoryInput]
-    removed: list[str]  # chunk ids leaving the store
-    chunk_ids_after: set[str]  # every chunk id the store holds after the commit
 
 
 class GraphKeeper:
@@ -497,8 +470,8 @@ class GraphKeeper:
             apply_verdicts(graph, tasks, results, self.embedder.encode, time.time(), outcome)
         return all_records(state), state.seq, outcome
 
-    def forget_memory_source(self) -> None:
-        """After a commit: the next load reads the new version's memories."""
+    def committed(self) -> None:
+        """After a commit: the memories are read from the new version from now on."""
         with self._lock:
             self._memories = MemorySource(self.location.live_directory())
             self._version = layout.live_store_version(self.store)
