@@ -411,9 +411,9 @@ def find_contradiction(
     paraphrase = cosine is not None and cosine >= PARAPHRASE_COSINE
     if not (old.frame & new.frame) and not paraphrase:
         return None
-    old_keys, new_keys = old.keys, new.keys
-    old_only = _distinct([v for v in old.values if v.key not in new_keys])
-    new_only = _distinct([v for v in new.values if v.key not in old_keys])
+    new_keys = new.keys
+    old_only = _distinct([v for v in old.values if not _present(v, new.values)])
+    new_only = _distinct([v for v in new.values if not _present(v, old.values)])
     pair = _value_pair(old, new, old_only, new_only)
     if pair is None and new.replaces:
         # "Bob replaced Alice as CEO of Acme": the old value is named in the later sentence.
@@ -606,6 +606,16 @@ def _name_contains(first: Value, second: Value) -> bool:
         return False
     a, b = set(first.key[2:].split()), set(second.key[2:].split())
     return a <= b or b <= a
+
+
+def _present(value: Value, others: tuple[Value, ...]) -> bool:
+    """Whether `others` hold `value`, or the same name told longer or shorter ("Acme" and
+    "Acme Corporation")."""
+    return any(
+        other.key == value.key
+        or (value.kind == "name" == other.kind and _name_contains(value, other))
+        for other in others
+    )
 
 
 def _dates_compatible(first: str, second: str) -> bool:

@@ -43,6 +43,7 @@ from memory_bank.query.answering import (
     is_section_title,
     select_sentences,
 )
+from memory_bank.query.currency import Currency
 from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
 from memory_bank.query.tools import StoreTools
 from memory_bank.schemas import ChatResult, DirectoryNode, TrajectoryStep
@@ -117,6 +118,9 @@ class NavigationAgent:
         self.embedder = embedder or search.embedder
         self.config = config or search.config
         self._readme_stems: list[frozenset[str]] | None = None
+        # What is current (`query.currency`): set by the query service when the store has a
+        # Query Graph; superseded claims then leave the answer and go to its history.
+        self.currency: Currency | None = None
 
     def request(
         self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
@@ -327,13 +331,26 @@ class NavigationAgent:
         self, run: _Run, read: dict[int, str], query_vector: np.ndarray, terms: list[str]
     ) -> ChatResult:
         sentences = self._score_sentences(read, query_vector, terms)
+        history = []
+        if self.currency is not None:
+            reconciled = self.currency.reconcile(sentences, terms, query_vector, select_sentences)
+            sentences, history = reconciled.sentences, reconciled.history
+            for index in reconciled.extra_chunks:
+                if index not in read:
+                    read[index] = ""
+                    path = self.corpus.chunk_path(index)
+                    run.note("current", path, "the claim that replaced one read")
+                    run.read(path)
         if not sentences:
             return self._not_found(run, "no readable evidence")
         chosen = complete_lead_ins(select_sentences(sentences, terms), sentences)
         evidence_stems = frozenset().union(*run.evidence.values())
-        chunk_cosines = self.search.cosines(query_vector, sorted({s.chunk for s in chosen}))
+        chunk_cosines = self.search.cosines(
+            query_vector, sorted({s.chunk for s in chosen if s.chunk >= 0})
+        )
         best_cosine = max(
-            max(float(s.vector @ query_vector) for s in chosen), float(chunk_cosines.max())
+            max(float(s.vector @ query_vector) for s in chosen),
+            float(chunk_cosines.max(initial=-1.0)),
         )
         confidence = calibrate_confidence(
             best_cosine, term_coverage(terms, evidence_stems) if terms else None
@@ -353,9 +370,11 @@ class NavigationAgent:
             "answer",
             detail=f"{len(ordered)} sentences from {len(sources)} files (confidence {final.confidence:.2f})",
         )
-        return self._result(
+        result = self._result(
             run, final.text, final.sources, final.confidence, f"{run.calls} tool calls"
         )
+        result.history = history
+        return result
 
     def _score_sentences(
         self, read: dict[int, str], query_vector: np.ndarray, terms: list[str]
