@@ -26,6 +26,7 @@ The rules read only the words; they hold on any English text and need no model.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -152,7 +153,8 @@ _NOT_NAMES = FUNCTION_WORDS | frozenset(
 _REPLACEMENT_CUES = re.compile(
     r"\b(?:replac(?:ed|es|ing)|succeed(?:ed|s)?|successor|took over|takes over|no longer|"
     r"formerly|previously|former|instead of|rather than|changed? from|switched from|"
-    r"moved from|renamed|not\b[^.;]*\bbut\b|used to|earlier (?:reports?|records?))",
+    r"moved from|renamed|not\b[^.;]*\bbut\b|used to|earlier (?:reports?|records?)|"
+    r"(?:,|;|\(|—|–)\s*not\b|\bnot\s+(?:as|like)\b)",
     re.IGNORECASE,
 )
 # A later sentence that announces a change without naming what it replaces.
@@ -172,7 +174,9 @@ _SINGLE_ROLE = re.compile(
 # Where a sentence's subject phrase ends: its first copula, auxiliary or past-tense verb.
 _SUBJECT_END = re.compile(
     r"\b(?:is|are|was|were|be|been|has|have|had|will|would|can|could|may|might|shall|should|"
-    r"must|became|becomes|remains|remained|[a-z]{3,}ed)\b"
+    r"must|became|becomes|remains|remained|[a-z]{3,}ed|(?!(?:its|this|was|has|his|hers|ours|"
+    r"yours|theirs|always|perhaps|sometimes|besides|whereas|towards|afterwards|news|series|"
+    r"species|class)\b)[a-z]{2,}[^s\W]s)\b"
 )
 # Sentences that open by referring back to what the text is about.
 _REFERENCE_OPENING = re.compile(
@@ -181,6 +185,10 @@ _REFERENCE_OPENING = re.compile(
 )
 _ALIAS = re.compile(
     r"\b(?:known|called|nicknamed|referred to|dubbed|titled)\s+(?:as|by)?\b", re.IGNORECASE
+)
+_ARTICLES = re.compile(r"\s*(?:(?:the|a|an|names?)\s+)*\W*", re.IGNORECASE)
+_PRONOUN_SUBJECT = re.compile(
+    r"\b(?:it|he|she|they)\s+(?:is|was|are|were|has|had|became)\b", re.IGNORECASE
 )
 # Enumerations: values of one kind, this many, joined by commas and "and": a list, not a value.
 MAX_VALUES_OF_A_KIND = 3
@@ -274,6 +282,8 @@ def extract_values(sentence: str) -> list[Value]:
         word = match.group(0).lower()
         if word in _NUMBER_WORDS and free(match.start(), match.end()):
             unit = _unit_after(sentence, match.end())
+            if _CAPITALIZED_NEXT.match(sentence, match.end()):
+                continue  # "Nine Inch Nails", "Two Dollar Radio": a name
             if unit:  # "three members", not "the three of them"
                 key = f"n:{_NUMBER_WORDS[word]:g}"
                 values.append(
@@ -285,12 +295,46 @@ def extract_values(sentence: str) -> list[Value]:
             key = "w:" + match.group(0).lower()
             values.append(Value(match.group(0), key, "weekday", match.start(), match.end()))
             taken.append((match.start(), match.end()))
-    for start, end in _name_spans(sentence):
-        if free(start, end):
-            text = sentence[start:end]
-            values.append(Value(text, "e:" + _name_key(text), "name", start, end))
-            taken.append((start, end))
+    for start, end in _joined(sentence, [s for s in _name_spans(sentence) if free(*s)]):
+        text = sentence[start:end]
+        place = re.fullmatch(r"(.+?),\s*(.+)", text)  # "Young, New South Wales"
+        key = f"{_name_key(place[1])}|{_name_key(place[2])}" if place else _name_key(text)
+        values.append(Value(text, "e:" + key, "name", start, end))
+        taken.append((start, end))
     return sorted(values, key=lambda value: value.start)
+
+
+_PAIR_GAP = re.compile(r",\s*|\s+and\s+|\s*&\s*")
+
+
+def _joined(sentence: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Two names that make one value: a place and its region ("Columbus, Ohio") or a pair
+    ("Steely and Clevie"). Only two: a third name joined the same way makes a list."""
+    joined: list[tuple[int, int]] = []
+    position = 0
+    while position < len(spans):
+        start, end = spans[position]
+        if position + 1 < len(spans):
+            next_start, next_end = spans[position + 1]
+            gap = sentence[end:next_start]
+            third = spans[position + 2] if position + 2 < len(spans) else None
+            continues = third is not None and _PAIR_GAP.fullmatch(sentence[next_end : third[0]])
+            if (
+                _PAIR_GAP.fullmatch(gap)
+                and not continues
+                and not _starts_list(sentence, start, spans[:position])
+            ):
+                joined.append((start, next_end))
+                position += 2
+                continue
+        joined.append((start, end))
+        position += 1
+    return joined
+
+
+def _starts_list(sentence: str, start: int, before: list[tuple[int, int]]) -> bool:
+    """Whether the name at `start` continues a list begun by an earlier name."""
+    return bool(before) and _PAIR_GAP.fullmatch(sentence[before[-1][1] : start]) is not None
 
 
 @lru_cache(maxsize=65536)
@@ -333,14 +377,16 @@ class TextFacts:
         subjects: list[Subject] = [frozenset({key}) for key in facts.role_objects]
         names = [v.key for v in facts.values if v.kind == "name"]
         principal_names = [k for k in self.principal if k.startswith("e:")]
+        own = _subject_of(facts) if not facts.refers_back else frozenset()
+        pronoun = not own and _PRONOUN_SUBJECT.search(facts.text) is not None
         if self.principal and (
-            facts.refers_back or any(_compatible(n, p) for n in names for p in principal_names)
+            facts.refers_back
+            or pronoun
+            or any(_compatible(n, p) for n in names for p in principal_names)
         ):
             subjects.append(self.principal)
-        if not facts.refers_back:
-            own = _subject_of(facts)
-            if own:
-                subjects.append(own)
+        if own:
+            subjects.append(own)
         return subjects
 
 
@@ -349,8 +395,8 @@ def text_facts(text: str, title: str | None = None) -> TextFacts:
     sentences = [sentence_facts(sentence) for sentence in split_sentences(text)]
     principal: Subject = frozenset()
     if title:
-        title_facts = sentence_facts(title)
-        principal = frozenset(v.key for v in title_facts.values if v.kind in ("name", "date"))
+        title_values = extract_values(f"About {title}")  # a title's first word is no grammar
+        principal = frozenset(v.key for v in title_values if v.kind in ("name", "date"))
     if not principal and sentences:
         principal = _subject_of(sentences[0])
     kept = tuple(fact for fact in sentences if fact.values and fact.frame)
@@ -365,15 +411,17 @@ def _subject_of(facts: SentenceFacts) -> Subject:
     return frozenset(v.key for v in opening if v.kind in ("name", "date"))
 
 
-def same_subject(first: Subject, second: Subject) -> bool:
+def same_subject(first: Subject, second: Subject, strict: bool = False) -> bool:
     """Whether two subjects pick out one thing: every name of the smaller has a compatible
-    name in the other, and where both carry dates they share one."""
+    name in the other (`strict`: the same name, or a surname of it), and where both carry
+    dates they share one."""
     names_a = [k for k in first if k.startswith("e:")]
     names_b = [k for k in second if k.startswith("e:")]
     if not names_a or not names_b:
         return False
     small, large = (names_a, names_b) if len(names_a) <= len(names_b) else (names_b, names_a)
-    if not all(any(_compatible(a, b) for b in large) for a in small):
+    match = _same_name if strict else _compatible
+    if not all(any(match(a, b) for b in large) for a in small):
         return False
     dates_a = {k for k in first if k.startswith("d:")}
     dates_b = {k for k in second if k.startswith("d:")}
@@ -405,66 +453,143 @@ def find_contradiction(
     """The contradiction between an earlier and a later sentence, if the rules find one.
     `cosine` (of the two sentences' embeddings, when the caller has them) stands in for a
     shared frame when the later sentence words the attribute differently ("chief executive"
-    for "CEO")."""
+    for "CEO"). `old_about` / `new_about`: what each sentence is about (`TextFacts.about`);
+    without them a shared value must anchor the two sentences instead."""
     if not old.values or not new.values:
         return None
     paraphrase = cosine is not None and cosine >= PARAPHRASE_COSINE
     if not (old.frame & new.frame) and not paraphrase:
         return None
-    new_keys = new.keys
-    old_only = _distinct([v for v in old.values if not _present(v, new.values)])
-    new_only = _distinct([v for v in new.values if not _present(v, old.values)])
+    subject_names = _matched_subject_names(old_about, new_about)
+    candidates_old = [v for v in old.values if not _is_subject(v, subject_names)]
+    candidates_new = [v for v in new.values if not _is_subject(v, subject_names)]
+    old_only = _distinct([v for v in candidates_old if not _present(v, new.values)])
+    new_only = _distinct([v for v in candidates_new if not _present(v, old.values)])
     pair = _value_pair(old, new, old_only, new_only)
     if pair is None and new.replaces:
         # "Bob replaced Alice as CEO of Acme": the old value is named in the later sentence.
-        named = [v for v in old.values if v.key in new_keys]
+        named = [v for v in candidates_old if v.key in new.keys]
         pair = _replaced_pair(new, named, new_only)
     if pair is None:
         return None
     old_value, new_value = pair
-    if _ALIAS.search(old.text[: old_value.start]) or _ALIAS.search(new.text[: new_value.start]):
+    if _aliased(old, old_value) or _aliased(new, new_value):
         return None  # "also known as": names have aliases, not one value
     if _in_list(old, old_value) or _in_list(new, new_value):
         return None  # an enumeration ("starring A, B and C") lists values, it assigns none
-    # Another slot that differs: a date there is a qualifier (two facts of their times), a
-    # second value of another kind makes the sentences about different things.
-    other_old = [v for v in old_only if v.key != old_value.key]
-    other_new = [v for v in new_only if v.key != new_value.key]
-    if other_old and other_new:
-        return None
+    if _clause_date(old, old_value, old_only) and _clause_date(new, new_value, new_only):
+        return None  # "in 2019 ... 3.2 million" / "in 2021 ... 3.5 million": facts of their times
     differing = {old_value.key, new_value.key}
+    knows_subjects = old_about is not None and new_about is not None
     # Both sentences must be about one subject (what stays of it without the values).
-    if (
-        old_about is not None
-        and new_about is not None
-        and not any(
-            same_subject(a - differing, b - differing) for a in old_about for b in new_about
-        )
-    ):
-        return None
     anchors = sorted(
-        {v.text for v in old.values if v.key in new_keys and v.key not in differing},
+        {v.text for v in old.values if v.key in new.keys and v.key not in differing},
         key=str.lower,
     )
-    shared = old.frame & new.frame
-    smaller = max(min(len(old.frame), len(new.frame)), 1)
-    threshold = MIN_FRAME_OVERLAP_WITH_CUE if new.announces or new.replaces else MIN_FRAME_OVERLAP
-    if len(shared) / smaller < threshold and not paraphrase:
+    # Without a shared value, the subjects must match name for name, not just overlap.
+    if knows_subjects and not any(
+        same_subject(a - differing, b - differing, strict=True)
+        for a in old_about
+        for b in new_about
+    ):
         return None
-    if not anchors and (old.frame != new.frame or len(shared) < 2):
+    shared = old.frame & new.frame
+    local = _local_frame(old, old_value) & _local_frame(new, new_value)
+    threshold = MIN_FRAME_OVERLAP_WITH_CUE if new.announces or new.replaces else MIN_FRAME_OVERLAP
+    # The attribute: the words next to the values must match; the sentences' words as a
+    # whole may stand in for them only when the later one announces a change.
+    local_overlap = _overlap(_local_frame(old, old_value), _local_frame(new, new_value))
+    same_predicate = bool(_predicate(old, old_value) & _predicate(new, new_value))
+    cued = new.announces or new.replaces
+    if (
+        not paraphrase
+        and not same_predicate
+        and local_overlap < threshold
+        and not (cued and _overlap(old.frame, new.frame) >= threshold)
+    ):
+        return None
+    if not knows_subjects and not anchors and (old.frame != new.frame or len(shared) < 2):
         return None
     in_subjects = old_value.start < old.subject_end and new_value.start < new.subject_end
     if in_subjects and not (old.single_role and new.single_role):
         return None  # two subjects with one property ("Alice was born in Paris" / "Bob ...")
+    subject = ", ".join(anchors) or ", ".join(sorted(n[2:] for n in subject_names))
     return Contradiction(
         old_sentence=old.text,
         new_sentence=new.text,
-        subject=", ".join(anchors),
-        attribute=" ".join(sorted(shared)) or "(paraphrased)",
+        subject=subject,
+        attribute=" ".join(sorted(local or shared)) or "(paraphrased)",
         old_value=old_value.text,
         new_value=new_value.text,
         kind=old_value.kind,
     )
+
+
+def _overlap(first: frozenset[str], second: frozenset[str]) -> float:
+    if not first or not second:
+        return 0.0
+    return len(first & second) / min(len(first), len(second))
+
+
+def _matched_subject_names(
+    old_about: list[Subject] | None, new_about: list[Subject] | None
+) -> set[str]:
+    """The names of the subjects both sentences are about (they are not values)."""
+    names: set[str] = set()
+    for a in old_about or []:
+        for b in new_about or []:
+            if same_subject(a, b):
+                names |= {key for key in a | b if key.startswith("e:")}
+    return names
+
+
+def _is_subject(value: Value, subject_names: set[str]) -> bool:
+    """A name the sentence is about ("Charmed" in "Charmed was broadcast by UPN") is not a value."""
+    return value.kind == "name" and any(_compatible(value.key, name) for name in subject_names)
+
+
+def _aliased(facts: SentenceFacts, value: Value) -> bool:
+    """ "also known as X": the words right before the value introduce an alias."""
+    return _ALIAS.search(facts.text[max(0, value.start - 40) : value.start] + "\x00") is not None
+
+
+def _clause_date(facts: SentenceFacts, value: Value, differing: list[Value]) -> bool:
+    """Whether another differing value in the value's own clause is a date (its qualifier)."""
+    start, end = _clause_bounds(facts.text, value)
+    return any(
+        v.kind == "date" and v.key != value.key and start <= v.start and v.end <= end
+        for v in differing
+    )
+
+
+def _clause_bounds(text: str, value: Value) -> tuple[int, int]:
+    left = max((text.rfind(mark, 0, value.start) for mark in ",;:()–—"), default=-1)
+    rights = [text.find(mark, value.end) for mark in ",;:()–—"]
+    right = min((r for r in rights if r >= 0), default=len(text))
+    return left + 1, right
+
+
+def _local_frame(facts: SentenceFacts, value: Value) -> frozenset[str]:
+    """The content words next to a value (five before, two after, other values skipped): the
+    attribute it fills. A lifespan "(1 July 1903 – 5 January 1941)" says born and died."""
+    before = _outside_values(facts, 0, value.start)
+    after = _outside_values(facts, value.end, len(facts.text))
+    words = set(stem_words(search_tokens(before)[-5:] + search_tokens(after)[:2]))
+    if value.kind == "date" and _LIFESPAN.search(facts.text):
+        words |= {"born", "die"}
+    return frozenset(words)
+
+
+def _outside_values(facts: SentenceFacts, start: int, end: int) -> str:
+    text = list(facts.text[start:end])
+    for other in facts.values:
+        if other.end > start and other.start < end:
+            for i in range(max(other.start, start), min(other.end, end)):
+                text[i - start] = " "
+    return "".join(text)
+
+
+_LIFESPAN = re.compile(r"\([^()]*\d{3,4}\s*[–—-]\s*[^()]*\d{3,4}\s*\)")
 
 
 def find_contradictions(
@@ -527,25 +652,48 @@ def _distinct(values: list[Value]) -> list[Value]:
 def _value_pair(
     old: SentenceFacts, new: SentenceFacts, old_values: list[Value], new_values: list[Value]
 ) -> tuple[Value, Value] | None:
-    """The one (old, new) pair of the same kind; None when there is none or it is ambiguous.
-    Of several old values of the new one's kind ("born June 13, 1877 - November 5, 1946"),
-    the one whose preceding words match the new value's preceding words is taken."""
+    """The (old, new) pair of one kind that the sentences differ in; None when there is none
+    or it stays ambiguous. Of several candidates of a kind ("born June 13, 1877 - November 5,
+    1946"), the one whose neighbouring words match the other side's is taken; of pairs of
+    several kinds, the one whose values share their predicate ("formed in 1993" / "formed in
+    1992")."""
     pairs = []
     for kind in {value.kind for value in new_values}:
         news = [v for v in new_values if v.kind == kind]
         olds = [v for v in old_values if _same_kind(v.kind, kind)]
-        if len(news) != 1 or not olds:
+        if not olds:
+            continue
+        if len(news) > 1 and len(olds) == 1:
+            news = _best_by_context(new, news, old, olds[0])
+        if len(news) != 1:
             continue
         if len(olds) > 1:
-            olds = _best_by_context(old, olds, _left_context(new.text, news[0]))
+            olds = _best_by_context(old, olds, new, news[0])
         if len(olds) == 1:
             pairs.append((olds[0], news[0]))
-    if len(pairs) != 1:
-        return None
-    old_value, new_value = pairs[0]
-    if _name_contains(old_value, new_value) or _dates_compatible(old_value.key, new_value.key):
-        return None
-    return old_value, new_value
+    pairs = [
+        (a, b) for a, b in pairs if not (_name_contains(a, b) or _dates_compatible(a.key, b.key))
+    ]
+    if len(pairs) > 1:
+        scored = [(len(_predicate(old, a) & _predicate(new, b)), a, b) for a, b in pairs]
+        best = max(score for score, _, _ in scored)
+        pairs = [(a, b) for score, a, b in scored if score == best and best > 0]
+    return pairs[0] if len(pairs) == 1 else None
+
+
+def _predicate(facts: SentenceFacts, value: Value) -> frozenset[str]:
+    """The two content words nearest before a value (its predicate: "formed in", "born on");
+    the dates of a lifespan "(1 July 1903 - 5 January 1941)" are born and died."""
+    lifespan = _LIFESPAN.search(facts.text)
+    if value.kind == "date" and lifespan and lifespan.start() <= value.start < lifespan.end():
+        dates = [
+            v
+            for v in facts.values
+            if v.kind == "date" and lifespan.start() <= v.start < lifespan.end()
+        ]
+        return frozenset({"born"} if dates and dates[0] is value else {"die"})
+    before = search_tokens(_outside_values(facts, 0, value.start))[-2:]
+    return frozenset(stem_words(before))
 
 
 def _replaced_pair(
@@ -571,18 +719,31 @@ def _replaced_pair(
     return best[1], best[2]
 
 
-def _left_context(text: str, value: Value, words: int = 3) -> frozenset[str]:
-    before = search_tokens(text[: value.start])[-words:]
+def _left_context(facts: SentenceFacts, value: Value, words: int = 3) -> frozenset[str]:
+    before = search_tokens(_outside_values(facts, 0, value.start))[-words:]
     return frozenset(stem_words(before))
 
 
 def _best_by_context(
-    facts: SentenceFacts, values: list[Value], context: frozenset[str]
+    facts: SentenceFacts, values: list[Value], new: SentenceFacts, new_value: Value
 ) -> list[Value]:
-    scores = [len(_left_context(facts.text, value) & context) for value in values]
+    """Of several candidate old values, those whose preceding words match the new value's;
+    for dates, those sharing a part with the new date (a corrected year keeps day and month)."""
+    context = _left_context(new, new_value)
+    scores = [len(_left_context(facts, value) & context) for value in values]
+    if new_value.kind == "date":
+        scores = [
+            score + 2 * _date_parts_shared(v.key, new_value.key)
+            for v, score in zip(values, scores, strict=True)
+        ]
     best = max(scores)
     chosen = [v for v, score in zip(values, scores, strict=True) if score == best]
     return chosen if best > 0 else values
+
+
+def _date_parts_shared(first: str, second: str) -> int:
+    a, b = first[2:].split("-"), second[2:].split("-")
+    return sum(1 for x, y in zip(a, b, strict=False) if x == y and x.strip("-"))
 
 
 def _same_kind(first: str, second: str) -> bool:
@@ -604,7 +765,8 @@ def _name_contains(first: Value, second: Value) -> bool:
     """ "Bob Smith" and "Smith" name the same person: not two values."""
     if first.kind != "name":
         return False
-    a, b = set(first.key[2:].split()), set(second.key[2:].split())
+    a = set(first.key[2:].replace("|", " ").split())
+    b = set(second.key[2:].replace("|", " ").split())
     return a <= b or b <= a
 
 
@@ -626,20 +788,32 @@ def _dates_compatible(first: str, second: str) -> bool:
 
 
 def _in_list(facts: SentenceFacts, value: Value) -> bool:
-    """Whether `value` stands in a list of values of its kind ("A, B and C")."""
+    """Whether `value` stands in a list of at least MAX_VALUES_OF_A_KIND values of its kind,
+    one after the other, joined by commas and "and" ("A, B and C")."""
     same = [v for v in facts.values if v.kind == value.kind]
-    position = same.index(value) if value in same else -1
-    neighbours = 0
-    for other in (
-        same[position - 1] if position > 0 else None,
-        same[position + 1] if 0 <= position < len(same) - 1 else None,
+    if value not in same:
+        return False
+    position = same.index(value)
+    first = last = position
+    while first > 0 and _LIST_GAP.fullmatch(facts.text[same[first - 1].end : same[first].start]):
+        first -= 1
+    while last < len(same) - 1 and _LIST_GAP.fullmatch(
+        facts.text[same[last].end : same[last + 1].start]
     ):
-        if other is None:
-            continue
-        gap = facts.text[min(other.end, value.end) : max(other.start, value.start)]
-        if _LIST_GAP.fullmatch(gap):
-            neighbours += 1
-    return neighbours >= 1 and len(same) >= MAX_VALUES_OF_A_KIND
+        last += 1
+    return last - first + 1 >= MAX_VALUES_OF_A_KIND
+
+
+def _same_name(first: str, second: str) -> bool:
+    """Equal name keys, or one the other's last words ("e:weizman", "e:ezer weizman"), or a
+    place named without its region ("e:young", "e:young|new south wales")."""
+    if first == second:
+        return True
+    if "|" in first or "|" in second:
+        return _same_name(first.split("|")[0], second.split("|")[0])
+    a, b = first[2:].split(), second[2:].split()
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    return bool(short) and long[-len(short) :] == short and (len(short) > 1 or len(long) <= 3)
 
 
 def _compatible(first: str, second: str) -> bool:
@@ -647,9 +821,13 @@ def _compatible(first: str, second: str) -> bool:
     "e:joseph stella")."""
     if first == second:
         return True
+    if "|" in first or "|" in second:
+        return _compatible(first.split("|")[0], second.split("|")[0]) or _compatible(
+            first.replace("|", " "), second.replace("|", " ")
+        )
     if not (first.startswith("e:") and second.startswith("e:")):
         return False
-    a, b = set(first[2:].split()), set(second[2:].split())
+    a, b = set(first[2:].replace("|", " ").split()), set(second[2:].replace("|", " ").split())
     return bool(a and b) and (a <= b or b <= a)
 
 
@@ -705,14 +883,18 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
         lower = word.lower().rstrip(".")
         capitalized = word[0].isupper() and lower not in _ROLE_ACRONYMS
         gap = sentence[run[-1].end() : match.start()] if run else " "
-        if run and gap not in (" ", "-"):
+        if run and (gap not in (" ", "-") or _POSSESSIVE.search(run[-1].group(0))):
             close()
         if capitalized and lower not in MONTHS and lower not in _WEEKDAYS:
             if lower in _MONTH_ABBREVIATIONS and len(lower) <= 4:
                 close()
                 continue
             opening = position == 0 or _opens_clause(sentence, match.start())
-            if opening and lower in _NOT_NAMES and not run:
+            if (
+                opening
+                and not run
+                and (lower in _NOT_NAMES or _common_opening(sentence, words, position))
+            ):
                 continue
             run.append(match)
         elif run and lower in _NAME_JOINERS:
@@ -723,6 +905,7 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
     return [(start, _strip_possessive(sentence, start, end)) for start, end in spans]
 
 
+_CAPITALIZED_NEXT = re.compile(r"\s+[A-Z]")
 _NUMBERED_NAME = re.compile(r"\b(?:[A-Z][\w-]*\s+)*[A-Z][A-Z\w-]*\s+\d{1,3}(?![\d,.]\d|\w)")
 
 
@@ -734,6 +917,27 @@ def _numbered_names(sentence: str) -> list[tuple[int, int]]:
         if first.lower() not in _NOT_NAMES and first.lower() not in MONTHS:
             spans.append((match.start(), match.end()))
     return spans
+
+
+_POSSESSIVE = re.compile(r"['’]s$")
+# What follows a sentence-opening name: a verb, a comma, a possessive ("Alice is", "Penn
+# recorded", "Bob, ..."). A capitalized opening word followed by a common word is grammar's
+# capital ("Club historians have ...", "Archival records show ...").
+_NAME_FOLLOWER = re.compile(
+    r"(?:is|are|was|were|has|have|had|will|would|can|could|may|might|must|should|said|says|"
+    r"became|becomes|remains|joined|left|took|won|made|[a-z]+ed|[a-z]+s)$"
+)
+
+
+def _common_opening(sentence: str, words: list[re.Match[str]], position: int) -> bool:
+    word = words[position].group(0)
+    if word.isupper() or _POSSESSIVE.search(word) or position + 1 >= len(words):
+        return False
+    following = words[position + 1]
+    gap = sentence[words[position].end() : following.start()]
+    if gap.strip() or following.group(0)[0].isupper():
+        return False  # "Bob, the CEO", "Alice Moreno": a name
+    return _NAME_FOLLOWER.fullmatch(following.group(0)) is None
 
 
 def _opens_clause(sentence: str, start: int) -> bool:
@@ -750,5 +954,7 @@ def _strip_possessive(sentence: str, start: int, end: int) -> int:
 
 
 def _name_key(text: str) -> str:
-    words = [w.lower().strip(".").replace("’", "'") for w in text.split()]
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode() or text
+    folded = _POSSESSIVE.sub("", folded.replace("’", "'"))
+    words = [w.lower().strip(".,") for w in re.split(r"[\s,&]+|\band\b", folded) if w.strip(".,")]
     return " ".join(w for w in words if w not in _NAME_JOINERS and w != "the")
