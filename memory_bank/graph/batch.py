@@ -4,8 +4,9 @@ New memories become memory nodes (id = chunk id). Each is analysed against its c
 the hybrid top-k of the graph plus their one-hop neighbours, each pair once (the later node
 judges the earlier) -- in independent tasks (`analyze_tasks`, fanned out by a `TaskMap`: Ray
 tasks under Ray). The verdicts are then applied in order by the graph's one writer:
-- conflict: a `Conflict` record, validated by recency at once (the later source holds; the
-  earlier claim stays, superseded, with both timestamps);
+- conflict: a `Conflict` record; against a memory of an earlier commit it is validated by
+  recency at once (the later source holds; the earlier claim stays, superseded, with both
+  timestamps); between documents of one commit, which have no order, it stays open;
 - merge: a "merge" edge (memory nodes stand for stored files, so near-duplicates are linked,
   not folded into one node);
 - related: an edge, and both nodes' keywords and vectors updated.
@@ -125,9 +126,11 @@ def apply_verdicts(
     now: float,
     outcome: BatchOutcome,
     resolve_by_recency: bool = True,
+    new_ids: Sequence[str] | None = None,
 ) -> None:
     """Apply analysed relationships to the graph (see the module docstring)."""
     keyword_updates: dict[str, list[str]] = {}
+    batch_ids = set(new_ids) if new_ids is not None else {task.new.id for task in tasks}
     for task, relationships in zip(tasks, results, strict=True):
         new_id = task.new.id
         by_id = {view.id: view for view in task.candidates}
@@ -140,7 +143,9 @@ def apply_verdicts(
                 conflict = conflict_record(task.new, by_id[other], relationship, now)
                 if graph.conflict_between(conflict.older, conflict.newer) is None:
                     graph.add_conflict(conflict)
-                    if resolve_by_recency:
+                    # Only a later commit is a later source: documents committed together
+                    # have no order, so their conflict stays open (for a validation).
+                    if resolve_by_recency and conflict.older not in batch_ids:
                         graph.resolve_conflict(
                             conflict.id, conflict.newer, now, "the later source holds"
                         )

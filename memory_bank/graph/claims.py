@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memory_bank.text.lexicon import FUNCTION_WORDS, search_tokens, stem_words
+from memory_bank.text.lexicon import FUNCTION_WORDS, MARKDOWN_HEADER, search_tokens, stem_words
 from memory_bank.text.sentences import split_sentences
 
 MONTHS = [
@@ -392,7 +392,15 @@ class TextFacts:
 
 def text_facts(text: str, title: str | None = None) -> TextFacts:
     """The facts of every sentence of `text` that holds a value and a frame."""
-    sentences = [sentence_facts(sentence) for sentence in split_sentences(text)]
+    sentences = [
+        sentence_facts(sentence)
+        for sentence in split_sentences(text)
+        if not MARKDOWN_HEADER.match(sentence)  # a heading names a topic, it states nothing
+    ]
+    for line in text.splitlines()[:3]:
+        heading = MARKDOWN_HEADER.match(line)
+        if heading and not title:
+            title = heading.group(2).strip()
     principal: Subject = frozenset()
     if title:
         title_values = extract_values(f"About {title}")  # a title's first word is no grammar
@@ -457,7 +465,10 @@ def find_contradiction(
     without them a shared value must anchor the two sentences instead."""
     if not old.values or not new.values:
         return None
-    paraphrase = cosine is not None and cosine >= PARAPHRASE_COSINE
+    # Other words for the attribute count only in a sentence that announces a change.
+    paraphrase = (
+        cosine is not None and cosine >= PARAPHRASE_COSINE and (new.announces or new.replaces)
+    )
     if not (old.frame & new.frame) and not paraphrase:
         return None
     subject_names = _matched_subject_names(old_about, new_about)

@@ -12,6 +12,7 @@ is placed above a hit whose matching claim was superseded, which carries the his
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -100,6 +101,33 @@ class Currency:
         kept.sort(key=lambda s: (-s.score, s.chunk, s.number))
         return Reconciled(kept, history, extra)
 
+    def current_notes(self, sentences: Sequence[AnswerSentence]) -> list[HistoryNote]:
+        """History of the claims the answer's sentences replaced (their memory is the current
+        side of a resolved conflict and the sentence states the current value)."""
+        notes: list[HistoryNote] = []
+        for sentence in sentences:
+            if not 0 <= sentence.chunk < len(self.corpus.chunk_ids):
+                continue
+            node_id = self.corpus.chunk_ids[sentence.chunk]
+            graph = self.view.state.graph
+            for conflict in graph.conflicts_of(node_id):
+                if conflict.status != "resolved" or conflict.current != node_id:
+                    continue
+                text = sentence.text.strip()
+                if text != conflict.new_sentence.strip() and not (
+                    mentions_value(text, conflict.new_value)
+                    and _same_topic(text, conflict.new_sentence)
+                ):
+                    continue
+                superseded = graph.nodes.get(conflict.superseded or "")
+                current = self.view.standing(node_id)
+                if superseded is None or current is None:
+                    continue
+                note = self.note(Supersession(conflict, superseded, current))
+                if note not in notes:
+                    notes.append(note)
+        return notes
+
     def _current_sentence(
         self, claim: Supersession, query_vector: np.ndarray, terms: list[str]
     ) -> AnswerSentence | None:
@@ -185,6 +213,32 @@ class Currency:
                 seen.add(key)
                 unique.append(hit)
         return unique[: len(hits)]
+
+
+_REPLACED_CLAUSE = re.compile(
+    r"(?:,|;|\(|—|–)?\s*(?:not|rather than|instead of|replacing|succeeding|formerly|previously|"
+    r"(?:who|which)\s+(?:took over|replaced|succeeded)[^,;()]*?)\b[^,;()]*",
+    re.IGNORECASE,
+)
+
+
+def without_replaced(sentence: str, notes: Sequence[HistoryNote]) -> str:
+    """`sentence` without the clause that names a value it replaced (", not The WB as earlier
+    reported", ", replacing Alice Moreno"): the answer states what is current; what it
+    replaced is in the history."""
+    text = sentence
+    for note in notes:
+        if not note.superseded_value or not mentions_value(text, note.superseded_value):
+            continue
+        for match in _REPLACED_CLAUSE.finditer(text):
+            if note.superseded_value.lower() in match.group(0).lower():
+                trimmed = (text[: match.start()] + text[match.end() :]).strip()
+                if mentions_value(trimmed, note.current_value):
+                    text = re.sub(r"\s+([.,;])", r"\1", trimmed)
+                    if text[-1:].isalnum() and sentence.rstrip()[-1:] in ".!?":
+                        text += sentence.rstrip()[-1]
+                break
+    return text
 
 
 def _stale_claim(sentence: str, claims: Sequence[Supersession]) -> Supersession | None:

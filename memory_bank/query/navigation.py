@@ -43,7 +43,7 @@ from memory_bank.query.answering import (
     is_section_title,
     select_sentences,
 )
-from memory_bank.query.currency import Currency
+from memory_bank.query.currency import Currency, without_replaced
 from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
 from memory_bank.query.tools import StoreTools
 from memory_bank.schemas import ChatResult, DirectoryNode, TrajectoryStep
@@ -365,7 +365,11 @@ class NavigationAgent:
         quote_order = list(dict.fromkeys(s.chunk for s in chosen))
         ordered = sorted(chosen, key=lambda s: (quote_order.index(s.chunk), s.number))
         sources = [self.corpus.chunk_path(index) for index in read]
-        final = self.tools.answer(answer_text([s.text for s in ordered]), confidence, sources)
+        texts = [s.text for s in ordered]
+        if self.currency is not None:
+            history += [n for n in self.currency.current_notes(ordered) if n not in history]
+            texts = [without_replaced(text, history) for text in texts]
+        final = self.tools.answer(answer_text(texts), confidence, sources)
         run.note(
             "answer",
             detail=f"{len(ordered)} sentences from {len(sources)} files (confidence {final.confidence:.2f})",

@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memory_bank.config import AppConfig
-from memory_bank.errors import MemoryBankError, StoreError
+from memory_bank.errors import SessionError, StoreError
 from memory_bank.graph.batch import (
     AnalyzeTask,
     BatchOutcome,
@@ -81,10 +81,6 @@ from memory_bank.store.location import StoreLocation
 from memory_bank.tasks import TaskMap, run_serially
 
 LOAD_ATTEMPTS = 5
-
-
-class SessionError(MemoryBankError):
-    """An unknown or closed session, or an unknown memory node."""
 
 
 class GraphKeeper:
@@ -467,7 +463,9 @@ class GraphKeeper:
             engine = self._engine()
             tasks = candidate_tasks(graph, new_ids, engine.view, self.config.retrieval.top_k)
             results = run_tasks(tasks, self.map_calls, self.analyze_call)
-            apply_verdicts(graph, tasks, results, self.embedder.encode, time.time(), outcome)
+            apply_verdicts(
+                graph, tasks, results, self.embedder.encode, time.time(), outcome, new_ids=new_ids
+            )
         return all_records(state), state.seq, outcome
 
     def committed(self) -> None:
