@@ -139,6 +139,31 @@ class MemoryBank:
         create_empty_store(self.store, self.config)
         return Session.open(self.keeper(), task_goal)
 
+    def react_agent(
+        self,
+        roots: Sequence[str | Path] = (),
+        max_calls: int = 20,
+        max_context_tokens: int = 32_000,
+    ):
+        """A ReAct agent (seed 002 §6.4) over this store for `Session.run`: tools `search`,
+        `visit` (files under `roots`, default the working directory) and `deep_retrieval`; the
+        model is the configured OpenAI-compatible endpoint, or an offline policy (search the
+        pending task, answer with the best passage)."""
+        from memory_bank.session.react import ReactAgent, offline_chat, openai_chat
+        from memory_bank.session.session import session_tools
+
+        tools = session_tools(
+            lambda query: self.search(query) if query.strip() else [],
+            self.keeper(),
+            [Path(r) for r in roots] or [Path.cwd()],
+        )
+        chat = (
+            openai_chat(self.config.llm)
+            if self.config.llm.backend == "openai"
+            else offline_chat(lambda query: tools["search"]({"query": query}))
+        )
+        return ReactAgent(chat, tools, max_calls=max_calls, max_context_tokens=max_context_tokens)
+
     def keeper(self) -> GraphKeeper:
         """The store's graph keeper in this process (sessions and this bank's commits share it)."""
         if self._keeper is None:

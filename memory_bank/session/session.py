@@ -14,10 +14,15 @@ wrapped by `actors.graph.RemoteKeeper`: both offer the same methods.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import BaseModel
+
 from memory_bank.graph.model import Attachment
+from memory_bank.schemas import SearchHit
 from memory_bank.session.models import (
     EntryView,
     InsightDoc,
@@ -27,6 +32,7 @@ from memory_bank.session.models import (
     TaskType,
 )
 from memory_bank.session.planning import should_terminate
+from memory_bank.session.react import ReactAgent, Tool, visit_tool
 
 
 class Keeper(Protocol):
@@ -109,3 +115,65 @@ class Session:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class SessionRun(BaseModel):
+    """What `Session.run` ends with."""
+
+    answer: str
+    insight_doc: InsightDoc
+    rounds: int
+    termination: str  # "done" (the termination rule), or the agent's last termination
+
+
+def session_tools(
+    search: Callable[[str], list[SearchHit]],
+    keeper: Keeper,
+    roots: Sequence[Path],
+) -> dict[str, Tool]:
+    """The ReAct tools of a session: `search` (the store), `visit` (local files under
+    `roots`), `deep_retrieval` (a memory's raw contexts)."""
+
+    def search_tool(arguments: dict[str, Any]) -> str:
+        query = arguments.get("query")
+        if isinstance(query, list):
+            query = " ".join(str(q) for q in query)
+        hits = search(str(query or ""))
+        if not hits:
+            return "No results."
+        return "\n\n".join(
+            f"[{hit.chunk_path or hit.chunk_id}] {hit.text.strip()[:800]}" for hit in hits
+        )
+
+    def deep_retrieval_tool(arguments: dict[str, Any]) -> str:
+        entries = keeper.deep_retrieval(str(arguments.get("node_id", "")))
+        return json.dumps([entry.model_dump() for entry in entries], ensure_ascii=False)
+
+    return {
+        "search": search_tool,
+        "visit": visit_tool(roots),
+        "deep_retrieval": deep_retrieval_tool,
+    }
+
+
+def run_session(session: Session, agent: ReactAgent, max_rounds: int = 8) -> SessionRun:
+    """Seed 002 §11: enhance the prompt, let the agent work, intercept what its tools returned,
+    plan; until nothing is pending and every task succeeded, or `max_rounds`."""
+    answer, termination = "", "max rounds"
+    for round_number in range(1, max_rounds + 1):
+        doc = session.insight_doc
+        result = agent.run(session.enhance_prompt(), question=doc.task_goal)
+        answer = result.prediction
+        context = "\n\n".join(result.tool_responses) or result.prediction
+        intercepted = session.intercept(context, metadata={"round": round_number})
+        termination = result.termination
+        if intercepted.done:
+            return SessionRun(
+                answer=answer,
+                insight_doc=intercepted.insight_doc,
+                rounds=round_number,
+                termination="done",
+            )
+    return SessionRun(
+        answer=answer, insight_doc=session.insight_doc, rounds=max_rounds, termination=termination
+    )
