@@ -19,6 +19,7 @@ from memory_bank.config import ChunkConfig, MemorizeConfig, TaxonomyConfig
 from memory_bank.errors import NothingToIngestError
 from memory_bank.index.embedding import ChunkEncoding
 from memory_bank.ingest.work import MemoryParts
+from memory_bank.llm.ledger import add_usage, take_usage
 from memory_bank.llm.roles import (
     LLMBackend,
     MemorizeRequest,
@@ -178,11 +179,24 @@ def compose_readmes(
         part = [by_index[i] for i in indices]
         calls.append((subtree, part, {i: chunk_paths[i] for i in indices}, backend))
     readmes: dict[str, str] = {}
-    for part in map_subtrees(compose_subtree_readmes, calls):
+    for part, usage in map_subtrees(_subtree_readmes_and_usage, calls):
         readmes.update(part)
+        add_usage(backend, usage)
     root = ReadmeRequest(node=tree, child_dirs=list(tree.children), files=[])
     readmes["/"] = backend.readme(root).text
     return readmes
+
+
+def _subtree_readmes_and_usage(
+    node: DirectoryNode,
+    memories: Sequence[MemorizedChunk],
+    chunk_paths: Mapping[int, str],
+    backend: LLMBackend,
+) -> tuple[dict[str, str], dict]:
+    """`compose_subtree_readmes` and the LLM usage it recorded: on Ray the backend is a copy in
+    a task, whose ledger would be lost (in this process, taking and adding it back is a no-op)."""
+    readmes = compose_subtree_readmes(node, memories, chunk_paths, backend)
+    return readmes, take_usage(backend).model_dump(mode="json")
 
 
 def compose_subtree_readmes(
