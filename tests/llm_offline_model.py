@@ -29,6 +29,8 @@ from memory_bank.text.tokens import count_tokens
 from tests import llm_roles
 from tests.loopback_llm import LoopbackLLM
 
+OPENING = 120  # characters of a chunk's text that identify where it begins
+
 
 class OfflineModel:
     """Role handlers answering with the offline implementation (see the module docstring)."""
@@ -37,6 +39,7 @@ class OfflineModel:
         self.config = config
         self.embedder = embedder
         self.memories: dict[str, dict[str, Any]] = {}  # chunk text -> the offline memory
+        self.chunk_openings: set[str] = set()  # how the offline chunks begin
         # (title, tldr) -> what planning uses besides them: vector, memory text, source, keywords
         self.items: dict[tuple[str, str], tuple[np.ndarray, str, str, list[str]]] = {}
 
@@ -50,6 +53,7 @@ class OfflineModel:
                 strict=True,
             )
         )
+        self.chunk_openings.update(text[:OPENING] for text in texts.values())
         vectors = reader.memory_vectors()
         for memory in memories_from_table(reader.memories()):
             text = texts[str(memory.metadata["chunk_id"])]
@@ -70,6 +74,29 @@ class OfflineModel:
         return self
 
     # --- roles ----------------------------------------------------------------------------------
+
+    def split(self, data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
+        """The cuts the offline chunker made: the pieces an offline chunk begins with (learned);
+        without a learned store, cuts as late as fit (`llm_roles.split`)."""
+        if not self.chunk_openings:
+            return llm_roles.split(data, _)
+        return {
+            "splits": [
+                {
+                    "section": section["section"],
+                    "cuts": [
+                        piece["id"]
+                        for piece in section["pieces"][1:]
+                        if piece["text"][:OPENING] in self.chunk_openings
+                    ],
+                }
+                for section in data["sections"]
+            ]
+        }
+
+    def place(self, data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
+        """The closest leaf (what the offline descent usually reaches)."""
+        return llm_roles.place(data, _)
 
     def memorize(self, data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -124,10 +151,13 @@ class OfflineModel:
 
     def register(self, llm: LoopbackLLM) -> LoopbackLLM:
         for role, handler in (
+            ("split", self.split),
             ("memorize", self.memorize),
             ("organize", self.organize),
+            ("place", self.place),
             ("readme", self.readme),
             ("navigate", llm_roles.navigate),
+            ("answer", llm_roles.answer),
         ):
             llm.handle(role, handler)
         return llm

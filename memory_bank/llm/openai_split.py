@@ -113,7 +113,8 @@ def cut_problems(
             problems.append(
                 f"the chunk of pieces {first}-{last - 1} has {size} tokens, more than {max_tokens}"
             )
-        elif size < min_tokens and number < len(edges) - 2:
+        elif size < min_tokens and 0 < number < len(edges) - 2:
+            # The first chunk may join text before the section, the last text after it.
             problems.append(
                 f"the chunk of pieces {first}-{last - 1} has {size} tokens, fewer than {min_tokens}"
             )
