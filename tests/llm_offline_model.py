@@ -87,12 +87,18 @@ class OfflineModel:
                     "cuts": [
                         piece["id"]
                         for piece in section["pieces"][1:]
-                        if piece["text"][:OPENING] in self.chunk_openings
+                        if self._opens_a_chunk(piece["text"][:OPENING])
                     ],
                 }
                 for section in data["sections"]
             ]
         }
+
+    def _opens_a_chunk(self, prefix: str) -> bool:
+        # A piece shorter than OPENING is the start of a longer chunk opening.
+        return prefix in self.chunk_openings or any(
+            opening.startswith(prefix) for opening in self.chunk_openings
+        )
 
     def place(self, data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
         """The closest leaf (what the offline descent usually reaches)."""

@@ -121,7 +121,7 @@ class ToolCallingNavigator:
                         self.tools,
                         str(arguments.get("answer", "")),
                         [str(s) for s in arguments.get("sources") or []],
-                        float(arguments.get("confidence", 0.5) or 0.5),
+                        _confidence(arguments.get("confidence")),
                         forced=False,
                     )
                 output = run.execute(self.tools, call.function.name, arguments)
@@ -312,6 +312,15 @@ def _chunk_ids(tools: Any, paths: list[str]) -> dict[str, str]:
         )
     )
     return {path: by_path[path] for path in paths if path in by_path}
+
+
+def _confidence(value: Any) -> float:
+    """The model's stated confidence (0 is a statement too: "not found"); 0.5 when it gave none
+    or something that is not a number."""
+    try:
+        return 0.5 if value is None else float(value)
+    except (TypeError, ValueError):
+        return 0.5
 
 
 def _arguments(raw: str | None) -> dict[str, Any]:

@@ -220,6 +220,16 @@ def test_an_answer_citing_what_was_not_read_falls_back_to_the_extractive_answer(
     assert result.answer != "Yes." and result.confidence > 0
 
 
+def test_a_stated_confidence_of_zero_stays_zero(
+    llm: LoopbackLLM, tmp_path: Path, embedder: Embedder
+) -> None:
+    bank = _bank(tmp_path, _config(llm, tmp_path), embedder)
+    bank.add(files=SOURCES[:1])
+    nothing = {"answer": "The memory does not say.", "sources": [], "confidence": 0}
+    llm.handle("navigate", lambda *_: {"tool_calls": [{"name": "answer", "arguments": nothing}]})
+    assert bank.request("Who won the 1930 World Cup?").confidence == 0.0
+
+
 def test_tool_schemas_are_plain_json() -> None:
     from memory_bank.llm.agent import TOOL_SCHEMAS
 
