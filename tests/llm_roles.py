@@ -37,7 +37,8 @@ def memorize(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
 
 
 def organize(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
-    """Leaves of `target_leaf` memories in input order, named after their first keyword."""
+    """Leaves of `target_leaf` memories in input order, named after their first keyword (under
+    one top directory named after the first memory's, when the input is one group)."""
     size = data["bounds"]["target_leaf"]
     memories = data["memories"]
     leaves, used = [], set()
@@ -58,6 +59,10 @@ def organize(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
                 "memories": [m["index"] for m in group],
             }
         )
+    if data["bounds"].get("single_top_directory"):
+        top = next(iter(_words(" ".join(memories[0]["keywords"] or [memories[0]["title"]]), 1)))
+        for leaf in leaves:
+            leaf["path"] = f"/{top or 'group'}_all{leaf['path']}"
     return {"leaves": leaves}
 
 
