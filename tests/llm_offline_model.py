@@ -20,7 +20,7 @@ import numpy as np
 from memory_bank.config import AppConfig
 from memory_bank.index.embedding import Embedder
 from memory_bank.memorize.extractive import memorize_offline
-from memory_bank.schemas import Chunk, DirectoryNode
+from memory_bank.schemas import Chunk, DirectoryNode, MemorizedChunk
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.tables import memories_from_table
 from memory_bank.taxonomy import TaxonomyItem, plan_taxonomy
@@ -57,21 +57,27 @@ class OfflineModel:
         vectors = reader.memory_vectors()
         for memory in memories_from_table(reader.memories()):
             text = texts[str(memory.metadata["chunk_id"])]
-            self.memories[text] = {
-                "title": memory.title,
-                "memory": memory.memory,
-                "tldr": memory.tldr,
-                "keywords": list(memory.keywords),
-                "context": memory.context,
-            }
             source = str(memory.metadata.get("source", ""))
-            self.items[(memory.title, memory.tldr)] = (
-                vectors[memory.index],
-                memory.memory,
-                source,
-                list(memory.keywords),
-            )
+            self._remember(text, memory, vectors[memory.index], source)
         return self
+
+    def _remember(
+        self, text: str, memory: MemorizedChunk, vector: np.ndarray, source: str
+    ) -> dict[str, Any]:
+        self.memories[text] = {
+            "title": memory.title,
+            "memory": memory.memory,
+            "tldr": memory.tldr,
+            "keywords": list(memory.keywords),
+            "context": memory.context,
+        }
+        self.items[(memory.title, memory.tldr)] = (
+            vector,
+            memory.memory,
+            source,
+            list(memory.keywords),
+        )
+        return self.memories[text]
 
     # --- roles ----------------------------------------------------------------------------------
 
@@ -188,20 +194,7 @@ class OfflineModel:
         )
         encoding = self.embedder.encode_chunks([text])[0]
         memory = memorize_offline(chunk, encoding, 0, self.config.memorize)
-        self.memories[text] = {
-            "title": memory.title,
-            "memory": memory.memory,
-            "tldr": memory.tldr,
-            "keywords": list(memory.keywords),
-            "context": memory.context,
-        }
-        self.items[(memory.title, memory.tldr)] = (
-            encoding.vector,
-            memory.memory,
-            source,
-            list(memory.keywords),
-        )
-        return self.memories[text]
+        return self._remember(text, memory, encoding.vector, source)
 
     def _item(self, title: str, tldr: str) -> tuple[np.ndarray, str, str, list[str]]:
         known = self.items.get((title, tldr))

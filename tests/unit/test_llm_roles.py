@@ -156,17 +156,25 @@ def _role_input(record: dict) -> dict:
     return json.loads(content.split("```json\n")[1].split("\n```")[0])
 
 
-def test_an_add_is_placed_by_the_model_among_the_closest_leaves(
+def _science_store(
     llm: LoopbackLLM, tmp_path: Path, embedder: Embedder
-) -> None:
+) -> tuple[MemoryBank, AppConfig, Path]:
+    """A store of the sample's science articles but the last, which is returned to add."""
     config = AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)})
     bank = MemoryBank(
         tmp_path / "store", config=config, executor=lambda c: LocalExecutor(c, embedder)
     )
     science = sorted((SAMPLE / "articles" / "science").glob("*.md"))
     bank.add(files=[str(path) for path in science[:-1]])
+    return bank, config, science[-1]
+
+
+def test_an_add_is_placed_by_the_model_among_the_closest_leaves(
+    llm: LoopbackLLM, tmp_path: Path, embedder: Embedder
+) -> None:
+    bank, config, last = _science_store(llm, tmp_path, embedder)
     before = StoreReader(tmp_path / "store").memories().column("path").to_pylist()
-    summary = bank.add(files=[str(science[-1])])
+    summary = bank.add(files=[str(last)])
     assert summary.placed and summary.llm["roles"]["place"]["calls"] >= 1
     (request, *_) = llm.requests_for("place")
     memory = _role_input(request)["memories"][0]
@@ -178,19 +186,14 @@ def test_an_add_is_placed_by_the_model_among_the_closest_leaves(
 def test_a_placement_outside_the_candidates_falls_back_to_the_offline_one(
     llm: LoopbackLLM, tmp_path: Path, embedder: Embedder
 ) -> None:
-    config = AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)})
-    bank = MemoryBank(
-        tmp_path / "store", config=config, executor=lambda c: LocalExecutor(c, embedder)
-    )
-    science = sorted((SAMPLE / "articles" / "science").glob("*.md"))
-    bank.add(files=[str(path) for path in science[:-1]])
+    bank, config, last = _science_store(llm, tmp_path, embedder)
     llm.handle(
         "place",
         lambda data, _: {
             "placements": [{"id": m["id"], "directory": "/a/b/c/d"} for m in data["memories"]]
         },
     )
-    summary = bank.add(files=[str(science[-1])])
+    summary = bank.add(files=[str(last)])
     usage = summary.llm["roles"]["place"]
     assert usage["fallbacks"] == 1 and usage["repairs"] == config.llm.repair_attempts
     assert summary.placed
