@@ -19,6 +19,7 @@ from memory_bank.llm.roles import OrganizeRequest
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.verify import verify_store
 from memory_bank.taxonomy.items import TaxonomyItem
+from tests.llm_offline_model import OfflineModel
 from tests.llm_roles import register_literal_model
 from tests.loopback_llm import LoopbackLLM, loopback_llm_server
 
@@ -88,6 +89,33 @@ def test_ingest_and_ask_through_the_protocol(
             assert SECRET.encode() not in path.read_bytes(), path
     assert SECRET not in summary.model_dump_json() and SECRET not in caplog.text
     assert SECRET not in result.model_dump_json()
+
+
+def test_a_model_answering_like_the_offline_roles_builds_the_offline_store(
+    llm_server: LoopbackLLM, tmp_path: Path, embedder: Embedder
+) -> None:
+    llm_server.reset()
+    offline = AppConfig()
+    offline_bank = MemoryBank(
+        tmp_path / "offline", config=offline, executor=lambda c: LocalExecutor(c, embedder)
+    )
+    offline_bank.add(files=SOURCES)
+    OfflineModel(offline, embedder).learn(tmp_path / "offline").register(llm_server)
+    config = _config(llm_server, tmp_path)
+    summary = _bank(tmp_path, config, embedder).add(files=SOURCES)
+    assert summary.llm["roles"]["memorize"]["calls"] > 0
+
+    def layout(store: Path) -> dict[str, tuple[str, str]]:
+        table = StoreReader(store).memories()
+        return {
+            chunk_id: (path, title)
+            for chunk_id, path, title in zip(
+                *(table.column(name).to_pylist() for name in ("chunk_id", "path", "title")),
+                strict=True,
+            )
+        }
+
+    assert layout(tmp_path / "store") == layout(tmp_path / "offline")
 
 
 def test_reingest_and_rebuild_of_unchanged_content_make_no_request(
