@@ -637,6 +637,12 @@ def find_contradictions(
     return found
 
 
+def same_frame(sentence: str, claim_sentence: str) -> bool:
+    """Whether a sentence speaks of a claim's attribute: it shares a frame word with it."""
+    a, b = sentence_facts(sentence.strip()), sentence_facts(claim_sentence.strip())
+    return bool(a.frame & b.frame)
+
+
 def mentions_value(sentence: str, value: str) -> bool:
     """Whether `sentence` states `value` (a value's surface text), as a value of its own."""
     key = _value_key_of(value)

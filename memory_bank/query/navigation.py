@@ -34,16 +34,9 @@ from memory_bank.config import RetrievalConfig
 from memory_bank.errors import ToolError
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.index.hybrid import HybridSearch
-from memory_bank.query.answering import (
-    SENTENCE_TERM_WEIGHT,
-    AnswerSentence,
-    answer_text,
-    calibrate_confidence,
-    complete_lead_ins,
-    is_section_title,
-    select_sentences,
-)
-from memory_bank.query.currency import Currency, without_replaced
+from memory_bank.llm.roles import AnswerEvidence, AnswerRequest
+from memory_bank.query.answering import NOT_FOUND_THRESHOLD, extractive_answer
+from memory_bank.query.currency import Currency
 from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
 from memory_bank.query.tools import StoreTools
 from memory_bank.schemas import ChatResult, DirectoryNode, TrajectoryStep
@@ -51,7 +44,6 @@ from memory_bank.store.files import parse_chunk_file, readme_relative_path
 from memory_bank.text.lexicon import search_tokens
 from memory_bank.text.sentences import split_sentences
 
-NOT_FOUND_THRESHOLD = 0.3
 NOT_FOUND_ANSWER = "The memory does not contain information to answer this question."
 MAX_GREPS = 3
 MIN_CHUNK_READS = 3  # README reads and greps never eat into this share of the budget
@@ -119,7 +111,7 @@ class NavigationAgent:
         self.config = config or search.config
         self._readme_stems: list[frozenset[str]] | None = None
         # What is current (`query.currency`): set by the query service when the store has a
-        # Query Graph; superseded claims then leave the answer and go to its history.
+        # Query Graph; the answer then states current claims, the replaced ones as history.
         self.currency: Currency | None = None
 
     def request(
@@ -330,72 +322,45 @@ class NavigationAgent:
     def _answer(
         self, run: _Run, read: dict[int, str], query_vector: np.ndarray, terms: list[str]
     ) -> ChatResult:
-        sentences = self._score_sentences(read, query_vector, terms)
-        history = []
-        if self.currency is not None:
-            reconciled = self.currency.reconcile(sentences, terms, query_vector, select_sentences)
-            sentences, history = reconciled.sentences, reconciled.history
-            for index in reconciled.extra_chunks:
-                if index not in read:
-                    read[index] = ""
-                    path = self.corpus.chunk_path(index)
-                    run.note("current", path, "the claim that replaced one read")
-                    run.read(path)
-        if not sentences:
-            return self._not_found(run, "no readable evidence")
-        chosen = complete_lead_ins(select_sentences(sentences, terms), sentences)
-        evidence_stems = frozenset().union(*run.evidence.values())
-        chunk_cosines = self.search.cosines(
-            query_vector, sorted({s.chunk for s in chosen if s.chunk >= 0})
+        request = AnswerRequest(
+            question=run.question,
+            evidence=[self._evidence(index, memory_text) for index, memory_text in read.items()],
+            query_vector=query_vector,
+            claims=self.currency.claims(read) if self.currency is not None else [],
         )
-        best_cosine = max(
-            max(float(s.vector @ query_vector) for s in chosen),
-            float(chunk_cosines.max(initial=-1.0)),
-        )
-        confidence = calibrate_confidence(
-            best_cosine, term_coverage(terms, evidence_stems) if terms else None
-        )
-        if confidence < NOT_FOUND_THRESHOLD:
+        result = extractive_answer(request)
+        for path in result.sources[len(read) :]:  # current claims of memories not read
+            run.note("current", path, "states the claim that replaced one read")
+            run.read(path)
+        if not result.found:
+            if result.notes:
+                return self._not_found(run, result.notes)
             closest = ", ".join(run.files_read[-2:])
-            return self._not_found(run, f"closest material read: {closest}", confidence)
+            return self._not_found(run, f"closest material read: {closest}", result.confidence)
         # Every chunk read is cited, best first: each was read because it ranked near the top, and
         # the chunk that matches the question may not hold the sentence that answers it (a bridge).
-        # The answer quotes chunk by chunk, in document order within each, the chunk of the best
-        # sentence first (`chosen` opens with the best sentences).
-        quote_order = list(dict.fromkeys(s.chunk for s in chosen))
-        ordered = sorted(chosen, key=lambda s: (quote_order.index(s.chunk), s.number))
-        sources = [self.corpus.chunk_path(index) for index in read]
-        texts = [s.text for s in ordered]
-        if self.currency is not None:
-            history += [n for n in self.currency.current_notes(ordered) if n not in history]
-            texts = [without_replaced(text, history) for text in texts]
-        final = self.tools.answer(answer_text(texts), confidence, sources)
+        final = self.tools.answer(result.answer, result.confidence, result.sources)
         run.note(
             "answer",
-            detail=f"{len(ordered)} sentences from {len(sources)} files (confidence {final.confidence:.2f})",
+            detail=f"{result.notes} from {len(result.sources)} files (confidence {final.confidence:.2f})",
         )
-        result = self._result(
+        answered = self._result(
             run, final.text, final.sources, final.confidence, f"{run.calls} tool calls"
         )
-        result.history = history
-        return result
+        answered.history = result.history
+        return answered
 
-    def _score_sentences(
-        self, read: dict[int, str], query_vector: np.ndarray, terms: list[str]
-    ) -> list[AnswerSentence]:
-        scored = []
-        for index, memory_text in read.items():
-            texts, vectors = self._chunk_sentences(index, memory_text)
-            cosines = vectors @ query_vector if texts else np.zeros(0)
-            for number, (text, vector, cosine) in enumerate(
-                zip(texts, vectors, cosines, strict=True)
-            ):
-                if is_section_title(text):
-                    continue  # a section title names a topic; it answers nothing by itself
-                stems = stem_all(search_tokens(text))
-                score = float(cosine) + SENTENCE_TERM_WEIGHT * term_coverage(terms, stems)
-                scored.append(AnswerSentence(index, number, text, vector, score, stems))
-        return sorted(scored, key=lambda s: (-s.score, s.chunk, s.number))
+    def _evidence(self, index: int, memory_text: str) -> AnswerEvidence:
+        """A chunk read, with what the extractive answer needs: its sentences and vectors."""
+        texts, vectors = self._chunk_sentences(index, memory_text)
+        return AnswerEvidence(
+            path=self.corpus.chunk_path(index),
+            text=memory_text,
+            index=index,
+            vector=self.corpus.memory_vectors()[index],
+            sentences=texts,
+            sentence_vectors=vectors if texts else None,
+        )
 
     def _chunk_sentences(self, index: int, memory_text: str) -> tuple[list[str], np.ndarray]:
         """The chunk's stored sentences and vectors (the raw text behind the memory); a store
