@@ -499,7 +499,7 @@ def find_contradiction(
     )
     # Without a shared value, the subjects must match name for name, not just overlap.
     if knows_subjects and not any(
-        same_subject(a - differing, b - differing, strict=True)
+        same_subject(a - differing, b - differing, strict=not anchors)
         for a in old_about
         for b in new_about
     ):

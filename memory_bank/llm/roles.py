@@ -24,7 +24,7 @@ an LLM backend reads the text fields and ignores them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf
@@ -35,6 +35,20 @@ from memory_bank.schemas import ChatResult, Chunk, DirectoryNode, HistoryNote, M
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy.items import TaxonomyItem
 from memory_bank.taxonomy.readme import ReadmeFileEntry
+
+if TYPE_CHECKING:
+    from memory_bank.llm.session_roles import (
+        AnalyzeRequest,
+        AnalyzeResult,
+        ClassifyRequest,
+        ClassifyResult,
+        IntegrateRequest,
+        IntegrateResult,
+        PlanRequest,
+        PlanResult,
+        StructureRequest,
+        StructureResult,
+    )
 
 
 class RoleModel(BaseModel):
@@ -210,6 +224,17 @@ class LLMBackend(Protocol):
         the calls)."""
 
     def answer(self, request: AnswerRequest) -> AnswerResult: ...
+
+    # The session roles (session_roles.py; issue 12).
+    def classify(self, request: ClassifyRequest) -> ClassifyResult: ...
+
+    def structure(self, request: StructureRequest) -> StructureResult: ...
+
+    def analyze(self, request: AnalyzeRequest) -> AnalyzeResult: ...
+
+    def integrate(self, request: IntegrateRequest) -> IntegrateResult: ...
+
+    def plan(self, request: PlanRequest) -> PlanResult: ...
 
     def navigator(
         self, tools: Any, search: Any, embedder: TextEncoder | None, config: RetrievalConfig

@@ -60,7 +60,8 @@ from memory_bank.graph.persist import (
     write_checkpoint,
 )
 from memory_bank.index.embedding import Embedder
-from memory_bank.session.agents import OfflineAgents, SessionAgents
+from memory_bank.llm import backend_for
+from memory_bank.session.agents import BackendAgents, SessionAgents
 from memory_bank.session.engine import SessionEngine, node_info
 from memory_bank.session.memory_source import MemorySource
 from memory_bank.session.models import (
@@ -97,7 +98,9 @@ class GraphKeeper:
         self.location = StoreLocation(store)
         self.config = config or AppConfig()
         self._embedder = embedder
-        self._agents_factory = agents or (lambda e: OfflineAgents(e, self.config.memorize))
+        self._agents_factory = agents or (
+            lambda e: BackendAgents(backend_for(self.config.llm), e, self.config.memorize)
+        )
         self._agents: SessionAgents | None = None
         self.map_calls = map_calls
         self.analyze_call = analyze_call

@@ -6,57 +6,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-TaskType = Literal["normal", "cross_validate"]
+from memory_bank.llm.session_roles import (  # noqa: F401 - the session's own vocabulary
+    CompletedTask,
+    ConflictNotice,
+    InsightDoc,
+    NodeInfo,
+    PlanRequest,
+    PlanResult,
+    TaskType,
+)
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class NodeInfo(_Model):
-    """A Query Graph node as agents and callers see it (never its vector)."""
-
-    id: str | None = None
-    summary: str
-    context: str
-    keywords: list[str] = Field(default_factory=list)
-    timestamp: float | None = None
-
-
-class CompletedTask(_Model):
-    type: TaskType
-    description: str
-    status: Literal["success", "failure"]
-    context: str
-
-
-class InsightDoc(_Model):
-    doc_id: str
-    task_goal: str
-    completed_tasks: list[CompletedTask] = Field(default_factory=list)
-    pending_tasks: list[str] = Field(default_factory=list, max_length=1)
-
-
-class ConflictNotice(_Model):
-    conflicting_node_ids: list[str]
-    conflict_description: str
-
-
-class PlanRequest(_Model):
-    insight_doc: InsightDoc
-    new_nodes: list[NodeInfo] = Field(default_factory=list)
-    conflict: ConflictNotice | None = None
-    # Filled by code for the offline planner (an LLM planner reads the memories instead):
-    intercepted: bool = False  # a task was just carried out (else: planning the first step)
-    resolved_conflict: bool = False  # ... and it settled a conflict
-    goal_coverage: float = 0.0  # share of the goal's content terms the memory holds
-    missing_terms: list[str] = Field(default_factory=list)  # the goal's terms it lacks
-
-
-class PlanResult(_Model):
-    task_goal: str
-    completed_tasks: list[CompletedTask]
-    pending_tasks: list[str] = Field(max_length=1)
 
 
 class HistoryView(_Model):
