@@ -216,6 +216,9 @@ def integrate_offline(
         :MAX_KEYWORDS
     ]
     context = _RELATION_NOTE.sub("", base.context)
+    if trigger == "merge":  # the merged node is about all it merged
+        others = [_RELATION_NOTE.sub("", n.context) for n in ordered if n is not base]
+        context = "; ".join(dict.fromkeys(c for c in [context, *others] if c))[:200]
     updates = {
         node_id: (with_relation(neighbour_context, context), neighbour_keywords)
         for node_id, (neighbour_context, neighbour_keywords) in neighbours.items()

@@ -907,9 +907,11 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
                 close()
                 continue
             opening = position == 0 or _opens_clause(sentence, match.start())
+            numbered = lower in _NUMBER_WORDS and _CAPITALIZED_NEXT.match(sentence, match.end())
             if (
                 opening
                 and not run
+                and not numbered  # "Nine Inch Nails", "Two Dollar Radio"
                 and (lower in _NOT_NAMES or _common_opening(sentence, words, position))
             ):
                 continue

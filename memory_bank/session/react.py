@@ -186,7 +186,14 @@ def offline_chat(search: Callable[[str], str]) -> Chat:
             pending = _pending_task(task)
             return f'<tool_call>{{"name": "search", "arguments": {{"query": {json.dumps(pending)}}}}}</tool_call>'
         found = _between(responses[-1], "tool_response") or ""
-        best = next((line.strip() for line in found.splitlines() if line.strip()), "")
+        best = next(
+            (
+                line.strip()
+                for line in found.splitlines()
+                if line.strip() and not line.lstrip().startswith(("[", "#"))
+            ),
+            "",
+        )
         return f"<answer>{best or 'Nothing relevant was found.'}</answer>"
 
     return chat
