@@ -21,6 +21,7 @@ from typing import Any
 import ray
 
 from memory_bank.config import AppConfig
+from memory_bank.errors import MemoryBankError
 from memory_bank.graph.batch import BatchOutcome, GraphCommit
 from memory_bank.graph.model import Attachment
 from memory_bank.graph.persist import GraphRecords
@@ -132,7 +133,13 @@ class RemoteKeeper:
         self.handle = handle
 
     def _call(self, method: str, *args: Any) -> Any:
-        return ray.get(getattr(self.handle, method).remote(*args))
+        try:
+            return ray.get(getattr(self.handle, method).remote(*args))
+        except ray.exceptions.RayTaskError as exc:
+            # The domain's own error, as raised in the actor (a clear message, its class).
+            if isinstance(exc.cause, MemoryBankError):
+                raise exc.cause from None
+            raise
 
     def open_session(self, task_goal: str) -> InsightDoc:
         return self._call("open_session", task_goal)

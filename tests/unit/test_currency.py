@@ -82,7 +82,9 @@ def test_the_graph_command_shows_the_conflict_with_both_claims(updated):
     assert conflict["status"] == "resolved"
     assert (conflict["old_value"], conflict["new_value"]) == ("Alice Moreno", "Bob Tanaka")
     assert conflict["current"] == conflict["newer"] and conflict["superseded"] == conflict["older"]
-    shown = runner.invoke(app, ["graph", "--store", str(updated.store), "--node", conflict["older"]])
+    shown = runner.invoke(
+        app, ["graph", "--store", str(updated.store), "--node", conflict["older"]]
+    )
     assert shown.exit_code == 0 and "conflict" in shown.output and "Alice Moreno" in shown.output
     assert verify_store(updated.store).ok
 

@@ -85,7 +85,10 @@ def test_different_subjects_times_lists_and_aliases_do_not_contradict(old, new):
 
 
 def test_values_are_dates_numbers_and_names_with_their_units():
-    values = {v.text: v.kind for v in extract_values("Nine Inch Nails sold 2.5 million records in Boston on 5 May 1990.")}
+    values = {
+        v.text: v.kind
+        for v in extract_values("Nine Inch Nails sold 2.5 million records in Boston on 5 May 1990.")
+    }
 
     assert values["Nine Inch Nails"] == "name"  # a number word opening a name is the name
     assert values["2.5 million"] == "number:record"

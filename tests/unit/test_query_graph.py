@@ -100,7 +100,9 @@ def test_snapshot_and_checkpoints_reload_to_the_same_graph(tmp_path):
     assert loaded.seq == 2
     assert set(loaded.graph.nodes) == {"a", "b", "c"}
     assert loaded.graph.nodes["a"].links == {"b": "related"}
-    np.testing.assert_array_equal(loaded.graph.nodes["c"].embedding, state.graph.nodes["c"].embedding)
+    np.testing.assert_array_equal(
+        loaded.graph.nodes["c"].embedding, state.graph.nodes["c"].embedding
+    )
     conflict = loaded.graph.conflicts["c1"]
     assert (conflict.status, conflict.current, conflict.superseded) == ("resolved", "c", "a")
     assert loaded.tree.entries_for("c")[0].text == "raw text"

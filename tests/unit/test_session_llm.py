@@ -62,7 +62,9 @@ def test_the_react_loop_calls_tools_and_reaches_an_answer(llm, tmp_path):
         return "The Louvre is a museum in Paris."
 
     agent = ReactAgent(openai_chat(_config(llm, tmp_path).llm), {"search": search})
-    result = agent.run("<task>Task goal: Where is the Louvre?</task>", question="Where is the Louvre?")
+    result = agent.run(
+        "<task>Task goal: Where is the Louvre?</task>", question="Where is the Louvre?"
+    )
 
     assert (result.prediction, result.termination) == ("Paris", "answer")
     assert searched == ["Louvre city"]
@@ -102,7 +104,12 @@ def test_a_session_asks_the_model_for_every_role_and_keeps_its_results(llm, tmp_
         return {
             "should_cluster": False,
             "clusters": [
-                {"cluster_id": "k1", "context": "The Louvre museum (model topic)", "content": request["context"], "keywords": ["Louvre", "Paris"]}
+                {
+                    "cluster_id": "k1",
+                    "context": "The Louvre museum (model topic)",
+                    "content": request["context"],
+                    "keywords": ["Louvre", "Paris"],
+                }
             ],
         }
 
@@ -116,10 +123,26 @@ def test_a_session_asks_the_model_for_every_role_and_keeps_its_results(llm, tmp_
         doc = request["insight_doc"]
         completed = list(doc["completed_tasks"])
         if request["intercepted"]:
-            completed.append({"type": "normal", "description": "read", "status": "success", "context": "found it"})
-        return {"task_goal": doc["task_goal"], "completed_tasks": completed, "pending_tasks": [] if completed else ["Find the city of the Louvre"]}
+            completed.append(
+                {
+                    "type": "normal",
+                    "description": "read",
+                    "status": "success",
+                    "context": "found it",
+                }
+            )
+        return {
+            "task_goal": doc["task_goal"],
+            "completed_tasks": completed,
+            "pending_tasks": [] if completed else ["Find the city of the Louvre"],
+        }
 
-    for role, handler in (("classify", classify), ("structure", structure), ("analyze", analyze), ("plan", plan)):
+    for role, handler in (
+        ("classify", classify),
+        ("structure", structure),
+        ("analyze", analyze),
+        ("plan", plan),
+    ):
         llm.handle(role, handler)
     bank = MemoryBank(tmp_path / "store", _config(llm, tmp_path))
     bank._embedder = embedder  # noqa: SLF001
@@ -142,12 +165,16 @@ def test_a_role_whose_replies_stay_unusable_falls_back_to_offline(llm, tmp_path,
     llm.handle("classify", lambda request, _: {"should_cluster": False, "clusters": []})
     llm.handle("structure", lambda request, _: {"summary": ""})
     llm.handle("analyze", lambda request, _: {"relationships": []})
-    llm.handle("plan", lambda request, _: {"task_goal": "x", "completed_tasks": [], "pending_tasks": []})
+    llm.handle(
+        "plan", lambda request, _: {"task_goal": "x", "completed_tasks": [], "pending_tasks": []}
+    )
     config = _config(llm, tmp_path)
     config.llm.repair_attempts = 0
     bank = MemoryBank(tmp_path / "store", config)
     bank._embedder = embedder  # noqa: SLF001
 
-    result = bank.session("Where is the Louvre?").intercept("The Louvre is a museum in Paris, France.")
+    result = bank.session("Where is the Louvre?").intercept(
+        "The Louvre is a museum in Paris, France."
+    )
 
     assert "Paris" in result.new_nodes[0].summary  # the offline classify and structure

@@ -37,7 +37,9 @@ class ScriptedAgents:
     def structure(self, cluster: ClusterDraft) -> str:
         return cluster.content
 
-    def analyze(self, new: NodeView, candidates: Sequence[NodeView], judge: Sequence[str]) -> list[Relationship]:
+    def analyze(
+        self, new: NodeView, candidates: Sequence[NodeView], judge: Sequence[str]
+    ) -> list[Relationship]:
         self.calls.append((new.id, [c.id for c in candidates]))
         found = []
         for candidate in candidates:
@@ -113,7 +115,9 @@ def test_a_conflict_puts_cross_validation_first_then_keeps_one_current_node(tmp_
     session = bank.session("Who is the CEO of Acme?")
     assert is_store(tmp_path / "store")  # made empty for the session
 
-    first = session.intercept("Acme Corporation makes anvils and rocket skates. The CEO of Acme is Alice.")
+    first = session.intercept(
+        "Acme Corporation makes anvils and rocket skates. The CEO of Acme is Alice."
+    )
     entries_before = _entries_digest(bank.keeper())
     second = session.intercept("The CEO of Acme is Bob, according to the company register.")
 
@@ -129,9 +133,13 @@ def test_a_conflict_puts_cross_validation_first_then_keeps_one_current_node(tmp_
     validated = session.intercept("The 2024 annual report confirms that Bob is the CEO of Acme.")
 
     assert validated.task_type == "cross_validate"
-    assert [(c.status, c.current) for c in validated.resolved] == [("resolved", second.new_nodes[0].id)]
+    assert [(c.status, c.current) for c in validated.resolved] == [
+        ("resolved", second.new_nodes[0].id)
+    ]
     current = bank.keeper().node(validated.new_nodes[0].id)
-    assert current.status == "current" and "Bob" in current.summary and "Alice" not in current.summary
+    assert (
+        current.status == "current" and "Bob" in current.summary and "Alice" not in current.summary
+    )
     assert {h.summary for h in current.history} >= {
         "Acme Corporation makes anvils and rocket skates. The CEO of Acme is Alice.",
         "The CEO of Acme is Bob, according to the company register.",
@@ -163,14 +171,31 @@ def test_the_termination_rule_and_incremental_planning():
     from memory_bank.session.models import CompletedTask, InsightDoc
 
     doc = InsightDoc(doc_id="s", task_goal="goal")
-    planned = plan_offline(PlanRequest(insight_doc=doc, goal_coverage=0.2, missing_terms=["louvre"]))
+    planned = plan_offline(
+        PlanRequest(insight_doc=doc, goal_coverage=0.2, missing_terms=["louvre"])
+    )
     assert planned.pending_tasks == ["Find information on: louvre"]
-    done = InsightDoc(doc_id="s", task_goal="goal", completed_tasks=[CompletedTask(type="normal", description="x", status="success", context="y")])
-    failed = done.model_copy(update={"completed_tasks": [*done.completed_tasks, CompletedTask(type="normal", description="z", status="failure", context="")]})
+    done = InsightDoc(
+        doc_id="s",
+        task_goal="goal",
+        completed_tasks=[
+            CompletedTask(type="normal", description="x", status="success", context="y")
+        ],
+    )
+    failed = done.model_copy(
+        update={
+            "completed_tasks": [
+                *done.completed_tasks,
+                CompletedTask(type="normal", description="z", status="failure", context=""),
+            ]
+        }
+    )
     assert should_terminate(done) and not should_terminate(failed)
 
 
-def test_a_closed_session_refuses_intercepts_and_its_graph_serves_later_questions(tmp_path, embedder):
+def test_a_closed_session_refuses_intercepts_and_its_graph_serves_later_questions(
+    tmp_path, embedder
+):
     from memory_bank.errors import SessionError
 
     bank = MemoryBank(tmp_path / "store", AppConfig())
