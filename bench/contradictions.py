@@ -87,7 +87,13 @@ def main() -> None:
     corpus = json.loads(corpus_file.read_text(encoding="utf-8"))
     facts = suite["facts"]
     cases = [
-        {"fact": fact["id"], "kind": kind, "question": question, "current": fact["current"], "stale": fact["stale"]}
+        {
+            "fact": fact["id"],
+            "kind": kind,
+            "question": question,
+            "current": fact["current"],
+            "stale": fact["stale"],
+        }
         for fact in facts
         for kind, question in fact["questions"]
     ]
@@ -121,13 +127,18 @@ def main() -> None:
         1
         for fact in facts
         if any(
-            normalized(fact["stale"]) in normalized(old) and normalized(fact["current"]) in normalized(new)
+            normalized(fact["stale"]) in normalized(old)
+            and normalized(fact["current"]) in normalized(new)
             for old, new in found
         )
     )
     spurious = [
-        c for c in summary.conflicts
-        if not any(normalized(s) in normalized(c.old_value) and normalized(n) in normalized(c.new_value) for s, n in expected)
+        c
+        for c in summary.conflicts
+        if not any(
+            normalized(s) in normalized(c.old_value) and normalized(n) in normalized(c.new_value)
+            for s, n in expected
+        )
     ]
 
     def share(rows: list[dict], test, kinds=("direct", "dependent")) -> str:
@@ -138,16 +149,30 @@ def main() -> None:
     def right(r: dict) -> bool:
         return r["current"] and not r["stale"] and r["history"]
 
-    print(f"\nContradiction suite: {len(facts)} facts, {len(cases)} questions "
-          f"({sum(c['kind'] == 'dependent' for c in cases)} dependent); corpus: {len(titles)} paragraphs")
-    print(f"ingest {ingest.documents} documents {ingest_seconds:.1f} s; add {added.documents} updates "
-          f"{add_seconds:.1f} s; graph step of the add: {added.commit.graph if added.commit else {}}")
-    print(f"conflicts detected: {detected}/{len(facts)} facts; spurious conflicts: {len(spurious)} "
-          f"(of which {false_before} among the {len(titles)} corpus paragraphs before any update)")
+    print(
+        f"\nContradiction suite: {len(facts)} facts, {len(cases)} questions "
+        f"({sum(c['kind'] == 'dependent' for c in cases)} dependent); corpus: {len(titles)} paragraphs"
+    )
+    print(
+        f"ingest {ingest.documents} documents {ingest_seconds:.1f} s; add {added.documents} updates "
+        f"{add_seconds:.1f} s; graph step of the add: {added.commit.graph if added.commit else {}}"
+    )
+    print(
+        f"conflicts detected: {detected}/{len(facts)} facts; spurious conflicts: {len(spurious)} "
+        f"(of which {false_before} among the {len(titles)} corpus paragraphs before any update)"
+    )
     rows = [
         ("before the update: answer states the original value", before, lambda r: r["stale"]),
-        ("after, without the graph's preference: states the superseded value", without, lambda r: r["stale"]),
-        ("after, without the graph's preference: current value, superseded absent", without, lambda r: r["current"] and not r["stale"]),
+        (
+            "after, without the graph's preference: states the superseded value",
+            without,
+            lambda r: r["stale"],
+        ),
+        (
+            "after, without the graph's preference: current value, superseded absent",
+            without,
+            lambda r: r["current"] and not r["stale"],
+        ),
         ("after: states the current value", after, lambda r: r["current"]),
         ("after: states the superseded value", after, lambda r: r["stale"]),
         ("after: superseded value in the answer's history", after, lambda r: r["history"]),
@@ -156,18 +181,24 @@ def main() -> None:
     print(f"\n| {'measure':72} | {'all':>16} | {'direct':>16} | {'dependent':>16} |")
     print(f"|{'-' * 74}|{'-' * 18}|{'-' * 18}|{'-' * 18}|")
     for label, data, test in rows:
-        print(f"| {label:72} | {share(data, test):>16} | {share(data, test, ('direct',)):>16} | {share(data, test, ('dependent',)):>16} |")
+        print(
+            f"| {label:72} | {share(data, test):>16} | {share(data, test, ('direct',)):>16} | {share(data, test, ('dependent',)):>16} |"
+        )
     found_before = [r["stale"] for r in before]
     known = [a for a, f in zip(after, found_before, strict=True) if f]
     hits = sum(1 for r in known if right(r))
-    print(f"\nscore on the questions answered right before the update: {hits}/{len(known)} = "
-          f"{100 * hits / max(len(known), 1):.1f}%")
+    print(
+        f"\nscore on the questions answered right before the update: {hits}/{len(known)} = "
+        f"{100 * hits / max(len(known), 1):.1f}%"
+    )
     if args.show:
         for case, row in zip(cases, after, strict=True):
             mark = "ok " if right(row) else "BAD"
             print(f"{mark} [{case['kind']}] {case['question']}\n      -> {row['answer'][:300]}")
         for conflict in spurious:
-            print(f"spurious: {conflict.description} | {conflict.old_sentence[:100]} | {conflict.new_sentence[:100]}")
+            print(
+                f"spurious: {conflict.description} | {conflict.old_sentence[:100]} | {conflict.new_sentence[:100]}"
+            )
 
 
 if __name__ == "__main__":

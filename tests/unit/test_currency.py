@@ -34,7 +34,7 @@ Acme Corporation announced that Bob Tanaka is now the CEO of Acme, replacing Ali
 
 def _bank(store: Path, embedder) -> MemoryBank:
     bank = MemoryBank(store, AppConfig(), executor=lambda config: LocalExecutor(config, embedder))
-    bank._embedder = embedder  # noqa: SLF001 - one model for the test session
+    bank._embedder = embedder
     return bank
 
 

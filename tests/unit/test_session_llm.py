@@ -145,7 +145,7 @@ def test_a_session_asks_the_model_for_every_role_and_keeps_its_results(llm, tmp_
     ):
         llm.handle(role, handler)
     bank = MemoryBank(tmp_path / "store", _config(llm, tmp_path))
-    bank._embedder = embedder  # noqa: SLF001
+    bank._embedder = embedder
 
     session = bank.session("Where is the Louvre?")
     assert session.insight_doc.pending_tasks == ["Find the city of the Louvre"]
@@ -171,7 +171,7 @@ def test_a_role_whose_replies_stay_unusable_falls_back_to_offline(llm, tmp_path,
     config = _config(llm, tmp_path)
     config.llm.repair_attempts = 0
     bank = MemoryBank(tmp_path / "store", config)
-    bank._embedder = embedder  # noqa: SLF001
+    bank._embedder = embedder
 
     result = bank.session("Where is the Louvre?").intercept(
         "The Louvre is a museum in Paris, France."

@@ -18,7 +18,7 @@ from memory_bank.session.agents import ClusterDraft
 from memory_bank.session.keeper import GraphKeeper
 from memory_bank.session.models import PlanRequest, PlanResult
 from memory_bank.session.planning import plan_offline, should_terminate
-from memory_bank.session.session import Session, run_session
+from memory_bank.session.session import run_session
 from memory_bank.store.layout import is_store
 
 
@@ -199,7 +199,7 @@ def test_a_closed_session_refuses_intercepts_and_its_graph_serves_later_question
     from memory_bank.errors import SessionError
 
     bank = MemoryBank(tmp_path / "store", AppConfig())
-    bank._embedder = embedder  # noqa: SLF001 - reuse the session's model
+    bank._embedder = embedder
     session = bank.session("Where is the Louvre?")
     session.intercept("The Louvre is a museum in Paris, France. It opened in 1793.")
     exported = session.close()
@@ -212,7 +212,7 @@ def test_a_closed_session_refuses_intercepts_and_its_graph_serves_later_question
 
 def test_the_react_loop_runs_a_session_offline(tmp_path, embedder):
     bank = MemoryBank(tmp_path / "store", AppConfig())
-    bank._embedder = embedder  # noqa: SLF001
+    bank._embedder = embedder
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "louvre.md").write_text("# The Louvre\n\nThe Louvre is a museum in Paris, France.\n")
