@@ -479,7 +479,7 @@ def find_contradiction(
     pair = _value_pair(old, new, old_only, new_only)
     if pair is None and new.replaces:
         # "Bob replaced Alice as CEO of Acme": the old value is named in the later sentence.
-        named = [v for v in candidates_old if v.key in new.keys]
+        named = [v for v in candidates_old if _present(v, new.values)]
         pair = _replaced_pair(new, named, new_only)
     if pair is None:
         return None
@@ -556,7 +556,7 @@ def _matched_subject_names(
 
 def _is_subject(value: Value, subject_names: set[str]) -> bool:
     """A name the sentence is about ("Charmed" in "Charmed was broadcast by UPN") is not a value."""
-    return value.kind == "name" and any(_compatible(value.key, name) for name in subject_names)
+    return value.kind == "name" and any(_same_name(value.key, name) for name in subject_names)
 
 
 def _aliased(facts: SentenceFacts, value: Value) -> bool:
@@ -721,11 +721,18 @@ def _replaced_pair(
     cue = _REPLACEMENT_CUES.search(new.text)
     if cue is None:
         return None
-    by_key = {v.key: v for v in new.values}
     best: tuple[int, Value, Value] | None = None
     for old_value in named:
         news = [v for v in new_only if _same_kind(old_value.kind, v.kind)]
-        mention = by_key.get(old_value.key)
+        mention = next(
+            (
+                v
+                for v in new.values
+                if v.key == old_value.key
+                or (v.kind == "name" == old_value.kind and _name_contains(v, old_value))
+            ),
+            None,
+        )
         if len(news) != 1 or mention is None:
             continue
         distance = min(abs(mention.start - cue.end()), abs(cue.start() - mention.end))
@@ -737,7 +744,11 @@ def _replaced_pair(
 
 
 def _left_context(facts: SentenceFacts, value: Value, words: int = 3) -> frozenset[str]:
-    before = search_tokens(_outside_values(facts, 0, value.start))[-words:]
+    """The content words before a value, back to the previous value of its kind."""
+    start = max(
+        (v.end for v in facts.values if v.kind == value.kind and v.end <= value.start), default=0
+    )
+    before = search_tokens(_outside_values(facts, start, value.start))[-words:]
     return frozenset(stem_words(before))
 
 
