@@ -51,6 +51,9 @@ class NodeView:
     text: str  # the text claims are read from: the summary and the raw content or chunk
     title: str | None = None
     sentence_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    # The stored document a memory node comes from: one document does not contradict itself
+    # (its chunks are parts of one account, with no order between them).
+    document: str = ""
     _facts: TextFacts | None = None
 
     @property

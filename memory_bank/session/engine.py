@@ -128,6 +128,7 @@ class SessionEngine:
             text=text,
             title=title,
             sentence_vectors=sentences,
+            document=node.id.rsplit("-", 1)[0] if node.kind == "memory" else "",
         )
 
     def _session_sentences(self, node_id: str, text: str) -> dict[str, np.ndarray]:
