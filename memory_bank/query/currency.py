@@ -142,6 +142,27 @@ class Currency:
         index = self._index_of_chunk.get(node_id)
         return self.corpus.chunk_path(index) if index is not None else f"memory:{node_id}"
 
+    def tool_note(self, tool: str, arguments: dict) -> str:
+        """For an agent that reads a memory file (`cat`) or a chunk (`deep_retrieval`): what of
+        it a later memory superseded, to append to the tool's output."""
+        index = None
+        if tool == "cat":
+            index = self.corpus.index_of_path(
+                str(arguments.get("file", arguments.get("path", ""))).lstrip("/")
+            )
+        elif tool == "deep_retrieval":
+            index = self._index_of_chunk.get(str(arguments.get("chunk_id", "")))
+        if index is None:
+            return ""
+        lines = [
+            f"\n[memory note: {claim.conflict.old_sentence!r} was superseded on "
+            f"{_iso(claim.conflict.resolved_at or claim.current_node.timestamp)} by "
+            f"{claim.conflict.new_sentence!r} ({self._source(claim.current_node.id)}); "
+            "state the current value]"
+            for claim in self.supersessions([index]).get(index, [])
+        ]
+        return "".join(lines)
+
     # --- search -----------------------------------------------------------------------------
 
     def rerank(
