@@ -469,8 +469,6 @@ def find_contradiction(
     paraphrase = (
         cosine is not None and cosine >= PARAPHRASE_COSINE and (new.announces or new.replaces)
     )
-    if not (old.frame & new.frame) and not paraphrase:
-        return None
     subject_names = _matched_subject_names(old_about, new_about)
     candidates_old = [v for v in old.values if not _is_subject(v, subject_names)]
     candidates_new = [v for v in new.values if not _is_subject(v, subject_names)]
@@ -692,7 +690,12 @@ def _value_pair(
         (a, b) for a, b in pairs if not (_name_contains(a, b) or _dates_compatible(a.key, b.key))
     ]
     if len(pairs) > 1:
-        scored = [(len(_predicate(old, a) & _predicate(new, b)), a, b) for a, b in pairs]
+        # The pair sharing its predicate, then the pair of like values (a corrected date
+        # keeps its day and month).
+        scored = [
+            (len(_predicate(old, a) & _predicate(new, b)) + _date_parts_shared(a.key, b.key), a, b)
+            for a, b in pairs
+        ]
         best = max(score for score, _, _ in scored)
         pairs = [(a, b) for score, a, b in scored if score == best and best > 0]
     return pairs[0] if len(pairs) == 1 else None
@@ -770,6 +773,8 @@ def _best_by_context(
 
 
 def _date_parts_shared(first: str, second: str) -> int:
+    if not (first.startswith("d:") and second.startswith("d:")):
+        return 0
     a, b = first[2:].split("-"), second[2:].split("-")
     return sum(1 for x, y in zip(a, b, strict=False) if x == y and x.strip("-"))
 
