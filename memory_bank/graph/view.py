@@ -47,7 +47,9 @@ class GraphView:
 
     @property
     def state(self) -> GraphState:
-        self.refresh()
+        """The graph as last refreshed (loaded on first use; `refresh()` once per request)."""
+        if self._state is None:
+            self.refresh()
         assert self._state is not None
         return self._state
 

@@ -49,6 +49,7 @@ class Currency:
         """The superseded and current claims of the memories read (by memory index), as the
         answer role takes them."""
         indices = list(indices)
+        self.view.refresh()
         found: list[ClaimHistory] = []
         for index, supersessions in self.supersessions(indices).items():
             for claim in supersessions:
@@ -145,6 +146,7 @@ class Currency:
     def tool_note(self, tool: str, arguments: dict) -> str:
         """For an agent that reads a memory file (`cat`) or a chunk (`deep_retrieval`): what of
         it a later memory superseded, to append to the tool's output."""
+        self.view.refresh()
         index = None
         if tool == "cat":
             index = self.corpus.index_of_path(
@@ -170,6 +172,7 @@ class Currency:
     ) -> list[SearchHit]:
         """Hits with history notes; the current memory of a superseded matching claim right
         above the hit that states the old one."""
+        self.view.refresh()
         terms = list(stem_all(search_tokens(query)))
         indices = [self._index_of_chunk.get(h.chunk_id) for h in hits if h.kind == "chunk"]
         claims = self.supersessions(i for i in indices if i is not None)
