@@ -167,6 +167,34 @@ class Currency:
 
     # --- search -----------------------------------------------------------------------------
 
+    def session_hits(self, query: str, query_vector: np.ndarray, k: int) -> list[SearchHit]:
+        """The current session memories (graph nodes no stored file stands for) that match
+        `query`, scored like the store's hybrid search (alpha * BM25 / best + (1 - alpha) *
+        cosine over the graph), as hits of kind "memory"."""
+        graph = self.view.state.graph
+        if not any(n.kind == "session" and n.is_current for n in graph.nodes.values()):
+            return []
+        from memory_bank.text.lexicon import stemmed_search_tokens
+
+        ranked = graph.top_k(query_vector, stemmed_search_tokens(query), k * 4)
+        hits = []
+        for node_id, score in ranked:
+            node = graph.nodes[node_id]
+            if node.kind != "session":
+                continue
+            hits.append(
+                SearchHit(
+                    chunk_path="",
+                    chunk_id=node.id,
+                    source=node.source,
+                    document_id="",
+                    score=float(score),
+                    text=node.summary,
+                    kind="memory",
+                )
+            )
+        return hits[:k]
+
     def rerank(
         self, hits: list[SearchHit], query: str, hit_for: Callable[[int, float], SearchHit]
     ) -> list[SearchHit]:

@@ -109,10 +109,18 @@ class QueryService:
 
     def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
         """Hits best first; a memory whose claim replaced a matching hit's is ranked above it
-        and the hit carries the history (`query.currency`)."""
+        and the hit carries the history (`query.currency`); in hybrid mode, session memories
+        of the Query Graph (kind "memory") compete for the places by the same score."""
         opened = self._current()
         hits = opened.searcher.search(query, top_k=top_k, mode=mode)
-        return opened.currency.rerank(hits, query, opened.hybrid.corpus.chunk_hit)
+        hits = opened.currency.rerank(hits, query, opened.hybrid.corpus.chunk_hit)
+        if mode == "hybrid" and query.strip():
+            # What sessions learned (graph memories without a file) competes by the same score.
+            k = top_k or self.config.retrieval.top_k
+            found = opened.currency.session_hits(query, opened.hybrid.encode_query(query), k)
+            if found:
+                hits = sorted(hits + found, key=lambda hit: -hit.score)[:k]
+        return hits
 
     def tree(self) -> DirectoryNode:
         return self._current().reader.tree()

@@ -208,6 +208,8 @@ def test_a_closed_session_refuses_intercepts_and_its_graph_serves_later_question
     with pytest.raises(SessionError):
         session.intercept("more")
     assert bank.graph().session_nodes == 1
+    [hit] = bank.search("When did the Louvre open?")  # the empty store's only memory
+    assert hit.kind == "memory" and "1793" in hit.text and hit.chunk_id == exported.nodes[0].id
 
 
 def test_the_react_loop_runs_a_session_offline(tmp_path, embedder):
