@@ -71,7 +71,13 @@ def texts(limit: int) -> list[str]:
             f"{t['speaker']}: {t['content']}"
             for t in json.loads(meeting.read_text())["meeting_transcripts"]
         ]
-        found += [" ".join(turns[i : i + 6]) for i in range(0, len(turns), 6)]
+        found += [" ".join(turns[i : i + 3]) for i in range(0, len(turns), 3)]
+    if len(found) < limit:  # then the HotpotQA paragraphs' sentences, two at a time
+        for _, sentences in sorted(corpus.items()):
+            found += [
+                " ".join(s.strip() for s in sentences[i : i + 2])
+                for i in range(0, len(sentences), 2)
+            ]
     return found[:limit]
 
 
@@ -88,7 +94,8 @@ def main() -> None:
     config = AppConfig()
     embedder = Embedder(config.embedding)
     corpus = texts(args.nodes + args.intercepts)
-    nodes_text, contexts = corpus[: args.nodes], corpus[args.nodes :]
+    # The intercepted contexts come from the front (HotpotQA paragraphs), the nodes after them.
+    contexts, nodes_text = corpus[: args.intercepts], corpus[args.intercepts :]
     started = time.perf_counter()
     vectors = embedder.encode(nodes_text)
     embed_seconds = time.perf_counter() - started

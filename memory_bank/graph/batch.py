@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memory_bank.graph.analysis import NodeView, Relationship, analyze_offline, two_phase
-from memory_bank.graph.graph import QueryGraph, compose_embedding, node_terms
+from memory_bank.graph.graph import QueryGraph, compose_embedding, query_terms
 from memory_bank.graph.model import Conflict, GraphNode
 from memory_bank.tasks import TaskMap, run_serially
 
@@ -99,7 +99,7 @@ def candidate_tasks(
             for other in new_ids
             if (graph.nodes[other].timestamp, other) >= (node.timestamp, node_id)
         }
-        found = graph.retrieve(node.embedding, node_terms(node), k, exclude=later)
+        found = graph.retrieve(node.embedding, query_terms(node), k, exclude=later)
         if found:
             tasks.append(AnalyzeTask(view(node_id), [view(other.id) for other in found]))
     return tasks

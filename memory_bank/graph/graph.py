@@ -40,7 +40,14 @@ def compose_embedding(summary_vector: np.ndarray, context_vector: np.ndarray | N
 
 
 def node_terms(node: GraphNode) -> list[str]:
+    """What BM25 indexes of a node: its summary, context and keywords."""
     return stemmed_search_tokens(f"{node.summary} {node.context} {' '.join(node.keywords)}")
+
+
+def query_terms(node: GraphNode) -> list[str]:
+    """What a node asks BM25 for when it looks for candidates: its keywords and context
+    (seed 002 §6.1: `query_keywords`), not every word of its summary."""
+    return stemmed_search_tokens(f"{node.context} {' '.join(node.keywords)}")
 
 
 @dataclass
@@ -274,21 +281,24 @@ class QueryGraph:
                 scores[node_id] = scores.get(node_id, 0.0) + idf * frequency * (BM25_K1 + 1) / norm
         return scores
 
-    def scores(self, query_vector: np.ndarray, query_terms: Sequence[str]) -> dict[str, float]:
-        """Hybrid score of every current node (seed 002 §6.1)."""
-        if not self._ids:
-            return {}
-        cosines = self._matrix[: len(self._ids)] @ np.asarray(query_vector, dtype=np.float32)
+    def score_array(self, query_vector: np.ndarray, query_terms: Sequence[str]) -> np.ndarray:
+        """Hybrid score of every current node, row i = `self._ids[i]` (seed 002 §6.1)."""
+        count = len(self._ids)
+        if not count:
+            return np.zeros(0, dtype=np.float32)
+        alpha = self.alpha
+        scores = (1 - alpha) * (self._matrix[:count] @ np.asarray(query_vector, dtype=np.float32))
         lexical = self.bm25(query_terms)
         best = max(lexical.values(), default=0.0)
-        alpha = self.alpha
-        scores = {
-            node_id: (1 - alpha) * float(c) for node_id, c in zip(self._ids, cosines, strict=True)
-        }
         if best > 0:
             for node_id, value in lexical.items():
-                scores[node_id] += alpha * value / best
+                scores[self._rows[node_id]] += alpha * value / best
         return scores
+
+    def scores(self, query_vector: np.ndarray, query_terms: Sequence[str]) -> dict[str, float]:
+        """Hybrid score of every current node, by id."""
+        array = self.score_array(query_vector, query_terms)
+        return {node_id: float(score) for node_id, score in zip(self._ids, array, strict=True)}
 
     def top_k(
         self,
@@ -297,12 +307,20 @@ class QueryGraph:
         k: int,
         exclude: Iterable[str] = (),
     ) -> list[tuple[str, float]]:
-        excluded = set(exclude)
-        scored = [
-            (i, s) for i, s in self.scores(query_vector, query_terms).items() if i not in excluded
-        ]
-        scored.sort(key=lambda item: (-item[1], item[0]))
-        return scored[:k]
+        """The `k` best current nodes not in `exclude`, best first (ties by id)."""
+        scores = self.score_array(query_vector, query_terms)
+        if not len(scores) or k <= 0:
+            return []
+        excluded = [self._rows[i] for i in set(exclude) if i in self._rows]
+        if excluded:
+            scores[excluded] = -np.inf
+        take = min(k + 8, len(scores))  # a few more, so ties are broken by id as documented
+        rows = np.argpartition(-scores, take - 1)[:take]
+        ranked = sorted(
+            ((self._ids[r], float(scores[r])) for r in rows if np.isfinite(scores[r])),
+            key=lambda item: (-item[1], item[0]),
+        )
+        return ranked[:k]
 
     def retrieve(
         self,

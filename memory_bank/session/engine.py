@@ -26,7 +26,7 @@ import numpy as np
 from memory_bank.graph.analysis import NodeView, Relationship, two_phase, with_relation
 from memory_bank.graph.batch import conflict_record, context_text, refresh_contexts
 from memory_bank.graph.claims import Contradiction
-from memory_bank.graph.graph import compose_embedding, node_terms
+from memory_bank.graph.graph import compose_embedding, node_terms, query_terms
 from memory_bank.graph.model import Conflict, GraphNode, HistoryEntry, MergeEvent
 from memory_bank.graph.persist import GraphState
 from memory_bank.index.embedding import Embedder
@@ -150,7 +150,7 @@ class SessionEngine:
         for _ in range(MAX_CASCADE + 1):
             node = self.graph.nodes[outcome.node_id]
             found = self.graph.retrieve(
-                node.embedding, node_terms(node), self.top_k, exclude=excluded
+                node.embedding, query_terms(node), self.top_k, exclude=excluded
             )
             outcome.candidate_rounds.append([c.id for c in found])
             if not found:
