@@ -103,14 +103,16 @@ def main() -> None:
     # --- the batch graph step of one ingest of every node ---------------------------------
     graph = QueryGraph(config.retrieval.alpha)
     ids = [f"m{i:06d}" for i in range(len(nodes_text))]
-    for node_id, text, vector in zip(ids, nodes_text, vectors, strict=True):
-        graph.add_node(memory_node(node_id, text, text[:80], [], vector, time.time(), "bench"))
+    fresh = [
+        memory_node(node_id, text, text[:80], [], vector, time.time(), "bench")
+        for node_id, text, vector in zip(ids, nodes_text, vectors, strict=True)
+    ]
     views = {
         node_id: NodeView(node_id, text, text[:80], [], 0.0, vector, text)
         for node_id, text, vector in zip(ids, nodes_text, vectors, strict=True)
     }
     started = time.perf_counter()
-    tasks = candidate_tasks(graph, ids, views.__getitem__, config.retrieval.top_k)
+    tasks = candidate_tasks(graph, fresh, views.__getitem__, config.retrieval.top_k)
     retrieve_seconds = time.perf_counter() - started
     started = time.perf_counter()
     results = run_tasks(tasks, analyze_call=analyze_tasks)

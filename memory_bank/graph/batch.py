@@ -86,22 +86,19 @@ def analyze_tasks(
 
 def candidate_tasks(
     graph: QueryGraph,
-    new_ids: Sequence[str],
+    new_nodes: Sequence[GraphNode],
     view: Callable[[str], NodeView],
     k: int,
 ) -> list[AnalyzeTask]:
-    """One task per new node: its hybrid top-k and their neighbours, each pair once."""
+    """Add `new_nodes` to the graph, oldest first, each after looking up its candidates (the
+    hybrid top-k and their neighbours among the nodes already there): each pair once, the
+    later node judging the earlier."""
     tasks = []
-    for node_id in new_ids:
-        node = graph.nodes[node_id]
-        later = {
-            other
-            for other in new_ids
-            if (graph.nodes[other].timestamp, other) >= (node.timestamp, node_id)
-        }
-        found = graph.retrieve(node.embedding, query_terms(node), k, exclude=later)
+    for node in sorted(new_nodes, key=lambda n: (n.timestamp, n.id)):
+        found = graph.retrieve(node.embedding, query_terms(node), k)
+        graph.add_node(node)
         if found:
-            tasks.append(AnalyzeTask(view(node_id), [view(other.id) for other in found]))
+            tasks.append(AnalyzeTask(view(node.id), [view(other.id) for other in found]))
     return tasks
 
 

@@ -446,25 +446,23 @@ class GraphKeeper:
                 memories.extra_texts[item.chunk_id] = item.text
                 memories.extra_titles[item.chunk_id] = item.title or ""
                 memories.extra_sentences[item.chunk_id] = item.sentence_vectors
-            new_ids = []
-            for item in commit.added:
-                if item.chunk_id in graph.nodes:
-                    continue
-                graph.add_node(
-                    memory_node(
-                        item.chunk_id,
-                        item.summary,
-                        item.context,
-                        item.keywords,
-                        item.vector,
-                        item.timestamp,
-                        item.source,
-                    )
+            fresh = [
+                memory_node(
+                    item.chunk_id,
+                    item.summary,
+                    item.context,
+                    item.keywords,
+                    item.vector,
+                    item.timestamp,
+                    item.source,
                 )
-                new_ids.append(item.chunk_id)
-            outcome.nodes_added = len(new_ids)
+                for item in commit.added
+                if item.chunk_id not in graph.nodes
+            ]
+            new_ids = [node.id for node in fresh]
             engine = self._engine()
-            tasks = candidate_tasks(graph, new_ids, engine.view, self.config.retrieval.top_k)
+            tasks = candidate_tasks(graph, fresh, engine.view, self.config.retrieval.top_k)
+            outcome.nodes_added = len(new_ids)
             results = run_tasks(tasks, self.map_calls, self.analyze_call)
             apply_verdicts(
                 graph, tasks, results, self.embedder.encode, time.time(), outcome, new_ids=new_ids
