@@ -32,6 +32,9 @@ import numpy as np
 
 from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
+from memory_bank.graph.batch import GraphCommit
+from memory_bank.graph.persist import GRAPH_DIR, drop_checkpoints, write_records
+from memory_bank.ingest.graph_step import GraphStep, memory_inputs
 from memory_bank.ingest.stages import compose_readmes, embed_readmes, plan_tree, taxonomy_items
 from memory_bank.ingest.work import (
     MemoryParts,
@@ -144,9 +147,11 @@ class StoreCommitter:
         backend: LLMBackend,
         encode_texts: Callable[[list[str]], np.ndarray],
         map_calls: TaskMap = run_serially,
+        graph: GraphStep | None = None,
     ) -> None:
         self.store = Path(store)
         self.location = StoreLocation(store)
+        self.graph = graph
         self.config = config
         self.backend = backend
         self.encode_texts = encode_texts
@@ -257,6 +262,8 @@ class StoreCommitter:
                 reorganizations = [*reorganizations, operation.model_dump(mode="json")]
         reorganizations = reorganizations[-KEPT_REORGANIZATIONS:]
 
+        graph_files = self._graph_step(state, base, added, removed, result)
+        clock.lap("graph")
         ledger = _ledger_after(live, request, self.backend)
         recipe = memory_recipe(self.config)
         if state is not None and not added.memories:  # a removal keeps the store's recipe
@@ -286,8 +293,13 @@ class StoreCommitter:
             taxonomy_config=self.config.taxonomy,
             skip_if_unchanged=True,
             reuse_files=self._unchanged_files(state, parts, chunk_paths, readmes, stale),
+            bank_files=graph_files[0] if graph_files else None,
         )
         clock.lap("write")
+        if graph_files and stats_written.written:
+            drop_checkpoints(self.location.graph_log_dir, graph_files[1])
+        if self.graph is not None:
+            self.graph.committed()
         result.store_version = stats_written.store_version
         result.written = stats_written.written
         result.directories = stats_written.directories
@@ -306,6 +318,41 @@ class StoreCommitter:
             ledger=ledger,
         )
         return result
+
+    def _graph_step(
+        self,
+        state: StoreState | None,
+        base: MemoryParts,
+        added: MemoryParts,
+        removed: set[str],
+        result: CommitResult,
+    ) -> tuple[Callable[[Path], None], int] | None:
+        """The graph's part of the commit: memory nodes for the added memories (analysed for
+        related, merged and conflicting memories), none for the removed ones."""
+        if self.graph is None:
+            return None
+        removed_chunks = [
+            str(m.metadata["chunk_id"])
+            for m in (state.parts.memories if state else [])
+            if m.metadata.get("document_id") in removed
+        ]
+        commit = GraphCommit(
+            added=memory_inputs(added, time.time()),
+            removed=removed_chunks,
+            chunk_ids_after={str(m.metadata["chunk_id"]) for m in base.memories}
+            | {str(m.metadata["chunk_id"]) for m in added.memories},
+        )
+        records, seq, outcome = self.graph.prepare_commit(commit)
+        result.graph = {
+            "nodes_added": outcome.nodes_added,
+            "nodes_removed": outcome.nodes_removed,
+            "pairs_analysed": outcome.pairs,
+            "related": outcome.related,
+            "merges": outcome.merges,
+            "conflicts": len(outcome.conflicts),
+            "checkpoint": seq,
+        }
+        return (lambda bank: write_records(bank / GRAPH_DIR, records, seq)), seq
 
     def _unchanged_files(
         self,
