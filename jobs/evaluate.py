@@ -17,6 +17,8 @@ queries always run in this process.
 What is scored is what each mode hands a reader:
 - search modes: the chunk text of each hit (`SearchHit.text`), in rank order, attributed to the
   hit's source document; README hits of tree mode use budget but cover no evidence.
+- descent1 / descent3: every memory of the leaves reached from the root by README scores alone
+  (beam 1 / beam 3), best hybrid score first; `hit` counts a gold source among them.
 - ask: the agent's answer. Each cited chunk file becomes one passage holding the answer sentences
   quoted from that chunk (so the answer's tokens count once against a budget); a cited chunk the
   answer does not quote carries the whole answer. R@k ranks the cited files' sources in citation
@@ -62,7 +64,11 @@ from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
 from memory_bank.text.sources import load_sources
 
-EVAL_MODES: tuple[str, ...] = ("bm25", "vector", "hybrid", "tree", "ask")
+EVAL_MODES: tuple[str, ...] = ("bm25", "vector", "hybrid", "tree", "ask", "descent1", "descent3")
+# Descent modes: the memories of the leaves a README-only descent from the root reaches with a
+# beam of this many directories per level (`MemoryBank.descend`); scored like a search result,
+# plus `hit`, whether any of them comes from a gold source.
+DESCENT_BEAMS = {"descent1": 1, "descent3": 3}
 Runner = Literal["local", "ray"]
 # Hits per search: enough chunk texts to fill the largest token budget (4k tokens) even where
 # memories are short (HotpotQA paragraphs average about 95 tokens).
@@ -368,6 +374,8 @@ def run_questions(
     for mode in modes:
         if mode == "ask":
             bank.request("warm up", max_iterations=max_iterations)
+        elif mode in DESCENT_BEAMS:
+            bank.descend("warm up", beam_width=DESCENT_BEAMS[mode])
         else:
             bank.search("warm up", top_k=1, mode=mode)
 
@@ -383,7 +391,10 @@ def run_questions(
                 passages = index.answer_passages(answered.answer, answered.sources)
                 generated_answer = answered.answer
             else:
-                hits = bank.search(question.question, top_k=top_k, mode=mode)
+                if mode in DESCENT_BEAMS:
+                    hits = bank.descend(question.question, beam_width=DESCENT_BEAMS[mode])
+                else:
+                    hits = bank.search(question.question, top_k=top_k, mode=mode)
                 elapsed = time.perf_counter() - began
                 passages = [
                     Passage(
@@ -402,6 +413,7 @@ def run_questions(
                     latency_seconds=elapsed,
                     count_tokens=count_tokens,
                     generated_answer=generated_answer,
+                    whole_result_hit=mode in DESCENT_BEAMS,
                 )
             )
         if number % 25 == 0 or number == len(dataset.questions):

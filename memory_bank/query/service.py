@@ -101,6 +101,10 @@ class QueryService:
     def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
         return self._current().searcher.search(query, top_k=top_k, mode=mode)
 
+    def descend(self, query: str, beam_width: int | None = None) -> list[SearchHit]:
+        width = beam_width or self.config.retrieval.beam_width
+        return self._current().searcher.descend(query, width)
+
     def tree(self) -> DirectoryNode:
         return self._current().reader.tree()
 
