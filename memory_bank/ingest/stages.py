@@ -30,7 +30,8 @@ from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store.tables import SentenceRecord
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import TaxonomyItem, flat_fallback, validate_taxonomy
-from memory_bank.taxonomy.readme import ReadmeFileEntry
+from memory_bank.taxonomy.readme import ReadmeFileEntry, ReadmeHighlight
+from memory_bank.taxonomy.summary import subtree_highlights
 from memory_bank.text.chunking import chunk_document
 from memory_bank.text.sources import FileReader, SourceLoad, document_from_text, load_sources
 
@@ -123,6 +124,34 @@ def ensure_valid_tree(
     return tree
 
 
+def readme_highlights(
+    tree: DirectoryNode,
+    memories: Sequence[MemorizedChunk],
+    vectors: np.ndarray,
+    chunk_paths: Mapping[int, str],
+) -> dict[str, list[ReadmeHighlight]]:
+    """The summary material of every directory of `tree` (`taxonomy.summary`): TL;DRs of its
+    subtree's central and diverse memories; `vectors` row i belongs to `memories[i]`."""
+    by_index = {memory.index: memory for memory in memories}
+    row_of = {memory.index: row for row, memory in enumerate(memories)}
+    chosen = subtree_highlights(tree, vectors, row_of)
+    return {
+        path: [
+            ReadmeHighlight(
+                text=by_index[index].tldr,
+                file=_relative_to(chunk_paths[index], path),
+            )
+            for index in indices
+        ]
+        for path, indices in chosen.items()
+    }
+
+
+def _relative_to(chunk_path: str, directory: str) -> str:
+    prefix = directory.strip("/")
+    return chunk_path.removeprefix(prefix + "/") if prefix else chunk_path
+
+
 def compose_readmes(
     tree: DirectoryNode,
     memories: Sequence[MemorizedChunk],
@@ -130,25 +159,38 @@ def compose_readmes(
     config: TaxonomyConfig,
     backend: LLMBackend,
     map_subtrees: TaskMap = run_serially,
+    vectors: np.ndarray | None = None,
 ) -> dict[str, str]:
-    """README text of every directory of `tree` (tree path -> text).
+    """README text of every directory of `tree` (tree path -> text); with `vectors` (row i
+    for `memories[i]`) each README gets its subtree's summary (`readme_highlights`).
 
     Above `coarse_threshold` memories each top-level subtree is composed by one call of
-    `map_subtrees` (a README depends only on its directory and its children, so the parts are
-    independent); a small tree is composed in one go, where shipping parts would cost more.
+    `map_subtrees` (a README depends only on its directory, its children and its highlights, so
+    the parts are independent); a small tree is composed in one go, where shipping parts would
+    cost more.
     """
+    highlights = (
+        readme_highlights(tree, memories, vectors, chunk_paths) if vectors is not None else {}
+    )
     if len(memories) <= config.coarse_threshold:
-        return compose_subtree_readmes(tree, memories, chunk_paths, backend)
+        return compose_subtree_readmes(tree, memories, chunk_paths, backend, highlights)
     by_index = {memory.index: memory for memory in memories}
     calls = []
     for subtree in tree.children:
         indices = [i for node in subtree.iter_nodes() for i in node.chunk_indices]
         part = [by_index[i] for i in indices]
-        calls.append((subtree, part, {i: chunk_paths[i] for i in indices}, backend))
+        part_highlights = {
+            node.path: highlights.get(node.path, []) for node in subtree.iter_nodes()
+        }
+        calls.append(
+            (subtree, part, {i: chunk_paths[i] for i in indices}, backend, part_highlights)
+        )
     readmes: dict[str, str] = {}
     for part in map_subtrees(compose_subtree_readmes, calls):
         readmes.update(part)
-    root = ReadmeRequest(node=tree, child_dirs=list(tree.children), files=[])
+    root = ReadmeRequest(
+        node=tree, child_dirs=list(tree.children), files=[], highlights=highlights.get("/", [])
+    )
     readmes["/"] = backend.readme(root).text
     return readmes
 
@@ -158,6 +200,7 @@ def compose_subtree_readmes(
     memories: Sequence[MemorizedChunk],
     chunk_paths: Mapping[int, str],
     backend: LLMBackend,
+    highlights: Mapping[str, Sequence[ReadmeHighlight]] | None = None,
 ) -> dict[str, str]:
     """README text for `node` and every directory below it (tree path -> text), each from the
     backend's readme role."""
@@ -173,7 +216,7 @@ def compose_subtree_readmes(
         ]
         for directory in node.iter_nodes()
     }
-    requests = readme_requests(node, files_by_directory)
+    requests = readme_requests(node, files_by_directory, dict(highlights or {}))
     results = backend.readmes(requests)
     return {
         request.node.path: result.text for request, result in zip(requests, results, strict=True)

@@ -2,7 +2,8 @@
 
 memorize: extractive memories (MMR over sentence vectors, `memorize.extractive`); organize:
 hierarchical clustering with terms-based names (`taxonomy`); place: descent to the closest
-directory (`taxonomy.placement`); readme: text composed from the children (`taxonomy.readme`);
+directory (`taxonomy.placement`); readme: the extractive summary of the subtree (`taxonomy.summary`) and the children
+(`taxonomy.readme`);
 navigate: retrieval-guided tree descent with an extractive answer (`query.navigation`).
 """
 
@@ -63,7 +64,10 @@ class OfflineBackend:
         return PlaceResult(tree=tree)
 
     def readme(self, request: ReadmeRequest) -> ReadmeResult:
-        return ReadmeResult(text=compose_readme(request.node, request.child_dirs, request.files))
+        text = compose_readme(
+            request.node, request.child_dirs, request.files, highlights=request.highlights
+        )
+        return ReadmeResult(text=text)
 
     def readmes(self, requests: Sequence[ReadmeRequest]) -> list[ReadmeResult]:
         return [self.readme(request) for request in requests]

@@ -35,9 +35,8 @@ from memory_bank.schemas import DirectoryNode
 from memory_bank.taxonomy.clustering import NATURAL_MAX_BRANCHING, branching_factor
 from memory_bank.taxonomy.fit import FitBounds, new_topic
 from memory_bank.taxonomy.items import TaxonomyItem
-from memory_bank.taxonomy.labels import child_path
 from memory_bank.taxonomy.naming import describe_parent, humanize, make_unique
-from memory_bank.taxonomy.planner import memory_count, plan_group, rebase
+from memory_bank.taxonomy.planner import child_path, memory_count, plan_group, rebase
 from memory_bank.taxonomy.validate import validate_taxonomy
 
 MAX_GROWTH = 0.5  # new memories per stored memory above which the tree is planned anew
