@@ -3,11 +3,10 @@
 1. evidence (`gather_evidence`): per directory, how many of its memories and of its documents
    use each term (`terms.TermMatrix`: words and two-word key phrases), how many memories have it
    among their memorized key terms, and its most central memory;
-2. candidates (`candidates`): the key terms (memorize's titles and keywords, of at least
-   `MIN_CURATED` of the members) that pass the cohesion test, i.e. describe most members rather
-   than one: the geometric mean of the share of memories and the share of documents using the
-   term is at least `COHESION`; scored by that cohesion, by how much more the directory uses the
-   term than its siblings do, and by how often memorize picked it as a key term;
+2. candidates (`candidates`): the terms that pass the cohesion test, i.e. describe most members
+   rather than one: the geometric mean of the share of memories and the share of documents using
+   the term is at least `COHESION`; scored by that cohesion, by how much more the directory uses
+   the term than its siblings do, and by how often memorize picked it as a key term;
 3. distinct among siblings (`name_siblings`): directories take their best candidate, the most
    confident first; a name equal to or a variant of a sibling's is passed over;
 4. a directory without a cohesive candidate (or whose candidates the siblings took) is named by a
@@ -41,9 +40,6 @@ DISTINCT_FLOOR = 0.05
 PHRASE_BONUS = 1.25
 # Terms memorize never picked as a key term of any member keep this share of their score.
 CURATED_FLOOR = 0.25
-# A name is a key term of some members (memorize's titles and keywords), at least this share:
-# words every member uses but none is about ("came", "told") are no names.
-MIN_CURATED = 0.1
 EVIDENCE_TERMS = 200  # terms kept per directory: enough to compare top-level groups
 DESCRIPTION_TERMS = 3
 LISTED_CHILDREN = 7  # subdirectories a description names before "and N more"
@@ -85,7 +81,7 @@ class Candidate(NamedTuple):
 @dataclass(frozen=True)
 class DirectoryName:
     name: str
-    terms: tuple[str, ...]  # display forms of the cohesive terms, best first (for descriptions)
+    terms: tuple[str, ...]  # display forms of the terms descriptions name, best first
 
 
 # --- 1. evidence ------------------------------------------------------------------------------
@@ -170,8 +166,11 @@ def central_phrase(item: TaxonomyItem, matrix: TermMatrix, coverage: np.ndarray)
 # --- 2. candidates ----------------------------------------------------------------------------
 
 
-def candidates(group: GroupEvidence, siblings: Sequence[GroupEvidence]) -> list[Candidate]:
-    """The terms of `group` that pass the cohesion test, best first (ties alphabetical).
+def candidates(
+    group: GroupEvidence, siblings: Sequence[GroupEvidence], cohesion_test: bool = True
+) -> list[Candidate]:
+    """The key terms of `group` that pass the cohesion test (all of them, scored alike, with
+    `cohesion_test` False), best first (ties alphabetical).
 
     `siblings` are all directories of the level, `group` among them (by identity)."""
     others = [sibling for sibling in siblings if sibling is not group]
@@ -181,7 +180,7 @@ def candidates(group: GroupEvidence, siblings: Sequence[GroupEvidence]) -> list[
         memory_share = counts.memories / max(group.size, 1)
         document_share = counts.documents / max(group.documents, 1)
         cohesion = math.sqrt(memory_share * document_share)
-        if cohesion < COHESION or counts.curated < max(1.0, MIN_CURATED * group.size):
+        if cohesion_test and cohesion < COHESION:
             continue
         lift = 1.0
         if other_size:
@@ -226,15 +225,30 @@ def name_siblings(
         chosen[g] = fresh[0] if fresh else next((name for name in options if name), "")
     names = [chosen[g] or f"{FALLBACK_STEM}_{g + 1}" for g in range(len(groups))]
     return [
-        DirectoryName(
-            name,
-            tuple(
-                groups[g].spellings.get(term, term)
-                for term in distinct_terms([c.term for c in ranked[g]], DESCRIPTION_TERMS)
-            ),
-        )
+        DirectoryName(name, _description_terms(groups[g], groups))
         for g, name in enumerate(make_unique(names))
     ]
+
+
+def _description_terms(group: GroupEvidence, siblings: Sequence[GroupEvidence]) -> tuple[str, ...]:
+    """What a description names: the best key terms, cohesive ones first, then those of some
+    members (a description may list what several members are about; a name may not)."""
+    ranked = candidates(group, siblings) + candidates(group, siblings, cohesion_test=False)
+    terms = distinct_terms(dict.fromkeys(candidate.term for candidate in ranked), DESCRIPTION_TERMS)
+    return tuple(group.spellings.get(term, term) for term in terms)
+
+
+def name_among(
+    group: GroupEvidence, siblings: Sequence[GroupEvidence], taken: Iterable[str]
+) -> DirectoryName:
+    """The name of a directory joining named siblings (their evidence in `siblings`, their
+    names in `taken`): its best candidate among them that no sibling has, else its phrase."""
+    levels = [*siblings, group]
+    options = [name_from_terms([term]) for term in _name_options(group, candidates(group, levels))]
+    taken = list(taken)
+    fresh = [name for name in options if name and not _clashes(name, taken)]
+    name = fresh[0] if fresh else next((name for name in options if name), FALLBACK_STEM)
+    return DirectoryName(make_unique([*taken, name])[-1], _description_terms(group, levels))
 
 
 def name_alone(group: GroupEvidence, fallback: str) -> DirectoryName:

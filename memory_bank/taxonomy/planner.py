@@ -33,6 +33,7 @@ from memory_bank.taxonomy.naming import (
     humanize,
     make_unique,
     name_alone,
+    name_among,
     name_siblings,
 )
 from memory_bank.taxonomy.terms import TermMatrix
@@ -182,6 +183,25 @@ def plan_group(
         name = name_alone(summary, f"{FALLBACK_STEM}_{group_id + 1}")
         node = labels.node(clusters, name, child_path("/", name.name), summary.central_tldr)
         return GroupPlan(node, summary)
+
+
+def name_new_top_level(
+    tree: DirectoryNode,
+    items: Sequence[TaxonomyItem],
+    vectors: np.ndarray,
+    new_rows: Sequence[int],
+) -> DirectoryName:
+    """A name for a new top-level directory of the memories `new_rows` (rows of `items`, which
+    hold every memory of the store, row i = memory i), chosen among the directories already under
+    the root of `tree`, whose names it avoids."""
+    groups = [
+        np.array(sorted(i for leaf in child.leaves() for i in leaf.chunk_indices), dtype=np.int64)
+        for child in tree.children
+    ]
+    groups.append(np.array(sorted(new_rows), dtype=np.int64))
+    with single_threaded():
+        evidence = _Labels(items, vectors).evidence(groups)
+    return name_among(evidence[-1], evidence[:-1], [child.name for child in tree.children])
 
 
 def plan_subtree(

@@ -27,11 +27,14 @@ PARENT_SENTENCES = 5
 # Weight of closeness to the subtree's mean against unlikeness to the memories already chosen
 # (as in memorize's MMR over a chunk's sentences).
 RELEVANCE = 0.7
+# A memory this close to one already chosen says the same thing (a repeated boilerplate
+# paragraph, the same passage in two files): never chosen.
+NEAR_DUPLICATE = 0.95
 
 
 def choose_central(vectors: np.ndarray, count: int) -> list[int]:
     """Positions (rows of `vectors`, unit length) of up to `count` central and diverse rows, in
-    the order chosen (ties: the lower position)."""
+    the order chosen (ties: the lower position); near-duplicates of a chosen row are skipped."""
     if not len(vectors) or count < 1:
         return []
     data = vectors.astype(np.float64)
@@ -43,7 +46,10 @@ def choose_central(vectors: np.ndarray, count: int) -> list[int]:
         redundancy = np.where(np.isfinite(closest_chosen), closest_chosen, 0.0)
         scores = RELEVANCE * relevance - (1.0 - RELEVANCE) * redundancy
         scores[chosen] = -np.inf
+        scores[closest_chosen > NEAR_DUPLICATE] = -np.inf
         best = int(np.argmax(scores))
+        if not np.isfinite(scores[best]):
+            break
         chosen.append(best)
         closest_chosen = np.maximum(closest_chosen, data @ data[best])
     return chosen

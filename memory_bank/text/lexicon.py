@@ -224,8 +224,15 @@ SPOKEN_FILLER_WORDS = frozenset(
     ["right", "gonna", "wanna", "sure", "actually", "maybe", "guess", "stuff", "alright"]
     + ["basically", "probably", "anyway", "kinda", "sorta", "hmm", "mhm", "uhm", "erm"]
 )
+# Verbs every narrative and biography uses: what happened, never what it is about ("came").
+COMMON_VERBS = frozenset(
+    ["came", "went", "took", "saw", "told", "asked", "began", "gave", "found", "thought"]
+    + ["looked", "heard", "knew", "left", "felt", "turned", "seemed", "tried", "brought", "kept"]
+    + ["ran", "stood", "sat", "fell", "became", "become", "born", "died", "released", "worked"]
+    + ["known", "named", "held", "led", "won", "lost", "started", "returned", "wanted", "sort"]
+)
 # A directory name says what is inside: no function, generic or filler word ("yeah_right").
-NAME_STOPWORDS = FUNCTION_WORDS | GENERIC_WORDS | FILLER_WORDS | SPOKEN_FILLER_WORDS
+NAME_STOPWORDS = FUNCTION_WORDS | GENERIC_WORDS | FILLER_WORDS | SPOKEN_FILLER_WORDS | COMMON_VERBS
 # Words that shape a question but say nothing about its topic.
 QUESTION_WORDS = frozenset(
     [
