@@ -298,13 +298,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--qmsum-meetings", type=int, default=35)
     parser.add_argument("--only", default="mixed,sample,retrieval")
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--big-store", type=Path, default=None)
     args = parser.parse_args(argv)
     parts = {part.strip() for part in args.only.split(",") if part.strip()}
     config = AppConfig()
     stores: dict[str, tuple[Path, EvalDataset]] = {}
     if parts & {"mixed", "retrieval"}:
-        for name in DATASETS:
+        for name in [part.strip() for part in args.datasets.split(",") if part.strip()]:
             dataset = dataset_for(name, args.eval_dir, args.work, args.qmsum_meetings)
             bank = MemoryBank(args.work / name / "store", config=config)
             ingest_corpus(bank, dataset)

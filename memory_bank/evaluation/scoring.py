@@ -73,8 +73,11 @@ def score_question(
     """All metrics of one question for one mode, from its ranked passages (best first);
     `whole_result_hit` also scores whether any passage at all comes from a gold source."""
     # Corpus-relative sources once; a passage kept whole under several budgets is scored once.
-    in_corpus = [Passage(dataset.source_key(passage.source), passage.text) for passage in passages]
-    ranked_sources = [passage.source for passage in in_corpus]
+    in_corpus = [
+        Passage(dataset.source_key(passage.source), passage.text, passage.quoted)
+        for passage in passages
+    ]
+    ranked_sources = [passage.source for passage in in_corpus if not passage.quoted]
     scoreable_answers = [answer for answer in question.answers if normalize_answer(answer)]
 
     @functools.cache

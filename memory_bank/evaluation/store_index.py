@@ -98,7 +98,8 @@ class StoreIndex:
                 continue
             if flat[position:start].strip():
                 passages.append(Passage(None, flat[position:start].strip()))
-            passages.append(Passage(self.source_of_hit(self._documents[index]), flat[start:end]))
+            source = self.source_of_hit(self._documents[index])
+            passages.append(Passage(source, flat[start:end], quoted=True))
             position = end
         if flat[position:].strip():
             passages.append(Passage(None, flat[position:].strip()))

@@ -31,7 +31,7 @@ from memory_bank.store.tables import SentenceRecord
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import TaxonomyItem, flat_fallback, validate_taxonomy
 from memory_bank.taxonomy.readme import ReadmeFileEntry, ReadmeHighlight
-from memory_bank.taxonomy.summary import subtree_highlights
+from memory_bank.taxonomy.summary import subtree_highlights, subtree_key_terms
 from memory_bank.text.chunking import chunk_document
 from memory_bank.text.sources import FileReader, SourceLoad, document_from_text, load_sources
 
@@ -147,6 +147,13 @@ def readme_highlights(
     }
 
 
+def readme_key_terms(
+    tree: DirectoryNode, memories: Sequence[MemorizedChunk]
+) -> dict[str, list[str]]:
+    """The most telling key terms of every directory of `tree` (`taxonomy.summary`)."""
+    return subtree_key_terms(tree, {memory.index: memory.keywords for memory in memories})
+
+
 def _relative_to(chunk_path: str, directory: str) -> str:
     prefix = directory.strip("/")
     return chunk_path.removeprefix(prefix + "/") if prefix else chunk_path
@@ -162,7 +169,8 @@ def compose_readmes(
     vectors: np.ndarray | None = None,
 ) -> dict[str, str]:
     """README text of every directory of `tree` (tree path -> text); with `vectors` (row i
-    for `memories[i]`) each README gets its subtree's summary (`readme_highlights`).
+    for `memories[i]`) each README gets its subtree's summary and key terms
+    (`readme_highlights`, `readme_key_terms`).
 
     Above `coarse_threshold` memories each top-level subtree is composed by one call of
     `map_subtrees` (a README depends only on its directory, its children and its highlights, so
@@ -172,8 +180,9 @@ def compose_readmes(
     highlights = (
         readme_highlights(tree, memories, vectors, chunk_paths) if vectors is not None else {}
     )
+    key_terms = readme_key_terms(tree, memories) if vectors is not None else {}
     if len(memories) <= config.coarse_threshold:
-        return compose_subtree_readmes(tree, memories, chunk_paths, backend, highlights)
+        return compose_subtree_readmes(tree, memories, chunk_paths, backend, highlights, key_terms)
     by_index = {memory.index: memory for memory in memories}
     calls = []
     for subtree in tree.children:
@@ -182,14 +191,18 @@ def compose_readmes(
         part_highlights = {
             node.path: highlights.get(node.path, []) for node in subtree.iter_nodes()
         }
-        calls.append(
-            (subtree, part, {i: chunk_paths[i] for i in indices}, backend, part_highlights)
-        )
+        part_terms = {node.path: key_terms.get(node.path, []) for node in subtree.iter_nodes()}
+        paths = {i: chunk_paths[i] for i in indices}
+        calls.append((subtree, part, paths, backend, part_highlights, part_terms))
     readmes: dict[str, str] = {}
     for part in map_subtrees(compose_subtree_readmes, calls):
         readmes.update(part)
     root = ReadmeRequest(
-        node=tree, child_dirs=list(tree.children), files=[], highlights=highlights.get("/", [])
+        node=tree,
+        child_dirs=list(tree.children),
+        files=[],
+        highlights=highlights.get("/", []),
+        key_terms=key_terms.get("/", []),
     )
     readmes["/"] = backend.readme(root).text
     return readmes
@@ -201,6 +214,7 @@ def compose_subtree_readmes(
     chunk_paths: Mapping[int, str],
     backend: LLMBackend,
     highlights: Mapping[str, Sequence[ReadmeHighlight]] | None = None,
+    key_terms: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, str]:
     """README text for `node` and every directory below it (tree path -> text), each from the
     backend's readme role."""
@@ -216,7 +230,9 @@ def compose_subtree_readmes(
         ]
         for directory in node.iter_nodes()
     }
-    requests = readme_requests(node, files_by_directory, dict(highlights or {}))
+    requests = readme_requests(
+        node, files_by_directory, dict(highlights or {}), dict(key_terms or {})
+    )
     results = backend.readmes(requests)
     return {
         request.node.path: result.text for request, result in zip(requests, results, strict=True)

@@ -65,7 +65,11 @@ class OfflineBackend:
 
     def readme(self, request: ReadmeRequest) -> ReadmeResult:
         text = compose_readme(
-            request.node, request.child_dirs, request.files, highlights=request.highlights
+            request.node,
+            request.child_dirs,
+            request.files,
+            highlights=request.highlights,
+            key_terms=request.key_terms,
         )
         return ReadmeResult(text=text)
 

@@ -77,13 +77,14 @@ class PlaceResult(RoleModel):
 
 class ReadmeRequest(RoleModel):
     """One directory's README (seed 000 §3.2): its node, subdirectories and memory files, and
-    the summary material of its subtree: the TL;DRs of its central and diverse memories
-    (`taxonomy.summary`), empty when the caller has no memory vectors."""
+    the summary material of its subtree: the TL;DRs of its central and diverse memories and its
+    most telling key terms (`taxonomy.summary`), empty when the caller gives none."""
 
     node: DirectoryNode
     child_dirs: list[DirectoryNode]
     files: list[InstanceOf[ReadmeFileEntry]]
     highlights: list[InstanceOf[ReadmeHighlight]] = Field(default_factory=list)
+    key_terms: list[str] = Field(default_factory=list)  # the subtree's most telling keywords
 
 
 class ReadmeResult(RoleModel):
@@ -130,15 +131,18 @@ def readme_requests(
     node: DirectoryNode,
     files_by_directory: dict[str, Sequence[ReadmeFileEntry]],
     highlights_by_directory: dict[str, Sequence[ReadmeHighlight]] | None = None,
+    key_terms_by_directory: dict[str, Sequence[str]] | None = None,
 ) -> list[ReadmeRequest]:
     """One request per directory of `node`'s subtree, parents before children."""
     highlights = highlights_by_directory or {}
+    key_terms = key_terms_by_directory or {}
     return [
         ReadmeRequest(
             node=directory,
             child_dirs=list(directory.children),
             files=list(files_by_directory.get(directory.path, [])),
             highlights=list(highlights.get(directory.path, [])),
+            key_terms=list(key_terms.get(directory.path, [])),
         )
         for directory in node.iter_nodes()
     ]

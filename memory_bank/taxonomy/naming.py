@@ -4,8 +4,7 @@
    use each term (`terms.TermMatrix`: words and two-word key phrases), how many memories have it
    among their memorized key terms, and its most central memory;
 2. candidates (`candidates`): the terms that pass the cohesion test, i.e. describe most members
-   rather than one: the geometric mean of the share of memories and the share of documents using
-   the term is at least `COHESION`; scored by that cohesion, by how much more the directory uses
+   rather than one: at least `COHESION` of the memories and of the documents use the term; scored by that cohesion, by how much more the directory uses
    the term than its siblings do, and by how often memorize picked it as a key term;
 3. distinct among siblings (`name_siblings`): directories take their best candidate, the most
    confident first; a name equal to or a variant of a sibling's is passed over;
@@ -20,7 +19,6 @@ Names are lowercase ASCII, start with a letter, at most 60 characters, unique am
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -32,7 +30,7 @@ from memory_bank.taxonomy.items import TaxonomyItem
 from memory_bank.taxonomy.terms import TermMatrix, group_membership, is_phrase
 from memory_bank.text.lexicon import MAX_NAME_LENGTH, name_words
 
-# A name describes most members: the geometric mean of its memory and document shares.
+# A name describes most members: at least this share of the memories and of the documents.
 COHESION = 0.5
 # A term the siblings use as much as the directory tells nothing apart, but may be all it has.
 DISTINCT_FLOOR = 0.05
@@ -179,7 +177,7 @@ def candidates(
     for term, counts in group.terms.items():
         memory_share = counts.memories / max(group.size, 1)
         document_share = counts.documents / max(group.documents, 1)
-        cohesion = math.sqrt(memory_share * document_share)
+        cohesion = min(memory_share, document_share)
         if cohesion_test and cohesion < COHESION:
             continue
         lift = 1.0

@@ -195,11 +195,13 @@ def compose_readme(
     files: Sequence[ReadmeFileEntry],
     store_title: str | None = None,
     highlights: Sequence[ReadmeHighlight] = (),
+    key_terms: Sequence[str] = (),
 ) -> str:
     """The README.md text of `node`, listing `child_dirs` first, then `files`, in given order.
 
     With `highlights` the README opens with them as the summary, then says what the directory
-    holds; the description (what the parent lists for it) is not repeated."""
+    holds; the description (what the parent lists for it) is not repeated. `key_terms` are
+    listed after that."""
     summary = summary_text(highlights)
     head = [f"# {readme_title(node, store_title)}", ""]
     if summary:
@@ -209,6 +211,8 @@ def compose_readme(
         if extra:
             sentences.append(extra)
         head += [summary, "", " ".join(sentences)]
+        if key_terms:
+            head += ["", "## Key terms", "", ", ".join(one_line(term) for term in key_terms)]
     else:
         opening = one_line(node.description) or describe_directory(child_dirs, files)
         sentences = [end_sentence(opening)]

@@ -16,12 +16,16 @@ dot products.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from memory_bank.schemas import DirectoryNode
 
+LEAF_KEY_TERMS = 12
+PARENT_KEY_TERMS = 20
 LEAF_SENTENCES = 3
 PARENT_SENTENCES = 5
 # Weight of closeness to the subtree's mean against unlikeness to the memories already chosen
@@ -87,3 +91,34 @@ def subtree_highlights(
 
     visit(tree)
     return {path: sorted(indices) for path, indices in chosen_order.items()}
+
+
+def subtree_key_terms(
+    tree: DirectoryNode, keywords: Mapping[int, Sequence[str]]
+) -> dict[str, list[str]]:
+    """The key terms of every directory (memorize's keywords of its subtree's memories), the
+    most telling first: how many of its memories have the term, weighted by how rare the term
+    is in the whole tree (idf); `keywords[index]` are memory `index`'s. The README lists them,
+    so a reader (or `grep`) sees what a directory holds beyond its summary's few sentences."""
+    document_frequency: Counter[str] = Counter()
+    for terms in keywords.values():
+        document_frequency.update({term.lower() for term in terms if term.strip()})
+    total = max(len(keywords), 1)
+    found: dict[str, list[str]] = {}
+
+    def visit(node: DirectoryNode) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for index in node.chunk_indices:
+            counts.update({term.lower() for term in keywords.get(index, ()) if term.strip()})
+        for child in node.children:
+            counts.update(visit(child))
+        limit = PARENT_KEY_TERMS if node.children else LEAF_KEY_TERMS
+        ranked = sorted(
+            counts,
+            key=lambda term: (-counts[term] * math.log(1 + total / document_frequency[term]), term),
+        )
+        found[node.path] = ranked[:limit]
+        return counts
+
+    visit(tree)
+    return found

@@ -81,3 +81,24 @@ def test_purity_nmi_and_leaf_purity():
     assert nmi(top, {i: "p" if i < 6 else "q" for i in range(9)}) == pytest.approx(1.0)
     only_some = {6: "s", 7: "s", 0: "t"}
     assert purity(leaf_of(TREE), only_some) == 1.0
+
+
+def test_readme_quotes_are_evidence_but_no_ranked_passage(tmp_path):
+    from memory_bank.evaluation.metrics import Passage, cut_to_budget, whitespace_token_count
+    from memory_bank.evaluation.store_index import StoreIndex
+
+    index = StoreIndex.__new__(StoreIndex)  # only what readme_passages reads
+    index.source_of_document = {"d1": "one.txt", "d2": "two.txt"}
+    index._tldrs = ["The king lost his crown.", "The queen found it again."]
+    index._documents = ["d1", "d2"]
+    index._subtree = {"/tales": [0, 1]}
+    text = "# Tales\n\nThe king lost his crown. The queen found it again."
+    passages = index.readme_passages("/tales", text)
+    assert passages == [
+        Passage(None, "# Tales"),
+        Passage("one.txt", "The king lost his crown.", quoted=True),
+        Passage("two.txt", "The queen found it again.", quoted=True),
+    ]
+    assert index.readme_passages("/other", text) == [Passage(None, " ".join(text.split()))]
+    kept = cut_to_budget(passages, 4, whitespace_token_count)
+    assert kept[-1] == Passage("one.txt", "The king", quoted=True)
