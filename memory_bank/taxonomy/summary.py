@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from memory_bank.schemas import DirectoryNode
+from memory_bank.text.lexicon import name_words
 
 LEAF_KEY_TERMS = 12
 PARENT_KEY_TERMS = 20
@@ -96,20 +97,25 @@ def subtree_highlights(
 def subtree_key_terms(
     tree: DirectoryNode, keywords: Mapping[int, Sequence[str]]
 ) -> dict[str, list[str]]:
-    """The key terms of every directory (memorize's keywords of its subtree's memories), the
-    most telling first: how many of its memories have the term, weighted by how rare the term
-    is in the whole tree (idf); `keywords[index]` are memory `index`'s. The README lists them,
+    """The key terms of every directory (memorize's keywords of its subtree's memories, those
+    with a word fit for a name: no dates, months or fillers), the most telling first: how many
+    of its memories have the term, weighted by how rare the term is in the whole tree (idf);
+    `keywords[index]` are memory `index`'s. The README lists them,
     so a reader (or `grep`) sees what a directory holds beyond its summary's few sentences."""
+    telling = {
+        index: {term.lower() for term in terms if name_words(term)}
+        for index, terms in keywords.items()
+    }
     document_frequency: Counter[str] = Counter()
-    for terms in keywords.values():
-        document_frequency.update({term.lower() for term in terms if term.strip()})
+    for terms in telling.values():
+        document_frequency.update(terms)
     total = max(len(keywords), 1)
     found: dict[str, list[str]] = {}
 
     def visit(node: DirectoryNode) -> Counter[str]:
         counts: Counter[str] = Counter()
         for index in node.chunk_indices:
-            counts.update({term.lower() for term in keywords.get(index, ()) if term.strip()})
+            counts.update(telling.get(index, ()))
         for child in node.children:
             counts.update(visit(child))
         limit = PARENT_KEY_TERMS if node.children else LEAF_KEY_TERMS

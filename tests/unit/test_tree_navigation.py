@@ -102,3 +102,21 @@ def test_readme_quotes_are_evidence_but_no_ranked_passage(tmp_path):
     assert index.readme_passages("/other", text) == [Passage(None, " ".join(text.split()))]
     kept = cut_to_budget(passages, 4, whitespace_token_count)
     assert kept[-1] == Passage("one.txt", "The king", quoted=True)
+
+
+def test_key_terms_rank_the_subtrees_telling_keywords_and_skip_dates():
+    from memory_bank.taxonomy.summary import subtree_key_terms
+
+    keywords = {
+        0: ["Mars", "year", "dust storms"],
+        1: ["mars", "april 2025", "co2"],
+        2: ["mars", "olympus mons"],
+        3: ["jazz"],
+        4: ["jazz", "mars"],
+        5: ["bebop"],
+    }
+    terms = subtree_key_terms(TREE, keywords)
+    assert terms["/a/x"][0] == "mars" and "year" not in terms["/a/x"]
+    assert "april 2025" not in terms["/"]
+    assert set(terms["/a/y"]) == {"jazz", "mars", "bebop"} and terms["/a/y"][0] == "jazz"
+    assert terms["/b"] == []
