@@ -60,7 +60,7 @@ from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import validate_taxonomy
 from memory_bank.taxonomy.placement import should_place
 from memory_bank.taxonomy.planner import memory_count
-from memory_bank.taxonomy.readme import ReadmeFileEntry
+from memory_bank.taxonomy.readme import README_FORMAT, ReadmeFileEntry
 
 REORGANIZATIONS_FILE = "reorganizations.json"
 LEDGER_FILE = "llm_ledger.json"  # every LLM request made for this store, summed per role
@@ -547,7 +547,7 @@ def _signatures(
             [child.name, child.description, memory_count(child), len(child.children)]
             for child in node.children
         ]
-        signature = [node.name, node.description, children, files, held[node.path]]
+        signature = [README_FORMAT, node.name, node.description, children, files, held[node.path]]
         signatures[node.path] = json.dumps(signature)
     return signatures
 

@@ -35,6 +35,9 @@ from memory_bank.taxonomy.naming import (
 from memory_bank.text.lexicon import name_words
 
 DEFAULT_STORE_TITLE = "Memory Bank"
+# Part of every README's inputs (`ingest.commit`): a release that writes READMEs differently
+# bumps it, so the next commit rewrites every README instead of keeping the old ones.
+README_FORMAT = 2
 KEY_TERMS = 3
 PARENT_KEY_TERMS = 2
 # Words of the description templates themselves ("Memories about ...", "in 3 subdirectories").
