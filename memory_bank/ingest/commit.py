@@ -240,10 +240,14 @@ class StoreCommitter:
             _signatures(state.tree, state.parts.memories, state.chunk_paths) if state else {}
         )
         new_signatures = _signatures(tree, parts.memories, chunk_paths)
+        # READMEs written by a release that wrote them differently are all rewritten.
+        same_format = state is not None and state.meta.get("readme_format") == README_FORMAT
         stale = [
             path
             for path, signature in new_signatures.items()
-            if state is None or old_signatures.get(path) != signature or not state.readmes.get(path)
+            if not same_format
+            or old_signatures.get(path) != signature
+            or not state.readmes.get(path)
         ]
         readmes = self._readmes(tree, parts, chunk_paths, stale, state)
         clock.lap("readme")
@@ -278,6 +282,7 @@ class StoreCommitter:
             meta_extra={
                 **meta_extra_from_config(self.config),
                 "memory_recipe": recipe,
+                "readme_format": README_FORMAT,
                 "taxonomy": stats,
             },
             bank_json={
@@ -302,7 +307,7 @@ class StoreCommitter:
             chunk_paths=chunk_paths,
             readmes=readmes,
             readme_vectors={readmes[p]: v for p, v in readme_vectors.items()},
-            meta={"memory_recipe": recipe, "taxonomy": stats},
+            meta={"memory_recipe": recipe, "readme_format": README_FORMAT, "taxonomy": stats},
             reorganizations=reorganizations,
             ledger=ledger,
         )
@@ -547,7 +552,7 @@ def _signatures(
             [child.name, child.description, memory_count(child), len(child.children)]
             for child in node.children
         ]
-        signature = [README_FORMAT, node.name, node.description, children, files, held[node.path]]
+        signature = [node.name, node.description, children, files, held[node.path]]
         signatures[node.path] = json.dumps(signature)
     return signatures
 

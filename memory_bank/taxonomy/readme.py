@@ -35,7 +35,7 @@ from memory_bank.taxonomy.naming import (
 from memory_bank.text.lexicon import name_words
 
 DEFAULT_STORE_TITLE = "Memory Bank"
-# Part of every README's inputs (`ingest.commit`): a release that writes READMEs differently
+# Recorded in `.gam_meta.json` (`ingest.commit`): a release that writes READMEs differently
 # bumps it, so the next commit rewrites every README instead of keeping the old ones.
 README_FORMAT = 2
 KEY_TERMS = 3
