@@ -14,7 +14,7 @@ k-means, and groups smaller than `smallest_group` join the group nearest to them
 Measured with `bench/taxonomy.py` on the mixed development corpus (HotpotQA passages,
 FairytaleQA stories and QMSum meetings, 2,216 memories): spherical k-means at the capacity width
 left 9% of the memories in a top-level directory of another dataset (politics passages with
-parliament meetings, folk-tale passages with fairy tales); this split, 0.3%.
+parliament meetings, folk-tale passages with fairy tales); this split, 0.2%.
 """
 
 from __future__ import annotations
