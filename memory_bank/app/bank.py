@@ -117,6 +117,12 @@ class MemoryBank:
         """The best `top_k` hits (default `retrieval.top_k`) for `query`, best first."""
         return self._query_service().search(query, top_k=top_k, mode=mode)
 
+    def descend(self, query: str, beam_width: int | None = None) -> list[SearchHit]:
+        """The memories of the leaves reached from the root by reading READMEs alone, with a
+        beam of `beam_width` directories per level (default `retrieval.beam_width`), best
+        first: how far the tree itself leads to an answer, without flat search."""
+        return self._query_service().descend(query, beam_width=beam_width)
+
     def tree(self) -> DirectoryNode:
         from memory_bank.store.reader import StoreReader
 

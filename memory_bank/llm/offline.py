@@ -1,12 +1,14 @@
 """The embedded `offline` backend: every role without a network or a language model.
 
-split: the chunker's own cuts (`text.chunking`; the ingest does not even ask); memorize: extractive memories (MMR over sentence vectors, `memorize.extractive`); organize:
+split: the chunker's own cuts (`text.chunking`; the ingest does not even ask); memorize:
+extractive memories (MMR over sentence vectors, `memorize.extractive`); organize:
 hierarchical clustering with terms-based names (`taxonomy`); place: descent to the closest
-directory (`taxonomy.placement`); readme: text composed from the children (`taxonomy.readme`);
-navigate: retrieval-guided tree descent (`query.navigation`); answer: the extractive answer
-(`query.answering`). The session roles: classify (paragraph clusters by embedding), structure
-(the extractive memory), analyze and integrate (`graph.analysis`: contradiction rules,
-near-duplicates, similarity), plan (`session.planning`).
+directory (`taxonomy.placement`); readme: the extractive summary of the subtree
+(`taxonomy.summary`) and the children (`taxonomy.readme`); navigate: retrieval-guided tree
+descent (`query.navigation`); answer: the extractive answer (`query.answering`). The session
+roles: classify (paragraph clusters by embedding), structure (the extractive memory), analyze
+and integrate (`graph.analysis`: contradiction rules, near-duplicates, similarity), plan
+(`session.planning`).
 """
 
 from __future__ import annotations
@@ -85,7 +87,14 @@ class OfflineBackend:
         return PlaceResult(tree=tree)
 
     def readme(self, request: ReadmeRequest) -> ReadmeResult:
-        return ReadmeResult(text=compose_readme(request.node, request.child_dirs, request.files))
+        text = compose_readme(
+            request.node,
+            request.child_dirs,
+            request.files,
+            highlights=request.highlights,
+            key_terms=request.key_terms,
+        )
+        return ReadmeResult(text=text)
 
     def readmes(self, requests: Sequence[ReadmeRequest]) -> list[ReadmeResult]:
         return [self.readme(request) for request in requests]

@@ -34,7 +34,7 @@ from memory_bank.index.embedding import ChunkEncoding, TextEncoder
 from memory_bank.schemas import ChatResult, Chunk, DirectoryNode, HistoryNote, MemorizedChunk
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy.items import TaxonomyItem
-from memory_bank.taxonomy.readme import ReadmeFileEntry
+from memory_bank.taxonomy.readme import ReadmeFileEntry, ReadmeHighlight
 
 if TYPE_CHECKING:
     from memory_bank.llm.session_roles import (
@@ -129,11 +129,15 @@ class PlaceResult(RoleModel):
 
 
 class ReadmeRequest(RoleModel):
-    """One directory's README (seed 000 §3.2): its node, subdirectories and memory files."""
+    """One directory's README (seed 000 §3.2): its node, subdirectories and memory files, and
+    the summary material of its subtree: the TL;DRs of its central and diverse memories and its
+    most telling key terms (`taxonomy.summary`), empty when the caller gives none."""
 
     node: DirectoryNode
     child_dirs: list[DirectoryNode]
     files: list[InstanceOf[ReadmeFileEntry]]
+    highlights: list[InstanceOf[ReadmeHighlight]] = Field(default_factory=list)
+    key_terms: list[str] = Field(default_factory=list)  # the subtree's most telling keywords
 
 
 class ReadmeResult(RoleModel):
@@ -244,14 +248,21 @@ class LLMBackend(Protocol):
 
 
 def readme_requests(
-    node: DirectoryNode, files_by_directory: dict[str, Sequence[ReadmeFileEntry]]
+    node: DirectoryNode,
+    files_by_directory: dict[str, Sequence[ReadmeFileEntry]],
+    highlights_by_directory: dict[str, Sequence[ReadmeHighlight]] | None = None,
+    key_terms_by_directory: dict[str, Sequence[str]] | None = None,
 ) -> list[ReadmeRequest]:
     """One request per directory of `node`'s subtree, parents before children."""
+    highlights = highlights_by_directory or {}
+    key_terms = key_terms_by_directory or {}
     return [
         ReadmeRequest(
             node=directory,
             child_dirs=list(directory.children),
             files=list(files_by_directory.get(directory.path, [])),
+            highlights=list(highlights.get(directory.path, [])),
+            key_terms=list(key_terms.get(directory.path, [])),
         )
         for directory in node.iter_nodes()
     ]

@@ -122,6 +122,10 @@ class QueryService:
                 hits = sorted(hits + found, key=lambda hit: -hit.score)[:k]
         return hits
 
+    def descend(self, query: str, beam_width: int | None = None) -> list[SearchHit]:
+        width = beam_width or self.config.retrieval.beam_width
+        return self._current().searcher.descend(query, width)
+
     def tree(self) -> DirectoryNode:
         return self._current().reader.tree()
 
