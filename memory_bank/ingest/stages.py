@@ -247,10 +247,12 @@ def _subtree_readmes_and_usage(
     memories: Sequence[MemorizedChunk],
     chunk_paths: Mapping[int, str],
     backend: LLMBackend,
+    highlights: Mapping[str, list[ReadmeHighlight]],
+    key_terms: Mapping[str, list[str]],
 ) -> tuple[dict[str, str], dict]:
     """`compose_subtree_readmes` and the LLM usage it recorded: on Ray the backend is a copy in
     a task, whose ledger would be lost (in this process, taking and adding it back is a no-op)."""
-    readmes = compose_subtree_readmes(node, memories, chunk_paths, backend)
+    readmes = compose_subtree_readmes(node, memories, chunk_paths, backend, highlights, key_terms)
     return readmes, take_usage(backend).model_dump(mode="json")
 
 

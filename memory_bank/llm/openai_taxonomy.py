@@ -3,11 +3,11 @@
 organize: the model plans the tree from the memories' titles, summaries and keywords; a plan
 that fails `validate_taxonomy` is sent back with the problems, up to `organize_attempts` plans,
 then the flat fallback (recorded). Above `taxonomy.coarse_threshold` memories no prompt holds the
-whole store: the memories are split into coarse groups by the offline clustering (as the offline
-planner does), the model plans each group's subtree in its own request (through `map_groups`,
-so on Ray the groups are planned by parallel tasks), each checked and re-prompted, and a group
-whose plans stay invalid gets the offline plan of that group (recorded). The subtrees are then
-grafted under one root.
+whole store: the memories are split into the offline planner's top-level groups
+(`taxonomy.planner.top_level_groups`), the model plans each group's subtree in its own request
+(through `map_groups`, so on Ray the groups are planned by parallel tasks), each checked and
+re-prompted, and a group whose plans stay invalid gets the offline plan of that group
+(recorded). The subtrees are then grafted under one root.
 
 place: for each new memory the model is shown the few leaves it is closest to (by the cosine to
 the leaf's mean vector) with their descriptions and a few titles each, and chooses one of them or
@@ -32,16 +32,12 @@ from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import (
     TaxonomyItem,
     assemble_tree,
-    assign_coarse,
-    fit_coarse,
     flat_fallback,
-    merge_small_groups,
     plan_group,
-    sample_rows,
     validate_taxonomy,
 )
 from memory_bank.taxonomy.placement import closest_leaves, place_chosen
-from memory_bank.taxonomy.planner import rebase
+from memory_bank.taxonomy.planner import rebase, top_level_groups
 
 Ask = Callable[
     ..., Any
@@ -158,20 +154,12 @@ def _organize_in_groups(
     backend: Any, request: OrganizeRequest, map_groups: TaskMap
 ) -> OrganizeResult:
     items, vectors, config = request.items, np.asarray(request.vectors), request.config
-    model = fit_coarse(vectors[sample_rows(len(items), config)], len(items), config)
-    labels = assign_coarse(model, vectors)
-    merged = merge_small_groups(
-        model, np.bincount(labels, minlength=model.size), len(items), config
-    )
-    if merged.size != model.size:
-        labels = assign_coarse(merged, vectors)
-    order = np.argsort(labels, kind="stable")
-    boundaries = np.flatnonzero(np.diff(labels[order])) + 1
-    # Each group gets a backend of its own (its ledger comes back with the result): on Ray it
-    # travels to a task as its settings; in this process the groups overlap like other requests.
+    # The offline planner's top-level split (documents kept whole); each group gets a backend of
+    # its own (its ledger comes back with the result): on Ray it travels to a task as its
+    # settings; in this process the groups overlap like other requests.
     calls = [
-        (backend.fresh(), int(labels[rows[0]]), [items[row] for row in rows], vectors[rows], config)
-        for rows in np.split(order, boundaries)
+        (backend.fresh(), group_id, [items[row] for row in rows], vectors[rows], config)
+        for group_id, rows in top_level_groups(items, vectors, config)
     ]
     if map_groups is run_serially:
         outcomes = backend.overlapped(lambda call: plan_group_with_model(*call), calls)

@@ -134,17 +134,26 @@ def plan_taxonomy(
         return assemble_tree([plan.node], config, [plan.summary])
     if config.max_depth < 2:
         return _plan_flat(items, data, config)
+    calls = [
+        (group_id, [items[row] for row in rows], data[rows], config)
+        for group_id, rows in top_level_groups(items, data, config)
+    ]
+    plans: list[GroupPlan] = map_groups(plan_group, calls)
+    return assemble_tree([plan.node for plan in plans], config, [plan.summary for plan in plans])
+
+
+def top_level_groups(
+    items: Sequence[TaxonomyItem], vectors: np.ndarray, config: TaxonomyConfig
+) -> list[tuple[int, np.ndarray]]:
+    """The top-level groups of a corpus too large for one directory: (group id, rows of
+    `items`) per group, in group order; a document's memories stay in one group (`coarse`)."""
+    data = _check_inputs(items, vectors)
     documents = document_groups(items)
     with single_threaded():
         labels = split_top_level(pull_together(data, documents), data, documents, config)
     order = np.argsort(labels, kind="stable")
     boundaries = np.flatnonzero(np.diff(labels[order])) + 1
-    calls = [
-        (int(labels[rows[0]]), [items[row] for row in rows], data[rows], config)
-        for rows in np.split(order, boundaries)
-    ]
-    plans: list[GroupPlan] = map_groups(plan_group, calls)
-    return assemble_tree([plan.node for plan in plans], config, [plan.summary for plan in plans])
+    return [(int(labels[rows[0]]), rows) for rows in np.split(order, boundaries)]
 
 
 def _plan_flat(
