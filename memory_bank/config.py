@@ -143,6 +143,15 @@ class RetrievalConfig(StrictModel):
     beam_width: int = Field(3, ge=1)
 
 
+class ResearchConfig(StrictModel):
+    """The research loop (`memory-bank ask --mode research`): plan, search, integrate, reflect."""
+
+    max_iterations: int = Field(3, ge=1, le=10)  # rounds at most
+    # Follow-up queries per round (bridge entities), as GAM's reflection asks for 1-5.
+    follow_ups: int = Field(5, ge=1, le=10)  # follow-up queries per round (bridge entities)
+    leading_passages: int = Field(3, ge=1)  # passages the abstract and the coverage test read
+
+
 class StageResources(StrictModel):
     concurrency: int = Field(1, ge=1)
     batch_size: int = Field(64, ge=1)
@@ -166,6 +175,7 @@ class AppConfig(StrictModel):
     store: StoreConfig = StoreConfig()
     llm: LLMConfig = LLMConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
+    research: ResearchConfig = ResearchConfig()
     ray: RayConfig = RayConfig()
 
 

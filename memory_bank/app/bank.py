@@ -77,6 +77,12 @@ class MemoryBank:
             question, max_iterations=max_iterations, system_prompt=system_prompt
         )
 
+    def research(self, question: str, max_iterations: int | None = None) -> ChatResult:
+        """Answer a multi-hop `question` by iterative research: plan, search, integrate the
+        evidence, reflect on what is missing and search again, for at most `max_iterations`
+        rounds (default `research.max_iterations`). The trajectory shows each round."""
+        return self._query_service().research(question, max_iterations=max_iterations)
+
     def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
         """The best `top_k` hits (default `retrieval.top_k`) for `query`, best first."""
         return self._query_service().search(query, top_k=top_k, mode=mode)

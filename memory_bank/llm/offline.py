@@ -3,7 +3,9 @@
 memorize: extractive memories (MMR over sentence vectors, `memorize.extractive`); organize:
 hierarchical clustering with terms-based names (`taxonomy`); place: descent to the closest
 directory (`taxonomy.placement`); readme: text composed from the children (`taxonomy.readme`);
-navigate: retrieval-guided tree descent with an extractive answer (`query.navigation`).
+navigate: retrieval-guided tree descent with an extractive answer (`query.navigation`);
+research: names read in retrieved text as bridges, residual terms, coverage tests
+(`research.agent`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memory_bank.config import RetrievalConfig
+from memory_bank.config import ResearchConfig, RetrievalConfig
 from memory_bank.errors import LLMError
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.llm.roles import (
@@ -24,6 +26,7 @@ from memory_bank.llm.roles import (
     PlaceResult,
     ReadmeRequest,
     ReadmeResult,
+    Researcher,
 )
 from memory_bank.memorize.extractive import memorize_offline
 from memory_bank.tasks import TaskMap, run_serially
@@ -74,3 +77,10 @@ class OfflineBackend:
         from memory_bank.query.navigation import NavigationAgent
 
         return NavigationAgent(tools, search, embedder, config)
+
+    def researcher(
+        self, search: Any, config: ResearchConfig, retrieval: RetrievalConfig
+    ) -> Researcher:
+        from memory_bank.research.agent import ResearchAgent
+
+        return ResearchAgent(search, config, retrieval)

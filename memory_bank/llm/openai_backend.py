@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from memory_bank.config import LLMConfig, RetrievalConfig
+from memory_bank.config import LLMConfig, ResearchConfig, RetrievalConfig
 from memory_bank.errors import LLMError
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.llm.ledger import Ledger
@@ -37,6 +37,7 @@ from memory_bank.llm.roles import (
     PlaceResult,
     ReadmeRequest,
     ReadmeResult,
+    Researcher,
 )
 from memory_bank.schemas import DirectoryNode, MemorizedChunk
 from memory_bank.store.files import sanitize_name
@@ -322,6 +323,13 @@ class OpenAIBackend:
 
         model, temperature = self.chat_model
         return ToolCallingNavigator(self.client, tools, config, model, temperature)
+
+    # --- research -------------------------------------------------------------------------------
+
+    def researcher(
+        self, search: Any, config: ResearchConfig, retrieval: RetrievalConfig
+    ) -> Researcher:
+        return self.offline.researcher(search, config, retrieval)
 
 
 def tree_from_leaves(reply: _OrganizeReply) -> DirectoryNode:

@@ -37,6 +37,7 @@ class _OpenStore:
         self.tools = StoreTools(store, reader=self.reader, searcher=self.searcher)
         backend = backend_for(config.llm)
         self.agent = backend.navigator(self.tools, self.hybrid, embedder, config.retrieval)
+        self.researcher = backend.researcher(self.hybrid, config.research, config.retrieval)
 
 
 class QueryService:
@@ -97,6 +98,11 @@ class QueryService:
         return self._current().agent.request(
             question, max_iterations=iterations, system_prompt=system_prompt
         )
+
+    def research(self, question: str, max_iterations: int | None = None) -> ChatResult:
+        """The research loop (plan -> search -> integrate -> reflect) for at most
+        `max_iterations` rounds (default `research.max_iterations`)."""
+        return self._current().researcher.research(question, max_iterations=max_iterations)
 
     def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
         return self._current().searcher.search(query, top_k=top_k, mode=mode)
