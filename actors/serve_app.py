@@ -1,6 +1,7 @@
 """The HTTP API: a Ray Serve deployment with a FastAPI ingress over one memory store.
 
-    POST /query   {"question": ..., "max_iterations"?, "system_prompt"?} -> ChatResult
+    POST /query   {"question": ..., "mode"?: "navigate" | "research", "max_iterations"?,
+                   "system_prompt"?}                               -> ChatResult
     POST /search  {"query": ..., "top_k"?, "mode": "hybrid"}         -> list[SearchHit]
     GET  /tree                                                     -> DirectoryNode
     GET  /tools                                  -> the store tools as OpenAI function schemas
@@ -49,11 +50,17 @@ class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, description="The question to answer from the store.")
+    mode: Literal["navigate", "research"] = Field(
+        "navigate",
+        description="navigate: the agent explores the tree; research: plan -> search -> "
+        "integrate -> reflect rounds for multi-hop questions.",
+    )
     max_iterations: int | None = Field(
         None,
         ge=1,
         le=50,
-        description="Navigation steps at most (default: retrieval.max_iterations).",
+        description="Navigation steps, or research rounds, at most (default: "
+        "retrieval.max_iterations / research.max_iterations).",
     )
     system_prompt: str | None = Field(
         None,
@@ -142,6 +149,10 @@ class MemoryBankServer:
     @app.post("/query", response_model=ChatResult, responses=_ERROR_RESPONSES)
     def query(self, request: QueryRequest) -> ChatResult:
         with self._turn:
+            if request.mode == "research":
+                return self._service.research(
+                    request.question, max_iterations=request.max_iterations
+                )
             return self._service.ask(
                 request.question,
                 max_iterations=request.max_iterations,

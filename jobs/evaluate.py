@@ -17,7 +17,7 @@ queries always run in this process.
 What is scored is what each mode hands a reader:
 - search modes: the chunk text of each hit (`SearchHit.text`), in rank order, attributed to the
   hit's source document; README hits of tree mode use budget but cover no evidence.
-- ask: the agent's answer. Each cited chunk file becomes one passage holding the answer sentences
+- ask and research: the answer. Each cited chunk file becomes one passage holding the answer sentences
   quoted from that chunk (so the answer's tokens count once against a budget); a cited chunk the
   answer does not quote carries the whole answer. R@k ranks the cited files' sources in citation
   order, and the answer itself is matched against the gold answers.
@@ -62,7 +62,8 @@ from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
 from memory_bank.text.sources import load_sources
 
-EVAL_MODES: tuple[str, ...] = ("bm25", "vector", "hybrid", "tree", "ask")
+EVAL_MODES: tuple[str, ...] = ("bm25", "vector", "hybrid", "tree", "ask", "research")
+ANSWER_MODES = ("ask", "research")  # modes that answer (a ChatResult) rather than rank hits
 Runner = Literal["local", "ray"]
 # Hits per search: enough chunk texts to fill the largest token budget (4k tokens) even where
 # memories are short (HotpotQA paragraphs average about 95 tokens).
@@ -368,6 +369,8 @@ def run_questions(
     for mode in modes:
         if mode == "ask":
             bank.request("warm up", max_iterations=max_iterations)
+        elif mode == "research":
+            bank.research("warm up")
         else:
             bank.search("warm up", top_k=1, mode=mode)
 
@@ -377,8 +380,11 @@ def run_questions(
         for mode in modes:
             generated_answer = None
             began = time.perf_counter()
-            if mode == "ask":
-                answered = bank.request(question.question, max_iterations=max_iterations)
+            if mode in ANSWER_MODES:
+                if mode == "ask":
+                    answered = bank.request(question.question, max_iterations=max_iterations)
+                else:
+                    answered = bank.research(question.question)
                 elapsed = time.perf_counter() - began
                 passages = index.answer_passages(answered.answer, answered.sources)
                 generated_answer = answered.answer
