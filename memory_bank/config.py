@@ -98,6 +98,11 @@ class LLMConfig(StrictModel):
     max_concurrency: int = Field(4, ge=1)  # requests in flight per process and endpoint
     memorize_batch: int = Field(8, ge=1)  # chunks per memorize request
     readme_batch: int = Field(6, ge=1)  # directories per README request
+    place_batch: int = Field(12, ge=1)  # new memories per placement request
+    place_candidates: int = Field(4, ge=1)  # closest leaves offered for each new memory
+    # Overlong sections are sent to the split role up to this many tokens (a longer one keeps
+    # the chunker's own cuts: the prompt would be too large).
+    split_max_tokens: int = Field(8000, ge=100)
     repair_attempts: int = Field(2, ge=0)  # re-prompts after a reply that fails validation
     organize_attempts: int = Field(3, ge=1)  # plans asked for before the flat fallback
     # Content-addressed response cache; None = the user's cache directory (memory-bank/llm).

@@ -65,7 +65,7 @@ class RayExecutor:
     ) -> MemoryParts:
         # The backend is made again from the config in each worker (see `memorize_batch`).
         with timer.stage("chunk"):
-            chunks = self._chunk(documents)
+            chunks = self._chunk(documents, backend)
         with timer.stage("embed+memorize", total=len(chunks)):
             added, busy = self._embed_and_memorize(
                 chunks, first_index, timer.progress, on_batch, backend
@@ -85,7 +85,7 @@ class RayExecutor:
 
     # --- Ray Data stages ----------------------------------------------------------------------
 
-    def _chunk(self, documents: list[Document]) -> list[Chunk]:
+    def _chunk(self, documents: list[Document], backend: LLMBackend) -> list[Chunk]:
         import ray.data
 
         stage = self.config.ray.chunk
@@ -93,15 +93,16 @@ class RayExecutor:
         blocks = _blocks(len(rows), stage.batch_size)
         chunked = ray.data.from_items(rows, override_num_blocks=blocks).map_batches(
             chunk_batch,
-            fn_kwargs={"config": self.config.chunking},
+            fn_kwargs={"config": self.config.chunking, "llm": self.config.llm},
             batch_size=stage.batch_size,
             num_cpus=stage.num_cpus,
             compute=ray.data.TaskPoolStrategy(size=min(stage.concurrency, blocks)),
         )
-        ordered = [
-            (int(row["order"]), Chunk.model_validate_json(row["chunk"]))
-            for row in chunked.take_all()
-        ]
+        rows = chunked.take_all()
+        for row in rows:
+            if row["llm_usage"]:
+                add_usage(backend, json.loads(str(row["llm_usage"])))
+        ordered = [(int(row["order"]), Chunk.model_validate_json(row["chunk"])) for row in rows]
         ordered.sort(key=lambda pair: (pair[0], pair[1].position))
         return [chunk for _, chunk in ordered]
 

@@ -15,11 +15,11 @@ import numpy as np
 
 from memory_bank.config import ChunkConfig, EmbeddingConfig, LLMConfig, MemorizeConfig
 from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding, Embedder
+from memory_bank.ingest.stages import chunk_documents
 from memory_bank.llm import backend_for
 from memory_bank.llm.ledger import take_usage
 from memory_bank.llm.roles import MemorizeRequest
 from memory_bank.schemas import Chunk, Document
-from memory_bank.text.chunking import chunk_document
 from memory_bank.text.sentences import Span
 
 Batch = dict[str, Any]
@@ -29,18 +29,26 @@ def _strings(column: Any) -> list[str]:
     return [str(value) for value in column]
 
 
-def chunk_batch(batch: Batch, config: ChunkConfig) -> Batch:
-    """Documents -> chunks; output rows keep the document's order for a deterministic merge."""
+def chunk_batch(batch: Batch, config: ChunkConfig, llm: LLMConfig | None = None) -> Batch:
+    """Documents -> chunks; output rows keep the document's order for a deterministic merge.
+    Overlong sections are split where the backend's split role says (an LLM backend only)."""
     started = time.perf_counter()
+    backend = backend_for(llm) if llm is not None and llm.backend != "offline" else None
     orders, chunks = [], []
     for order, document_json in zip(batch["order"], _strings(batch["document"]), strict=True):
-        for chunk in chunk_document(Document.model_validate_json(document_json), config):
+        document = Document.model_validate_json(document_json)
+        for chunk in chunk_documents([document], config, backend):
             orders.append(int(order))
             chunks.append(chunk.model_dump_json())
+    usages = [""] * len(chunks)
+    if backend is not None and chunks:  # no chunks: no section to split, no request
+        usages[0] = take_usage(backend).model_dump_json()
     return {
         "order": np.array(orders, dtype=np.int64),
         "chunk": np.array(chunks, dtype=object),
         "chunk_s": _per_row(started, len(chunks)),
+        # The batch's LLM usage (split role), on its first row (the driver sums them).
+        "llm_usage": np.array(usages, dtype=object),
     }
 
 

@@ -37,7 +37,8 @@ def memorize(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
 
 
 def organize(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
-    """Leaves of `target_leaf` memories in input order, named after their first keyword."""
+    """Leaves of `target_leaf` memories in input order, named after their first keyword (under
+    one top directory named after the first memory's, when the input is one group)."""
     size = data["bounds"]["target_leaf"]
     memories = data["memories"]
     leaves, used = [], set()
@@ -58,6 +59,10 @@ def organize(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
                 "memories": [m["index"] for m in group],
             }
         )
+    if data["bounds"].get("single_top_directory"):
+        top = next(iter(_words(" ".join(memories[0]["keywords"] or [memories[0]["title"]]), 1)))
+        for leaf in leaves:
+            leaf["path"] = f"/{top or 'group'}_all{leaf['path']}"
     return {"leaves": leaves}
 
 
@@ -74,6 +79,37 @@ def readme(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
             }
         )
     return {"summaries": summaries}
+
+
+def split(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
+    """Cut as late as fits: a new chunk starts at the piece that would overflow this one."""
+    splits = []
+    for section in data["sections"]:
+        cuts, size = [], 0
+        for piece in section["pieces"]:
+            if size and size + piece["tokens"] > data["max_tokens"]:
+                cuts.append(piece["id"])
+                size = 0
+            size += piece["tokens"]
+        splits.append({"section": section["section"], "cuts": cuts})
+    return {"splits": splits}
+
+
+def place(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
+    """Each memory into its most similar candidate leaf."""
+    return {
+        "placements": [
+            {"id": memory["id"], "directory": memory["candidates"][0]["directory"]}
+            for memory in data["memories"]
+        ]
+    }
+
+
+def answer(data: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
+    """The first sentence of the first evidence, citing it."""
+    first = data["evidence"][0]
+    sentence = re.split(r"(?<=[.!?])\s", " ".join(first["text"].split()), maxsplit=1)[0]
+    return {"answer": sentence, "sources": [first["path"]], "confidence": 0.7, "found": True}
 
 
 def navigate(_: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
@@ -113,10 +149,13 @@ def _last_cat_path(messages: list[dict[str, Any]]) -> str | None:
 
 def register_literal_model(llm: LoopbackLLM) -> LoopbackLLM:
     for role, handler in (
+        ("split", split),
         ("memorize", memorize),
         ("organize", organize),
+        ("place", place),
         ("readme", readme),
         ("navigate", navigate),
+        ("answer", answer),
     ):
         llm.handle(role, handler)
     return llm

@@ -35,7 +35,9 @@ FAULT_KINDS = {
     "rate_limit", "server_error", "timeout", "truncated",
     "malformed", "invalid", "reject_response_format", "refuse",
 }  # fmt: skip
-_FENCED_JSON = re.compile(r"```json\s*(.*?)```", re.DOTALL)
+# JSON never holds a raw newline inside a string, so a fence at the start of a line closes the
+# block even when the input's strings quote code fences themselves.
+_FENCED_JSON = re.compile(r"```json[ \t]*\n(.*?)\n```", re.DOTALL)
 _ROLE_LINE = re.compile(r"^\s*role:\s*(\S+)")
 
 

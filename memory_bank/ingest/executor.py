@@ -89,7 +89,7 @@ class LocalExecutor:
         on_batch: BatchSink | None = None,
     ) -> MemoryParts:
         with timer.stage("chunk"):
-            chunks = chunk_documents(documents, self.config.chunking)
+            chunks = chunk_documents(documents, self.config.chunking, backend)
         parts = MemoryParts()
         with timer.stage("embed+memorize", total=len(chunks)):
             for batch in batches_by_tokens(chunks, self.config.store.journal_tokens):

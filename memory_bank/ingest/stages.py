@@ -19,11 +19,14 @@ from memory_bank.config import ChunkConfig, MemorizeConfig, TaxonomyConfig
 from memory_bank.errors import NothingToIngestError
 from memory_bank.index.embedding import ChunkEncoding
 from memory_bank.ingest.work import MemoryParts
+from memory_bank.llm.ledger import add_usage, take_usage
 from memory_bank.llm.roles import (
     LLMBackend,
     MemorizeRequest,
     OrganizeRequest,
     ReadmeRequest,
+    SplitRequest,
+    SplitSection,
     readme_requests,
 )
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
@@ -31,7 +34,7 @@ from memory_bank.store.tables import SentenceRecord
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import TaxonomyItem, flat_fallback, validate_taxonomy
 from memory_bank.taxonomy.readme import ReadmeFileEntry
-from memory_bank.text.chunking import chunk_document
+from memory_bank.text.chunking import SectionSplit, SplitChooser, chunk_document
 from memory_bank.text.sources import FileReader, SourceLoad, document_from_text, load_sources
 
 
@@ -53,8 +56,38 @@ def require_something(loaded: SourceLoad, files_given: bool) -> None:
         raise NothingToIngestError(f"nothing could be ingested:\n  {reasons}")
 
 
-def chunk_documents(documents: Sequence[Document], config: ChunkConfig) -> list[Chunk]:
-    return [chunk for doc in documents for chunk in chunk_document(doc, config)]
+def chunk_documents(
+    documents: Sequence[Document], config: ChunkConfig, backend: LLMBackend | None = None
+) -> list[Chunk]:
+    """Chunks of every document; overlong sections split where the backend's split role says."""
+    choose = split_chooser(backend, config) if backend is not None else None
+    return [chunk for doc in documents for chunk in chunk_document(doc, config, choose)]
+
+
+def split_chooser(backend: LLMBackend, config: ChunkConfig) -> SplitChooser | None:
+    """The backend's split role as the chunker's chooser of cuts in overlong sections. None for
+    the offline backend: its split is the chunker's own choice, so it is not asked (and the
+    offline ingest does no work for it)."""
+    if backend.name == "offline":
+        return None
+
+    def choose(doc: Document, sections: list[SectionSplit]) -> list[list[int]]:
+        request = SplitRequest(
+            source=doc.source,
+            sections=[
+                SplitSection(
+                    pieces=[doc.text[start:end] for start, end, _ in section.pieces],
+                    tokens=[tokens for _, _, tokens in section.pieces],
+                    own_cuts=list(section.own_cuts),
+                )
+                for section in sections
+            ],
+            min_tokens=config.min_tokens,
+            max_tokens=config.max_tokens,
+        )
+        return backend.split(request).cuts
+
+    return choose
 
 
 def memorize_encoded(
@@ -146,11 +179,24 @@ def compose_readmes(
         part = [by_index[i] for i in indices]
         calls.append((subtree, part, {i: chunk_paths[i] for i in indices}, backend))
     readmes: dict[str, str] = {}
-    for part in map_subtrees(compose_subtree_readmes, calls):
+    for part, usage in map_subtrees(_subtree_readmes_and_usage, calls):
         readmes.update(part)
+        add_usage(backend, usage)
     root = ReadmeRequest(node=tree, child_dirs=list(tree.children), files=[])
     readmes["/"] = backend.readme(root).text
     return readmes
+
+
+def _subtree_readmes_and_usage(
+    node: DirectoryNode,
+    memories: Sequence[MemorizedChunk],
+    chunk_paths: Mapping[int, str],
+    backend: LLMBackend,
+) -> tuple[dict[str, str], dict]:
+    """`compose_subtree_readmes` and the LLM usage it recorded: on Ray the backend is a copy in
+    a task, whose ledger would be lost (in this process, taking and adding it back is a no-op)."""
+    readmes = compose_subtree_readmes(node, memories, chunk_paths, backend)
+    return readmes, take_usage(backend).model_dump(mode="json")
 
 
 def compose_subtree_readmes(

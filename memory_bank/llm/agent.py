@@ -3,8 +3,9 @@
 The model gets the store's tools as function schemas (`TOOL_SCHEMAS`, also served at
 `GET /tools` so an outside agent can drive a store itself) and calls them in a loop: `ls`,
 `cat`, `grep`, `bm25_search`, `vector_search`, `deep_retrieval`, and `answer` to finish. After
-`max_iterations` tool calls it is made to answer (tool_choice = answer), and a forced answer
-gets a lower confidence. The confidence is not the model's word alone: it is scaled by how much
+`max_iterations` tool calls (or when the model replies in prose instead of calling `answer`) the
+answer is synthesized by the backend's `answer` role from the memory files read so far (seed
+000 §6.1), and such a forced answer gets a lower confidence. The confidence is not the model's word alone: it is scaled by how much
 of what the answer cites was actually read in this run. Every cited file is checked to exist;
 the chunk ids of cited memory files come with the result.
 """
@@ -12,10 +13,12 @@ the chunk ids of cited memory files come with the result.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from memory_bank.config import RetrievalConfig
 from memory_bank.errors import ToolError
+from memory_bank.llm.roles import AnswerEvidence, AnswerRequest, AnswerResult
 from memory_bank.schemas import ChatResult, TrajectoryStep
 
 MAX_TOOL_OUTPUT = 6000  # characters of a tool result sent back to the model
@@ -75,7 +78,14 @@ class ToolCallingNavigator:
     """Answers questions about one store by letting the model call its tools."""
 
     def __init__(
-        self, client: Any, tools: Any, config: RetrievalConfig, model: str, temperature: float
+        self,
+        client: Any,
+        tools: Any,
+        config: RetrievalConfig,
+        model: str,
+        temperature: float,
+        answer: Callable[[AnswerRequest], AnswerResult],
+        search: Any = None,
     ) -> None:
         from memory_bank.llm.openai_backend import prompt
 
@@ -84,6 +94,8 @@ class ToolCallingNavigator:
         self.config = config
         self.model = model
         self.temperature = temperature
+        self.answer = answer  # the backend's answer role
+        self.search = search  # HybridSearch: what the offline answer needs, if it must stand in
         self.instructions = prompt("navigate")
 
     def request(
@@ -100,8 +112,8 @@ class ToolCallingNavigator:
             message = self._ask(messages, tool_choice="auto")
             messages.append(_assistant(message))
             calls = message.tool_calls or []
-            if not calls:  # a plain-text reply is the answer, with nothing cited
-                return run.result(self.tools, message.content or "", [], 0.3, forced=False)
+            if not calls:  # prose instead of a tool call: answered from what was read
+                return self._synthesize(run, system_prompt, forced=True)
             for call in calls:
                 arguments = _arguments(call.function.arguments)
                 if call.function.name == "answer":
@@ -109,24 +121,68 @@ class ToolCallingNavigator:
                         self.tools,
                         str(arguments.get("answer", "")),
                         [str(s) for s in arguments.get("sources") or []],
-                        float(arguments.get("confidence", 0.5) or 0.5),
+                        _confidence(arguments.get("confidence")),
                         forced=False,
                     )
                 output = run.execute(self.tools, call.function.name, arguments)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
-        choice = {"type": "function", "function": {"name": "answer"}}
-        message = self._ask(messages, tool_choice=choice)
-        for call in message.tool_calls or []:
-            if call.function.name == "answer":
-                arguments = _arguments(call.function.arguments)
-                return run.result(
-                    self.tools,
-                    str(arguments.get("answer", "")),
-                    [str(s) for s in arguments.get("sources") or []],
-                    float(arguments.get("confidence", 0.5) or 0.5),
-                    forced=True,
+        return self._synthesize(run, system_prompt, forced=True)
+
+    def _synthesize(self, run: _Run, system_prompt: str | None, forced: bool) -> ChatResult:
+        """The answer role over the memory files this run read."""
+        request = AnswerRequest(
+            question=run.question,
+            evidence=self._evidence(run),
+            query_vector=self._query_vector(run.question),
+            system_prompt=system_prompt,
+        )
+        result = self.answer(request)
+        if not result.found:
+            run.steps.append(TrajectoryStep(action="answer", detail="not found"))
+            return run.result(self.tools, result.answer, [], 0.0, forced=forced, record=False)
+        return run.result(self.tools, result.answer, result.sources, result.confidence, forced)
+
+    def _evidence(self, run: _Run) -> list[AnswerEvidence]:
+        """The memory files read (by `cat`, or by `deep_retrieval` of their chunk), in order."""
+        memories = self.tools.reader.memories()
+        by_path = dict(
+            zip(
+                memories.column("path").to_pylist(),
+                zip(
+                    memories.column("chunk_id").to_pylist(),
+                    memories.column("index").to_pylist(),
+                    memories.column("memory").to_pylist(),
+                    strict=True,
+                ),
+                strict=True,
+            )
+        )
+        path_of_chunk = {chunk_id: path for path, (chunk_id, _, _) in by_path.items()}
+        paths = [path.lstrip("/") for path in run.files_read]
+        paths += [path_of_chunk[c] for c in sorted(run.chunks_read) if c in path_of_chunk]
+        evidence = []
+        corpus = getattr(self.search, "corpus", None)
+        for path in dict.fromkeys(paths):
+            if path not in by_path:
+                continue  # a README: a map of the store, not evidence
+            chunk_id, index, text = by_path[path]
+            sentences, vectors = corpus.chunk_sentences(index) if corpus else ([], None)
+            evidence.append(
+                AnswerEvidence(
+                    path=path,
+                    text=text,
+                    chunk_id=chunk_id,
+                    index=index,
+                    vector=corpus.memory_vectors()[index] if corpus else None,
+                    sentences=list(sentences) or None,
+                    sentence_vectors=vectors if len(sentences) else None,
                 )
-        return run.result(self.tools, message.content or "", [], 0.2, forced=True)
+            )
+        return evidence
+
+    def _query_vector(self, question: str) -> Any:
+        encode = getattr(self.search, "encode_query", None)
+        return encode(question) if encode is not None else None
 
     def _ask(self, messages: list[dict[str, Any]], tool_choice: Any) -> Any:
         return self.client.complete(
@@ -208,7 +264,13 @@ class _Run:
         raise ToolError(f"unknown tool {name!r}")
 
     def result(
-        self, tools: Any, answer: str, sources: list[str], confidence: float, forced: bool
+        self,
+        tools: Any,
+        answer: str,
+        sources: list[str],
+        confidence: float,
+        forced: bool,
+        record: bool = True,
     ) -> ChatResult:
         checked: list[str] = []
         for source in sources:
@@ -223,7 +285,8 @@ class _Run:
         score = min(max(confidence, 0.0), 1.0) * (0.4 + 0.6 * evidence)
         if forced:
             score *= FORCED_ANSWER_FACTOR
-        self.steps.append(TrajectoryStep(action="answer", detail="forced" if forced else ""))
+        if record:
+            self.steps.append(TrajectoryStep(action="answer", detail="forced" if forced else ""))
         return ChatResult(
             question=self.question,
             answer=answer.strip() or "I could not find an answer in this memory.",
@@ -249,6 +312,15 @@ def _chunk_ids(tools: Any, paths: list[str]) -> dict[str, str]:
         )
     )
     return {path: by_path[path] for path in paths if path in by_path}
+
+
+def _confidence(value: Any) -> float:
+    """The model's stated confidence (0 is a statement too: "not found"); 0.5 when it gave none
+    or something that is not a number."""
+    try:
+        return 0.5 if value is None else float(value)
+    except (TypeError, ValueError):
+        return 0.5
 
 
 def _arguments(raw: str | None) -> dict[str, Any]:

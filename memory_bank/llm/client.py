@@ -4,8 +4,8 @@ OpenAI-compatible chat-completions endpoint (the real `openai` client underneath
 Structured output: each role asks for its pydantic result model as a JSON schema
 (`response_format` json_schema). A server that refuses that format is asked again in JSON mode,
 then in plain text; the client remembers the downgrade. A reply is parsed leniently
-(`json_text.parse_json_reply`: code fences, prose around the object, trailing commas, a reply
-cut off mid-object) and validated; a reply that still does not fit is answered with the
+(`json_text.parse_json_reply`, with `json-repair`: code fences, prose around the object,
+Python literals, trailing commas, a reply cut off mid-object) and validated; a reply that still does not fit is answered with the
 validation error and asked again, `repair_attempts` times, before the role gives up with
 `LLMReplyError` (the backend then uses the role's documented fallback).
 

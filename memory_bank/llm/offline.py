@@ -1,11 +1,11 @@
 """The embedded `offline` backend: every role without a network or a language model.
 
-memorize: extractive memories (MMR over sentence vectors, `memorize.extractive`); organize:
+split: the chunker's own cuts (`text.chunking`; the ingest does not even ask); memorize: extractive memories (MMR over sentence vectors, `memorize.extractive`); organize:
 hierarchical clustering with terms-based names (`taxonomy`); place: descent to the closest
 directory (`taxonomy.placement`); readme: text composed from the children (`taxonomy.readme`);
-navigate: retrieval-guided tree descent with an extractive answer (`query.navigation`);
-research: names read in retrieved text as bridges, residual terms, coverage tests
-(`research.agent`).
+navigate: retrieval-guided tree descent (`query.navigation`); answer: the extractive answer
+(`query.answering`); research: names read in retrieved text as bridges, residual terms and
+coverage tests (`research.agent`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from memory_bank.config import ResearchConfig, RetrievalConfig
 from memory_bank.errors import LLMError
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.llm.roles import (
+    AnswerRequest,
+    AnswerResult,
     MemorizeRequest,
     MemorizeResult,
     Navigator,
@@ -27,6 +29,8 @@ from memory_bank.llm.roles import (
     ReadmeRequest,
     ReadmeResult,
     Researcher,
+    SplitRequest,
+    SplitResult,
 )
 from memory_bank.memorize.extractive import memorize_offline
 from memory_bank.tasks import TaskMap, run_serially
@@ -37,6 +41,9 @@ from memory_bank.taxonomy.readme import compose_readme
 
 class OfflineBackend:
     name = "offline"
+
+    def split(self, request: SplitRequest) -> SplitResult:
+        return SplitResult(cuts=[list(section.own_cuts) for section in request.sections])
 
     def memorize(self, request: MemorizeRequest) -> MemorizeResult:
         if request.encodings is None or len(request.encodings) != len(request.chunks):
@@ -70,6 +77,11 @@ class OfflineBackend:
 
     def readmes(self, requests: Sequence[ReadmeRequest]) -> list[ReadmeResult]:
         return [self.readme(request) for request in requests]
+
+    def answer(self, request: AnswerRequest) -> AnswerResult:
+        from memory_bank.query.answering import extractive_answer
+
+        return extractive_answer(request)
 
     def navigator(
         self, tools: Any, search: Any, embedder: TextEncoder | None, config: RetrievalConfig

@@ -1,16 +1,19 @@
 """The `openai` backend: every role through an OpenAI-compatible endpoint (`client.py`).
 
-memorize: several chunks per request; the model writes title, memory, tldr, keywords and
-context, the chunk's metadata (ids, offsets, source) comes from the pipeline as in the offline
-role. A batch whose replies stay invalid after the repairs keeps the offline (extractive)
-memories, counted as fallbacks. organize: the model plans the tree from the memories' titles and
-summaries; a plan that fails `validate_taxonomy` is sent back with the problems, up to
-`organize_attempts` plans, then the flat fallback (recorded in `OrganizeResult.fallbacks`).
-Stores above `taxonomy.coarse_threshold` memories are planned by the offline clustering (a
-whole large store does not fit one prompt). place: the offline placement (closest leaf, or a
-new directory). readme: the model writes the opening paragraphs of several directories per request; the
-listing stays generated, so every file and subdirectory is always listed. Independent requests
-(memorize and README batches) overlap, up to `max_concurrency` in flight. navigate: a tool-calling agent (`agent.py`).
+split: the model picks the cuts of overlong sections among the chunker's boundaries
+(`openai_split.py`). memorize: several chunks per request; the model writes title, memory,
+tldr, keywords and context, the chunk's metadata (ids, offsets, source) comes from the pipeline
+as in the offline role. A batch whose replies stay invalid after the repairs keeps the offline
+(extractive) memories, counted as fallbacks. organize and place: `openai_taxonomy.py` (per
+subtree above `taxonomy.coarse_threshold` memories; the model chooses among the closest leaves
+or a new directory). readme: the model writes the opening paragraphs of several directories per
+request; the listing stays generated, so every file and subdirectory is always listed.
+Independent requests (memorize, README and planning batches) overlap, up to `max_concurrency`
+in flight. navigate: a tool-calling agent (`agent.py`); answer: a generated answer from the
+evidence it read (`openai_answer.py`).
+
+The backend travels to Ray tasks as its settings (`__reduce__`): a task makes its own client
+and ledger, and returns its usage with its result.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from memory_bank.index.embedding import TextEncoder
 from memory_bank.llm.ledger import Ledger
 from memory_bank.llm.offline import OfflineBackend
 from memory_bank.llm.roles import (
+    AnswerRequest,
+    AnswerResult,
     MemorizeRequest,
     MemorizeResult,
     Navigator,
@@ -38,11 +43,12 @@ from memory_bank.llm.roles import (
     ReadmeRequest,
     ReadmeResult,
     Researcher,
+    SplitRequest,
+    SplitResult,
 )
-from memory_bank.schemas import DirectoryNode, MemorizedChunk
+from memory_bank.schemas import MemorizedChunk
 from memory_bank.store.files import sanitize_name
 from memory_bank.tasks import TaskMap, run_serially
-from memory_bank.taxonomy import flat_fallback, validate_taxonomy
 from memory_bank.taxonomy.planner import memory_count
 
 
@@ -64,22 +70,6 @@ class _MemorizeReply(BaseModel):
     memories: list[_Memory]
 
 
-class _Leaf(BaseModel):
-    path: str
-    description: str = ""
-    memories: list[int]
-
-
-class _Parent(BaseModel):
-    path: str
-    description: str = ""
-
-
-class _OrganizeReply(BaseModel):
-    leaves: list[_Leaf]
-    parents: list[_Parent] = Field(default_factory=list)
-
-
 class _Summary(BaseModel):
     path: str
     summary: str
@@ -98,6 +88,14 @@ class OpenAIBackend:
         self.ledger = Ledger(config)
         self._client = None
         self._client_lock = threading.Lock()
+
+    def __reduce__(self):
+        # Pickled (for a Ray task) as its settings: a client, its locks and its ledger stay here.
+        return (OpenAIBackend, (self.config,))
+
+    def fresh(self) -> OpenAIBackend:
+        """A backend of the same settings with a ledger of its own."""
+        return OpenAIBackend(self.config)
 
     @property
     def client(self):
@@ -124,6 +122,37 @@ class OpenAIBackend:
             config.temperature if temperature is None else temperature
         )
 
+    def ask(
+        self,
+        role: str,
+        payload: Any,
+        reply_model: type[BaseModel],
+        check: Any = None,
+        attempts: int | None = None,
+    ) -> Any:
+        """One structured request of a store-building role (the build model)."""
+        model, temperature = self.build_model
+        return self.client.structured(
+            role, prompt(role), payload, reply_model, model, temperature, check, attempts
+        )
+
+    def overlapped(self, function: Any, items: list[Any]) -> list[Any]:
+        """`function` over `items` with up to `max_concurrency` requests in flight (the
+        endpoint's latency overlaps; the client's own limit still holds); results in order."""
+        if len(items) <= 1:
+            return [function(item) for item in items]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(self.config.max_concurrency, len(items))) as pool:
+            return list(pool.map(function, items))
+
+    # --- split --------------------------------------------------------------------------------
+
+    def split(self, request: SplitRequest) -> SplitResult:
+        from memory_bank.llm.openai_split import split_sections
+
+        return split_sections(request, self.ask, self.ledger, self.config.split_max_tokens)
+
     # --- memorize -----------------------------------------------------------------------------
 
     def memorize(self, request: MemorizeRequest) -> MemorizeResult:
@@ -134,18 +163,8 @@ class OpenAIBackend:
             (base[start : start + size], request.chunks[start : start + size])
             for start in range(0, len(base), size)
         ]
-        done = self._overlapped(lambda batch: self._memorize_batch(*batch), batches)
+        done = self.overlapped(lambda batch: self._memorize_batch(*batch), batches)
         return MemorizeResult(memories=[memory for batch in done for memory in batch])
-
-    def _overlapped(self, function: Any, items: list[Any]) -> list[Any]:
-        """`function` over `items` with up to `max_concurrency` requests in flight (the
-        endpoint's latency overlaps; the client's own limit still holds); results in order."""
-        if len(items) <= 1:
-            return [function(item) for item in items]
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(self.config.max_concurrency, len(items))) as pool:
-            return list(pool.map(function, items))
 
     def _memorize_batch(
         self, base: list[MemorizedChunk], chunks: list[Any]
@@ -164,11 +183,8 @@ class OpenAIBackend:
                 [] if sorted(got) == ids else [f"expected one memory per chunk id {ids}, got {got}"]
             )
 
-        model, temperature = self.build_model
         try:
-            reply = self.client.structured(
-                "memorize", prompt("memorize"), payload, _MemorizeReply, model, temperature, check
-            )
+            reply = self.ask("memorize", payload, _MemorizeReply, check)
         except LLMError:
             self.ledger.count("memorize", "fallbacks")
             return base
@@ -187,64 +203,19 @@ class OpenAIBackend:
             for i, memory in zip(ids, base, strict=True)
         ]
 
-    # --- organize -----------------------------------------------------------------------------
+    # --- organize and place -------------------------------------------------------------------
 
     def organize(
         self, request: OrganizeRequest, map_groups: TaskMap = run_serially
     ) -> OrganizeResult:
-        config = request.config
-        if len(request.items) > config.coarse_threshold:
-            return self.offline.organize(request, map_groups)
-        indices = [item.index for item in request.items]
-        payload = {
-            "bounds": {
-                "max_depth": config.max_depth,
-                "min_leaf": config.min_leaf,
-                "target_leaf": config.target_leaf,
-                "hard_max_leaf": config.hard_max_leaf,
-            },
-            "memories": [
-                {
-                    "index": item.index,
-                    "title": item.title,
-                    "tldr": item.tldr,
-                    "keywords": list(item.keywords)[:6],
-                }
-                for item in request.items
-            ],
-        }
-        problems_seen: list[str] = []
+        from memory_bank.llm.openai_taxonomy import organize_with_model
 
-        def check(reply: _OrganizeReply) -> list[str]:
-            try:
-                tree = tree_from_leaves(reply)
-            except ValueError as exc:
-                problems = [str(exc)]
-            else:
-                problems = validate_taxonomy(tree, len(indices), config)
-            problems_seen.extend(problems)
-            return problems
-
-        model, temperature = self.build_model
-        try:
-            reply = self.client.structured(
-                "organize",
-                prompt("organize"),
-                payload,
-                _OrganizeReply,
-                model,
-                temperature,
-                check,
-                attempts=self.config.organize_attempts,
-            )
-        except LLMError as exc:
-            self.ledger.count("organize", "fallbacks")
-            fallbacks = [*problems_seen, f"flat fallback: {exc}"]
-            return OrganizeResult(tree=flat_fallback(indices, config), fallbacks=fallbacks)
-        return OrganizeResult(tree=tree_from_leaves(reply), fallbacks=problems_seen)
+        return organize_with_model(self, request, map_groups)
 
     def place(self, request: PlaceRequest) -> PlaceResult:
-        return self.offline.place(request)
+        from memory_bank.llm.openai_taxonomy import place_with_model
+
+        return place_with_model(self, request)
 
     # --- readme -------------------------------------------------------------------------------
 
@@ -257,7 +228,7 @@ class OpenAIBackend:
         always listed). A batch that fails keeps the offline text."""
         size = self.config.readme_batch
         batches = [list(requests[start : start + size]) for start in range(0, len(requests), size)]
-        done = self._overlapped(self._readme_batch, batches)
+        done = self.overlapped(self._readme_batch, batches)
         return [result for batch in done for result in batch]
 
     def _readme_batch(self, requests: list[ReadmeRequest]) -> list[ReadmeResult]:
@@ -293,11 +264,8 @@ class OpenAIBackend:
                 else [f"expected one summary per path {paths}, got {got}"]
             )
 
-        model, temperature = self.build_model
         try:
-            reply = self.client.structured(
-                "readme", prompt("readme"), payload, _ReadmeReply, model, temperature, check
-            )
+            reply = self.ask("readme", payload, _ReadmeReply, check)
         except LLMError:
             self.ledger.count("readme", "fallbacks")
             return [ReadmeResult(text=text) for text in generated]
@@ -314,7 +282,12 @@ class OpenAIBackend:
             )
         return results
 
-    # --- navigate -----------------------------------------------------------------------------
+    # --- navigate and answer ------------------------------------------------------------------
+
+    def answer(self, request: AnswerRequest) -> AnswerResult:
+        from memory_bank.llm.openai_answer import answer_with_model
+
+        return answer_with_model(self, request)
 
     def navigator(
         self, tools: Any, search: Any, embedder: TextEncoder | None, config: RetrievalConfig
@@ -322,7 +295,9 @@ class OpenAIBackend:
         from memory_bank.llm.agent import ToolCallingNavigator
 
         model, temperature = self.chat_model
-        return ToolCallingNavigator(self.client, tools, config, model, temperature)
+        return ToolCallingNavigator(
+            self.client, tools, config, model, temperature, answer=self.answer, search=search
+        )
 
     # --- research -------------------------------------------------------------------------------
 
@@ -330,40 +305,3 @@ class OpenAIBackend:
         self, search: Any, config: ResearchConfig, retrieval: RetrievalConfig
     ) -> Researcher:
         return self.offline.researcher(search, config, retrieval)
-
-
-def tree_from_leaves(reply: _OrganizeReply) -> DirectoryNode:
-    """The tree a flat list of leaf paths describes (names made safe; ValueError on a path
-    that is both a leaf and a parent)."""
-    root = DirectoryNode(path="/", name="")
-    nodes = {"/": root}
-    descriptions = {_clean_path(parent.path): parent.description for parent in reply.parents}
-    for leaf in reply.leaves:
-        path = _clean_path(leaf.path)
-        if path == "/":
-            raise ValueError("a leaf cannot be the root")
-        parent = root
-        for depth, name in enumerate(path.strip("/").split("/"), start=1):
-            current = "/" + "/".join(path.strip("/").split("/")[:depth])
-            node = nodes.get(current)
-            if node is None:
-                node = DirectoryNode(
-                    path=current, name=name, description=descriptions.get(current, "")
-                )
-                nodes[current] = node
-                if parent.chunk_indices:
-                    raise ValueError(f"{parent.path} is a leaf and also has subdirectories")
-                parent.children.append(node)
-            parent = node
-        if parent.children:
-            raise ValueError(f"{path} is a leaf and also has subdirectories")
-        parent.description = leaf.description or parent.description
-        parent.chunk_indices.extend(int(index) for index in leaf.memories)
-    return root
-
-
-def _clean_path(path: str) -> str:
-    names = [
-        sanitize_name(part, fallback="topic") for part in path.strip().strip("/").split("/") if part
-    ]
-    return "/" + "/".join(names)

@@ -4,6 +4,19 @@ A role is one typed call with pydantic models in and out. The pipeline and the q
 roles only through an `LLMBackend`, so the embedded `offline` backend (`offline.py`: local
 embeddings and classical algorithms) and an OpenAI-compatible one are interchangeable.
 
+Roles of the backend (both backends fill every one):
+- split: where an overlong section is cut into chunks (seed 000 §5.2);
+- memorize: chunks -> memories (title, memory, tldr, keywords, context);
+- organize: memories -> a directory tree (seed 000 §5.1 step 4, validated per §14);
+- place: new memories -> leaves of an existing tree, or new directories (§5.3);
+- readme / readmes: a directory's README (§3.2);
+- navigator: the agent answering questions over one store (§6);
+- answer: an answer from the evidence an agent gathered, with its sources and a confidence.
+
+The session and research roles (classify, structure, analyze, integrate, plan, research) are
+defined as typed requests and results in `session_roles.py` and `research_roles.py`; issues 12
+(session mode) and 13 (research loop) add them to the backends.
+
 Requests may carry what only the offline implementations use (chunk encodings, memory vectors);
 an LLM backend reads the text fields and ignores them.
 """
@@ -28,6 +41,30 @@ class RoleModel(BaseModel):
     """Base of role requests and results: strict fields; numpy arrays allowed."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+class SplitSection(RoleModel):
+    """A section longer than a chunk: its text as pieces between the boundaries a chunk may end
+    at (paragraphs, sentences), with their token counts. A cut is the number of the piece it
+    starts (1 .. len(pieces) - 1); `own_cuts` are the cuts the chunker makes by itself."""
+
+    pieces: list[str]
+    tokens: list[int]
+    own_cuts: list[int]
+
+
+class SplitRequest(RoleModel):
+    """The overlong sections of one document (seed 000 §5.2: split points chosen for semantic
+    completeness, topic boundaries, never mid-sentence)."""
+
+    source: str
+    sections: list[SplitSection]
+    min_tokens: int = Field(ge=1)
+    max_tokens: int = Field(ge=2)
+
+
+class SplitResult(RoleModel):
+    cuts: list[list[int]]  # per section, ascending piece numbers
 
 
 class MemorizeRequest(RoleModel):
@@ -73,6 +110,8 @@ class PlaceRequest(RoleModel):
 
 class PlaceResult(RoleModel):
     tree: DirectoryNode | None  # None: the tree cannot take them; plan it anew
+    # Placements that failed validation and were replaced (by a re-prompt or the offline one).
+    fallbacks: list[str] = Field(default_factory=list)
 
 
 class ReadmeRequest(RoleModel):
@@ -85,6 +124,37 @@ class ReadmeRequest(RoleModel):
 
 class ReadmeResult(RoleModel):
     text: str
+
+
+class AnswerEvidence(RoleModel):
+    """One memory file an agent read. The sentence texts and vectors (the chunk's own, from
+    `.bank/sentences.parquet`) and the memory vector serve the offline, extractive answer."""
+
+    path: str  # store-relative memory file
+    text: str  # the memory text read
+    chunk_id: str | None = None
+    index: int | None = None  # memory index (orders equal scores, as the store does)
+    vector: np.ndarray | None = None
+    sentences: list[str] | None = None
+    sentence_vectors: np.ndarray | None = None
+
+
+class AnswerRequest(RoleModel):
+    """Answer synthesis from the evidence an agent gathered (seed 000 §6.1: also the forced
+    answer after max_iterations)."""
+
+    question: str
+    evidence: list[AnswerEvidence]
+    query_vector: np.ndarray | None = None  # offline: the question's embedding
+    system_prompt: str | None = None
+
+
+class AnswerResult(RoleModel):
+    answer: str
+    sources: list[str]  # evidence paths the answer rests on, most important first
+    confidence: float = Field(ge=0.0, le=1.0)
+    found: bool = True  # False: the evidence does not answer the question
+    notes: str = ""
 
 
 class Navigator(Protocol):
@@ -108,6 +178,9 @@ class LLMBackend(Protocol):
 
     name: str
 
+    def split(self, request: SplitRequest) -> SplitResult:
+        """The offline backend returns the chunker's own cuts (and the ingest does not ask)."""
+
     def memorize(self, request: MemorizeRequest) -> MemorizeResult: ...
 
     def organize(
@@ -122,6 +195,8 @@ class LLMBackend(Protocol):
     def readmes(self, requests: Sequence[ReadmeRequest]) -> list[ReadmeResult]:
         """Several directories' READMEs, in request order (a backend may batch or overlap
         the calls)."""
+
+    def answer(self, request: AnswerRequest) -> AnswerResult: ...
 
     def navigator(
         self, tools: Any, search: Any, embedder: TextEncoder | None, config: RetrievalConfig

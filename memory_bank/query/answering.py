@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memory_bank.text.lexicon import LIST_MARKER, MARKDOWN_HEADER
+from memory_bank.llm.roles import AnswerRequest, AnswerResult
+from memory_bank.query.question import content_terms, stem_all, term_coverage
+from memory_bank.text.lexicon import LIST_MARKER, MARKDOWN_HEADER, search_tokens
 
 MAX_ANSWER_SENTENCES = 4
 MAX_SENTENCES_PER_CHUNK = 2
@@ -25,6 +27,7 @@ SENTENCE_TERM_WEIGHT = 0.3  # sentence score = cosine + weight * share of questi
 # A chosen sentence that ends in ":" ("It came in two sizes:") announces what follows: the
 # list items after it join the answer, up to this many (or the one sentence after it).
 MAX_LIST_ITEMS = 6
+NOT_FOUND_THRESHOLD = 0.3  # below this confidence the evidence does not answer the question
 # Cosine of the best evidence mapped linearly onto 0..1 between these two points: below 0.2
 # all-MiniLM-L6-v2 pairs are unrelated, above 0.55 they are about the same thing.
 COSINE_FLOOR, COSINE_CEILING = 0.2, 0.55
@@ -125,3 +128,62 @@ def calibrate_confidence(best_cosine: float, coverage: float | None) -> float:
     if coverage is None:
         return semantic
     return 0.5 * semantic + 0.5 * coverage
+
+
+def extractive_answer(request: AnswerRequest) -> AnswerResult:
+    """The offline `answer` role: the best sentences of the evidence (see the module docstring),
+    every evidence file cited in the order given; `found` is False below NOT_FOUND_THRESHOLD.
+
+    Needs the question's vector and each evidence's sentences with their vectors (and the
+    memory vector, for the confidence); evidence without sentences is not quoted."""
+    if request.query_vector is None:
+        raise ValueError("the extractive answer needs the question's vector")
+    query_vector = request.query_vector
+    terms = content_terms(request.question)
+    sentences: list[AnswerSentence] = []
+    evidence_stems: set[str] = set()
+    memory_vectors: dict[int, np.ndarray] = {}
+    for position, evidence in enumerate(request.evidence):
+        chunk = evidence.index if evidence.index is not None else position
+        texts = evidence.sentences or []
+        evidence_stems |= stem_all(search_tokens(" ".join(texts) or evidence.text))
+        if evidence.vector is not None:
+            memory_vectors[chunk] = evidence.vector
+        if not texts or evidence.sentence_vectors is None:
+            continue
+        cosines = evidence.sentence_vectors @ query_vector
+        for number, (text, vector, cosine) in enumerate(
+            zip(texts, evidence.sentence_vectors, cosines, strict=True)
+        ):
+            if is_section_title(text):
+                continue  # a section title names a topic; it answers nothing by itself
+            stems = stem_all(search_tokens(text))
+            score = float(cosine) + SENTENCE_TERM_WEIGHT * term_coverage(terms, stems)
+            sentences.append(AnswerSentence(chunk, number, text, vector, score, stems))
+    sentences.sort(key=lambda s: (-s.score, s.chunk, s.number))
+    if not sentences:
+        return AnswerResult(
+            answer="", sources=[], confidence=0.0, found=False, notes="no readable evidence"
+        )
+    chosen = complete_lead_ins(select_sentences(sentences, terms), sentences)
+    chosen_chunks = sorted({s.chunk for s in chosen})
+    chunk_cosines = [
+        float(memory_vectors[c] @ query_vector) for c in chosen_chunks if c in memory_vectors
+    ]
+    best_cosine = max([float(s.vector @ query_vector) for s in chosen] + chunk_cosines)
+    confidence = calibrate_confidence(
+        best_cosine, term_coverage(terms, frozenset(evidence_stems)) if terms else None
+    )
+    sources = [evidence.path for evidence in request.evidence]
+    if confidence < NOT_FOUND_THRESHOLD:
+        return AnswerResult(answer="", sources=sources, confidence=confidence, found=False)
+    # The answer quotes chunk by chunk, in document order within each, the chunk of the best
+    # sentence first (`chosen` opens with the best sentences).
+    quote_order = list(dict.fromkeys(s.chunk for s in chosen))
+    ordered = sorted(chosen, key=lambda s: (quote_order.index(s.chunk), s.number))
+    return AnswerResult(
+        answer=answer_text([s.text for s in ordered]),
+        sources=sources,
+        confidence=confidence,
+        notes=f"{len(ordered)} sentences",
+    )

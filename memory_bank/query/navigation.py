@@ -34,15 +34,8 @@ from memory_bank.config import RetrievalConfig
 from memory_bank.errors import ToolError
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.index.hybrid import HybridSearch
-from memory_bank.query.answering import (
-    SENTENCE_TERM_WEIGHT,
-    AnswerSentence,
-    answer_text,
-    calibrate_confidence,
-    complete_lead_ins,
-    is_section_title,
-    select_sentences,
-)
+from memory_bank.llm.roles import AnswerEvidence, AnswerRequest
+from memory_bank.query.answering import NOT_FOUND_THRESHOLD, extractive_answer
 from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
 from memory_bank.query.tools import StoreTools
 from memory_bank.schemas import ChatResult, DirectoryNode, TrajectoryStep
@@ -50,7 +43,6 @@ from memory_bank.store.files import parse_chunk_file, readme_relative_path
 from memory_bank.text.lexicon import search_tokens
 from memory_bank.text.sentences import split_sentences
 
-NOT_FOUND_THRESHOLD = 0.3
 NOT_FOUND_ANSWER = "The memory does not contain information to answer this question."
 MAX_GREPS = 3
 MIN_CHUNK_READS = 3  # README reads and greps never eat into this share of the budget
@@ -326,53 +318,39 @@ class NavigationAgent:
     def _answer(
         self, run: _Run, read: dict[int, str], query_vector: np.ndarray, terms: list[str]
     ) -> ChatResult:
-        sentences = self._score_sentences(read, query_vector, terms)
-        if not sentences:
-            return self._not_found(run, "no readable evidence")
-        chosen = complete_lead_ins(select_sentences(sentences, terms), sentences)
-        evidence_stems = frozenset().union(*run.evidence.values())
-        chunk_cosines = self.search.cosines(query_vector, sorted({s.chunk for s in chosen}))
-        best_cosine = max(
-            max(float(s.vector @ query_vector) for s in chosen), float(chunk_cosines.max())
+        request = AnswerRequest(
+            question=run.question,
+            evidence=[self._evidence(index, memory_text) for index, memory_text in read.items()],
+            query_vector=query_vector,
         )
-        confidence = calibrate_confidence(
-            best_cosine, term_coverage(terms, evidence_stems) if terms else None
-        )
-        if confidence < NOT_FOUND_THRESHOLD:
+        result = extractive_answer(request)
+        if not result.found:
+            if result.notes:
+                return self._not_found(run, result.notes)
             closest = ", ".join(run.files_read[-2:])
-            return self._not_found(run, f"closest material read: {closest}", confidence)
+            return self._not_found(run, f"closest material read: {closest}", result.confidence)
         # Every chunk read is cited, best first: each was read because it ranked near the top, and
         # the chunk that matches the question may not hold the sentence that answers it (a bridge).
-        # The answer quotes chunk by chunk, in document order within each, the chunk of the best
-        # sentence first (`chosen` opens with the best sentences).
-        quote_order = list(dict.fromkeys(s.chunk for s in chosen))
-        ordered = sorted(chosen, key=lambda s: (quote_order.index(s.chunk), s.number))
-        sources = [self.corpus.chunk_path(index) for index in read]
-        final = self.tools.answer(answer_text([s.text for s in ordered]), confidence, sources)
+        final = self.tools.answer(result.answer, result.confidence, result.sources)
         run.note(
             "answer",
-            detail=f"{len(ordered)} sentences from {len(sources)} files (confidence {final.confidence:.2f})",
+            detail=f"{result.notes} from {len(result.sources)} files (confidence {final.confidence:.2f})",
         )
         return self._result(
             run, final.text, final.sources, final.confidence, f"{run.calls} tool calls"
         )
 
-    def _score_sentences(
-        self, read: dict[int, str], query_vector: np.ndarray, terms: list[str]
-    ) -> list[AnswerSentence]:
-        scored = []
-        for index, memory_text in read.items():
-            texts, vectors = self._chunk_sentences(index, memory_text)
-            cosines = vectors @ query_vector if texts else np.zeros(0)
-            for number, (text, vector, cosine) in enumerate(
-                zip(texts, vectors, cosines, strict=True)
-            ):
-                if is_section_title(text):
-                    continue  # a section title names a topic; it answers nothing by itself
-                stems = stem_all(search_tokens(text))
-                score = float(cosine) + SENTENCE_TERM_WEIGHT * term_coverage(terms, stems)
-                scored.append(AnswerSentence(index, number, text, vector, score, stems))
-        return sorted(scored, key=lambda s: (-s.score, s.chunk, s.number))
+    def _evidence(self, index: int, memory_text: str) -> AnswerEvidence:
+        """A chunk read, with what the extractive answer needs: its sentences and vectors."""
+        texts, vectors = self._chunk_sentences(index, memory_text)
+        return AnswerEvidence(
+            path=self.corpus.chunk_path(index),
+            text=memory_text,
+            index=index,
+            vector=self.corpus.memory_vectors()[index],
+            sentences=texts,
+            sentence_vectors=vectors if texts else None,
+        )
 
     def _chunk_sentences(self, index: int, memory_text: str) -> tuple[list[str], np.ndarray]:
         """The chunk's stored sentences and vectors (the raw text behind the memory); a store

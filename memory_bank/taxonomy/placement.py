@@ -107,12 +107,80 @@ def _place(
             )
         node.chunk_indices.append(int(index))
         touched.add(node.path)
+    if not _settle(placed, touched, items, vectors, config):
+        return None
+    if topic and not _add_top_level(placed, items, vectors, topic, config):
+        return None
+    _refresh_parent_descriptions(placed)
+    return placed
+
+
+def _settle(
+    placed: DirectoryNode,
+    touched: set[str],
+    items: Sequence[TaxonomyItem],
+    vectors: np.ndarray,
+    config: TaxonomyConfig,
+) -> bool:
+    """Re-plan every touched leaf that grew past `max_leaf`; False when one cannot be."""
     for path in sorted(touched):
         leaf = _find(placed, path)
         overfull = leaf is not None and len(leaf.chunk_indices) > config.max_leaf
         if overfull and not _replan_around(placed, path, items, vectors, config):
+            return False
+    return True
+
+
+def closest_leaves(
+    tree: DirectoryNode, vectors: np.ndarray, indices: Sequence[int], count: int
+) -> dict[int, list[tuple[str, float]]]:
+    """For each memory of `indices`, the `count` leaves whose memories it is closest to (cosine
+    to the leaf's normalized mean vector, from the tree as given), best first."""
+    directions = _directions(tree, vectors)
+    leaves = [leaf.path for leaf in tree.leaves() if leaf.path != "/"]
+    if not leaves:
+        return {int(index): [] for index in indices}
+    matrix = np.stack([directions[path] for path in leaves])
+    closest = {}
+    for index in indices:
+        cosines = matrix @ vectors[index]
+        order = np.argsort(-cosines, kind="stable")[:count]
+        closest[int(index)] = [(leaves[i], float(cosines[i])) for i in order]
+    return closest
+
+
+def place_chosen(
+    tree: DirectoryNode,
+    items: Sequence[TaxonomyItem],
+    vectors: np.ndarray,
+    choices: dict[int, str],
+    config: TaxonomyConfig,
+    new_descriptions: dict[str, str] | None = None,
+) -> DirectoryNode | None:
+    """`tree` with each memory of `choices` put into the directory named by its path: an
+    existing leaf, or a new directory (made as a leaf under an existing directory that holds no
+    memories itself, described by `new_descriptions`). Leaves grown past `max_leaf` are
+    re-planned as in `place_memories`; None when that fails or a path is not usable."""
+    placed = tree.model_copy(deep=True)
+    touched: set[str] = set()
+    for index, path in sorted(choices.items()):
+        node = _find(placed, path)
+        if node is None:
+            parent = _find(placed, _parent_path(path))
+            name = path.rsplit("/", 1)[-1]
+            if parent is None or parent.chunk_indices or _depth(path) > config.max_depth:
+                return None
+            node = DirectoryNode(
+                path=child_path(parent.path, name),
+                name=name,
+                description=(new_descriptions or {}).get(path, ""),
+            )
+            parent.children.append(node)
+        elif node.children:
             return None
-    if topic and not _add_top_level(placed, items, vectors, topic, config):
+        node.chunk_indices.append(int(index))
+        touched.add(node.path)
+    if not _settle(placed, touched, items, vectors, config):
         return None
     _refresh_parent_descriptions(placed)
     return placed

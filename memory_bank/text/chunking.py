@@ -20,6 +20,13 @@ within [min_tokens, max_tokens] is scored and the cheapest taken:
   short section fits into the chunk before it;
 * inside a section longer than max_tokens, pieces of equal size are preferred.
 
+Where a section is longer than max_tokens, the split points may be chosen by someone else (the
+LLM `split` role, seed 000 §5.2): `chunk_document(..., choose_splits=...)` offers each such
+section as a `SectionSplit` (its pieces between admissible boundaries, and the cuts the chunker
+itself would make there) and packs again with the chosen boundaries as the cheapest cuts. A
+chosen cut that would break the token bounds is not taken; the chunker's own choice stands there.
+Without a chooser nothing of this runs.
+
 Only the last chunk of a document may be shorter than min_tokens. Sizes are planned from token
 counts of the atoms (each piece of text is encoded about once), a little inside the bounds to
 absorb counting differences at the joins; every chunk is then counted exactly, and one that still
@@ -32,8 +39,8 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from itertools import accumulate
 
 from tiktoken import Encoding
@@ -60,6 +67,8 @@ _SWALLOW_LEVEL_STEP = 0.5
 _SHORT_LAST_CHUNK = 1.0
 _BALANCE_WEIGHT = 1.5
 _ESTIMATE_MARGIN = 0.02  # share of max_tokens kept spare for counting errors at the joins
+# A boundary another party chose inside an overlong section: cheaper than any cut of our own.
+_CHOSEN_CUT = -100.0
 # Text with more characters than this per allowed token is split without being counted whole
 # first: tokens that long are rare, and a wrong guess only adds cut options.
 _MAX_CHARS_PER_TOKEN = 32
@@ -94,8 +103,34 @@ class _Bounds:
     atom_cap: int  # largest atom; small enough that some cut always lands in [low, high]
 
 
-def chunk_document(doc: Document, config: ChunkConfig) -> list[Chunk]:
-    """Split `doc` into chunks of at most `config.max_tokens` tokens (deterministic)."""
+@dataclass(frozen=True)
+class SectionSplit:
+    """A section too long for one chunk, offered to a split chooser.
+
+    `pieces` are the section's text between the boundaries a chunk may end at (paragraphs,
+    sentences), as (start, end) character offsets into the document with their token counts;
+    a cut is named by the number of the piece it starts. `own_cuts` are the cuts the chunker
+    would make (ascending piece numbers, never 0)."""
+
+    pieces: tuple[tuple[int, int, int], ...]
+    own_cuts: tuple[int, ...]
+    atom_starts: tuple[int, ...]  # the atom each piece starts at (internal)
+
+    @property
+    def tokens(self) -> int:
+        return sum(tokens for _, _, tokens in self.pieces)
+
+
+# Given a document and its overlong sections, the cuts to make in each (piece numbers, one list
+# per section, in order); None keeps the chunker's own cuts everywhere.
+SplitChooser = Callable[[Document, list[SectionSplit]], list[list[int]] | None]
+
+
+def chunk_document(
+    doc: Document, config: ChunkConfig, choose_splits: SplitChooser | None = None
+) -> list[Chunk]:
+    """Split `doc` into chunks of at most `config.max_tokens` tokens (deterministic for a
+    deterministic `choose_splits`; see the module docstring)."""
     encoding = get_encoding(config.encoding)
     bounds = _plan_bounds(config)
     blocks = (
@@ -106,7 +141,10 @@ def chunk_document(doc: Document, config: ChunkConfig) -> list[Chunk]:
     atoms = _atoms(doc.text, blocks, encoding, bounds.atom_cap)
     if not atoms:
         return []
-    runs = _fit_runs(doc.text, atoms, _pack(atoms, bounds), encoding, config.max_tokens)
+    packed = _pack(atoms, bounds)
+    if choose_splits is not None:
+        packed = _chosen_splits(doc, atoms, packed, bounds, choose_splits)
+    runs = _fit_runs(doc.text, atoms, packed, encoding, config.max_tokens)
     runs = _merge_short_runs(doc.text, atoms, runs, encoding, config)
     headers = [(block.start, block.title) for block in blocks if block.header_level]
     header_starts = [start for start, _ in headers]
@@ -130,6 +168,63 @@ def chunk_document(doc: Document, config: ChunkConfig) -> list[Chunk]:
             )
         )
     return chunks
+
+
+def _chosen_splits(
+    doc: Document,
+    atoms: list[_Atom],
+    packed: list[tuple[int, int]],
+    bounds: _Bounds,
+    choose_splits: SplitChooser,
+) -> list[tuple[int, int]]:
+    """`packed` again with the boundaries `choose_splits` picks inside overlong sections made
+    the cheapest cuts; `packed` itself when it keeps the chunker's own."""
+    sections = _overlong_sections(atoms, packed, bounds)
+    if not sections:
+        return packed
+    chosen = choose_splits(doc, sections)
+    if chosen is None or [list(c) for c in chosen] == [list(s.own_cuts) for s in sections]:
+        return packed
+    preferred = {
+        section.atom_starts[piece]
+        for section, cuts in zip(sections, chosen, strict=True)
+        for piece in cuts
+        if 0 < piece < len(section.pieces)
+    }
+    favoured = [
+        replace(atom, cut_cost=_CHOSEN_CUT) if index in preferred else atom
+        for index, atom in enumerate(atoms)
+    ]
+    return _pack(favoured, bounds)
+
+
+def _overlong_sections(
+    atoms: Sequence[_Atom], packed: list[tuple[int, int]], bounds: _Bounds
+) -> list[SectionSplit]:
+    """Every section longer than a chunk, as pieces between the cuts a chunk may end at
+    (block, paragraph and sentence boundaries, and wherever the chunker cuts itself)."""
+    sizes = _Sizes(atoms)
+    own_starts = {first for first, _ in packed}
+    sections: list[SectionSplit] = []
+    first = 0
+    while first < len(atoms):
+        end = sizes.section_end(first)
+        if sizes.size(first, end) > bounds.high:
+            starts = [first] + [
+                index
+                for index in range(first + 1, end)
+                if atoms[index].cut_cost <= _CUT_BETWEEN_SENTENCES or index in own_starts
+            ]
+            pieces = tuple(
+                (atoms[start].start, atoms[stop - 1].end, sizes.size(start, stop))
+                for start, stop in zip(starts, [*starts[1:], end], strict=True)
+            )
+            own = tuple(
+                number for number, start in enumerate(starts) if number and start in own_starts
+            )
+            sections.append(SectionSplit(pieces, own, tuple(starts)))
+        first = end
+    return sections
 
 
 def _plan_bounds(config: ChunkConfig) -> _Bounds:

@@ -19,6 +19,7 @@ from memory_bank.llm.roles import OrganizeRequest
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.verify import verify_store
 from memory_bank.taxonomy.items import TaxonomyItem
+from tests.llm_offline_model import OfflineModel
 from tests.llm_roles import register_literal_model
 from tests.loopback_llm import LoopbackLLM, loopback_llm_server
 
@@ -88,6 +89,33 @@ def test_ingest_and_ask_through_the_protocol(
             assert SECRET.encode() not in path.read_bytes(), path
     assert SECRET not in summary.model_dump_json() and SECRET not in caplog.text
     assert SECRET not in result.model_dump_json()
+
+
+def test_a_model_answering_like_the_offline_roles_builds_the_offline_store(
+    llm_server: LoopbackLLM, tmp_path: Path, embedder: Embedder
+) -> None:
+    llm_server.reset()
+    offline = AppConfig()
+    offline_bank = MemoryBank(
+        tmp_path / "offline", config=offline, executor=lambda c: LocalExecutor(c, embedder)
+    )
+    offline_bank.add(files=SOURCES)
+    OfflineModel(offline, embedder).learn(tmp_path / "offline").register(llm_server)
+    config = _config(llm_server, tmp_path)
+    summary = _bank(tmp_path, config, embedder).add(files=SOURCES)
+    assert summary.llm["roles"]["memorize"]["calls"] > 0
+
+    def layout(store: Path) -> dict[str, tuple[str, str]]:
+        table = StoreReader(store).memories()
+        return {
+            chunk_id: (path, title)
+            for chunk_id, path, title in zip(
+                *(table.column(name).to_pylist() for name in ("chunk_id", "path", "title")),
+                strict=True,
+            )
+        }
+
+    assert layout(tmp_path / "store") == layout(tmp_path / "offline")
 
 
 def test_reingest_and_rebuild_of_unchanged_content_make_no_request(
@@ -167,36 +195,67 @@ def test_organize_falls_back_to_a_flat_tree_after_three_invalid_plans(
     assert backend.ledger.take().roles["organize"].fallbacks == 1
 
 
-def test_the_agent_is_made_to_answer_after_max_iterations(
+def test_after_max_iterations_the_answer_role_answers_from_what_was_read(
     llm: LoopbackLLM, tmp_path: Path, embedder: Embedder
 ) -> None:
     config = _config(llm, tmp_path)
     bank = _bank(tmp_path, config, embedder)
     bank.add(files=SOURCES)
+    memory_file = StoreReader(tmp_path / "store").memories().column("path").to_pylist()[0]
 
     def wandering(data: dict, body: dict) -> dict:
-        if isinstance(body.get("tool_choice"), dict):
-            return {
-                "tool_calls": [
-                    {
-                        "name": "answer",
-                        "arguments": {
-                            "answer": "Not sure.",
-                            "sources": ["no/such/file.md"],
-                            "confidence": 0.9,
-                        },
-                    }
-                ]
-            }
+        read = any(m["role"] == "tool" for m in body["messages"])
+        if not read:
+            return {"tool_calls": [{"name": "cat", "arguments": {"path": memory_file}}]}
         return {"tool_calls": [{"name": "ls", "arguments": {"path": "/"}}]}
 
     llm.handle("navigate", wandering)
-    result = bank.request("What is sourdough?", max_iterations=3)
-    assert [step.action for step in result.steps] == ["ls", "ls", "ls", "answer"]
-    assert result.sources == []  # a made-up path is not a source
-    assert result.confidence < 0.9 * 0.6  # forced, and nothing cited was read
-    last = llm.requests_for("navigate")[-1]["body"]
-    assert last["tool_choice"] == {"type": "function", "function": {"name": "answer"}}
+    result = bank.request("What is sourdough?", max_iterations=3, system_prompt="Be brief.")
+    assert [step.action for step in result.steps] == ["cat", "ls", "ls", "answer"]
+    (asked,) = llm.requests_for("answer")
+    evidence = json.loads(
+        asked["body"]["messages"][1]["content"].split("```json\n")[1].split("\n```")[0]
+    )["evidence"]
+    assert [e["path"] for e in evidence] == [memory_file] and evidence[0]["chunk_id"]
+    assert "Be brief." in asked["body"]["messages"][0]["content"]
+    assert result.sources == [memory_file] and result.chunk_ids
+    assert result.confidence == pytest.approx(0.7 * 0.6)  # the model's 0.7, forced
+
+
+def test_an_answer_citing_what_was_not_read_falls_back_to_the_extractive_answer(
+    llm: LoopbackLLM, tmp_path: Path, embedder: Embedder
+) -> None:
+    config = _config(llm, tmp_path)
+    bank = _bank(tmp_path, config, embedder)
+    bank.add(files=SOURCES)
+    memory_file = next(
+        path
+        for path in StoreReader(tmp_path / "store").memories().column("path").to_pylist()
+        if "sourdough" in path or "starter" in path
+    )
+
+    def reading(data: dict, body: dict) -> dict:
+        return {"tool_calls": [{"name": "cat", "arguments": {"path": memory_file}}]}
+
+    def inventing(data: dict, _: dict) -> dict:
+        return {"answer": "Yes.", "sources": ["no/such/file.md"], "confidence": 0.9}
+
+    llm.handle("navigate", reading)
+    llm.handle("answer", inventing)
+    result = bank.request("How is a sourdough starter fed?", max_iterations=1)
+    assert len(llm.requests_for("answer")) == 1 + config.llm.repair_attempts
+    assert result.sources == [memory_file]  # the extractive answer cites what was read
+    assert result.answer != "Yes." and result.confidence > 0
+
+
+def test_a_stated_confidence_of_zero_stays_zero(
+    llm: LoopbackLLM, tmp_path: Path, embedder: Embedder
+) -> None:
+    bank = _bank(tmp_path, _config(llm, tmp_path), embedder)
+    bank.add(files=SOURCES[:1])
+    nothing = {"answer": "The memory does not say.", "sources": [], "confidence": 0}
+    llm.handle("navigate", lambda *_: {"tool_calls": [{"name": "answer", "arguments": nothing}]})
+    assert bank.request("Who won the 1930 World Cup?").confidence == 0.0
 
 
 def test_tool_schemas_are_plain_json() -> None:

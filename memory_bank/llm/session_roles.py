@@ -1,0 +1,153 @@
+"""The roles of the session mode (the Agentic Memory Bank, seeds 001 and 002): typed requests
+and results only. Issue 12 adds them to the backends (an offline and an OpenAI-compatible
+implementation each); nothing calls them yet.
+
+- classify (seed 001 §3.2.1, 002 §7.1): a long context -> topic clusters, each with a one-line
+  context, its own raw text and keywords; a context longer than the model's window is cut at
+  paragraph boundaries into parts of `window_ratio` of the window, classified one by one.
+- structure (001 §3.2.2, 002 §7.2): one cluster -> a structured summary (30-50% of its length,
+  keeping evidence and logic); the node id, timestamp and embedding are added by code.
+- analyze (001 §3.2.3, 002 §7.3): a new Query Graph node against candidate nodes -> one
+  relationship per candidate, in two independent calls: first `["conflict", "merge"]`, then,
+  only if neither was found, `["related"]` (priority conflict > merge > related).
+- integrate (001 §3.2.4, 002 §7.4): nodes to merge (with their neighbours) and why (merge, or
+  conflict plus the cross-validation result) -> the merged node, updated context/keywords for
+  every inherited neighbour, and the description of the merge for the Interaction Tree.
+- plan (001 §3.2.5, 002 §7.5): the Insight Doc, new nodes and any conflict -> the updated
+  Insight Doc, with at most one pending task (incremental planning; a conflict puts a
+  cross-validation task first; no pending task means the task is done).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from memory_bank.llm.roles import RoleModel
+
+Relationship = Literal["conflict", "merge", "related", "unrelated"]
+TaskType = Literal["normal", "cross_validate"]
+
+
+class ClassifyRequest(RoleModel):
+    context: str  # the long context to split by topic
+    task_goal: str | None = None  # the user's question or task, to guide the split
+    window_tokens: int | None = Field(None, ge=1)  # the model's window; None: no cutting
+    window_ratio: float = Field(0.9, gt=0.0, le=1.0)  # share of the window one part may fill
+
+
+class Cluster(RoleModel):
+    cluster_id: str
+    context: str  # one sentence naming the topic
+    content: str  # the cluster's raw text, taken from the input
+    keywords: list[str] = Field(default_factory=list)
+
+
+class ClassifyResult(RoleModel):
+    should_cluster: bool
+    clusters: list[Cluster]
+
+
+class StructureRequest(RoleModel):
+    content: str
+    context: str  # for reference
+    keywords: list[str] = Field(default_factory=list)  # for reference
+
+
+class StructureResult(RoleModel):
+    summary: str  # structured (points, hierarchy), 30-50% of the content's length
+
+
+class NodeInfo(RoleModel):
+    """A Query Graph node as the agents see it (never its embedding)."""
+
+    id: str | None = None  # None for the new node
+    summary: str
+    context: str
+    keywords: list[str] = Field(default_factory=list)
+    timestamp: float | None = None
+
+
+class AnalyzeRequest(RoleModel):
+    new_node: NodeInfo
+    candidates: list[NodeInfo]
+    # Which relationships this call judges: ["conflict", "merge"] first, ["related"] second.
+    judge: list[Literal["conflict", "merge", "related"]]
+
+
+class RelationshipFound(RoleModel):
+    existing_node_id: str
+    relationship: Relationship
+    confidence: float = Field(ge=0.0, le=1.0)
+    reasoning: str
+    conflict_description: str | None = None  # conflict
+    merge_strategy: str | None = None  # merge
+    context_update_new: str | None = None  # related: both nodes' context and keywords
+    context_update_existing: str | None = None
+    keywords_update_new: list[str] | None = None
+    keywords_update_existing: list[str] | None = None
+
+
+class AnalyzeResult(RoleModel):
+    relationships: list[RelationshipFound]
+
+
+class NeighbourInfo(RoleModel):
+    id: str
+    context: str
+    keywords: list[str] = Field(default_factory=list)
+
+
+class NodeToMerge(NodeInfo):
+    neighbours: list[NeighbourInfo] = Field(default_factory=list)
+
+
+class IntegrateRequest(RoleModel):
+    nodes: list[NodeToMerge] = Field(min_length=2)
+    trigger: Literal["merge", "conflict"]
+    validation_result: str | None = None  # a conflict's cross-validation outcome
+
+
+class NeighbourUpdate(RoleModel):
+    context: str
+    keywords: list[str] = Field(default_factory=list)
+
+
+class IntegrateResult(RoleModel):
+    summary: str
+    context: str
+    keywords: list[str] = Field(default_factory=list)
+    neighbour_updates: dict[str, NeighbourUpdate] = Field(default_factory=dict)  # by node id
+    interaction_tree_description: str
+
+
+class CompletedTask(RoleModel):
+    type: TaskType
+    description: str
+    status: Literal["success", "failure"]
+    context: str  # 1-2 sentences: what was found or concluded
+
+
+class InsightDoc(RoleModel):
+    doc_id: str
+    task_goal: str
+    completed_tasks: list[CompletedTask] = Field(default_factory=list)
+    pending_tasks: list[str] = Field(default_factory=list, max_length=1)
+
+
+class ConflictNotice(RoleModel):
+    conflicting_node_ids: list[str]
+    conflict_description: str
+
+
+class PlanRequest(RoleModel):
+    insight_doc: InsightDoc
+    new_nodes: list[NodeInfo] = Field(default_factory=list)
+    conflict: ConflictNotice | None = None
+
+
+class PlanResult(RoleModel):
+    task_goal: str
+    completed_tasks: list[CompletedTask]
+    pending_tasks: list[str] = Field(max_length=1)  # empty: the task is done
