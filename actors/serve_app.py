@@ -4,6 +4,11 @@
                    "system_prompt"?}                               -> ChatResult
     POST /search  {"query": ..., "top_k"?, "mode": "hybrid"}         -> list[SearchHit]
     GET  /tree                                                     -> DirectoryNode
+    POST /conversations/{id}/turns  {"speaker", "text", "timestamp"?}  -> TurnRecord
+    POST /conversations/{id}/recall {"query", "max_tokens"?}          -> RecallResult
+    POST /conversations/{id}/consolidate                  -> {"consolidated": N}
+    GET  /conversations/{id}                                       -> ConversationInfo
+    GET  /conversations                                            -> list of ids
     GET  /tools                                  -> the store tools as OpenAI function schemas
     GET  /healthz                                                  -> {"status", "store_version"}
     GET  /docs, /openapi.json                                      (FastAPI defaults)
@@ -32,6 +37,7 @@ from ray import serve
 from ray.serve import Application
 
 from memory_bank.config import AppConfig, load_config
+from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.errors import ConfigError, MemoryBankError, StoreError, ToolError
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 
@@ -82,6 +88,27 @@ class SearchRequest(BaseModel):
     query: str = Field(description="Search text; a blank query finds nothing.")
     top_k: int | None = Field(None, ge=1, le=100, description="Hits (default: retrieval.top_k).")
     mode: Literal["hybrid", "bm25", "vector", "tree"] = "hybrid"
+
+
+class TurnRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    speaker: str = Field(min_length=1, max_length=200)
+    text: str = Field(min_length=1, max_length=100_000)
+    timestamp: str | None = Field(
+        None, description="ISO 8601; relative dates in the text are resolved against it."
+    )
+
+
+class RecallRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1)
+    max_tokens: int | None = Field(None, ge=16, le=100_000)
+
+
+class Consolidated(BaseModel):
+    consolidated: int
 
 
 class Health(BaseModel):
@@ -141,6 +168,7 @@ class MemoryBankServer:
         torch.set_num_threads(REPLICA_TORCH_THREADS)
         self._service = QueryService(Path(store), AppConfig.model_validate(config or {}))
         self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
+        self._conversations = self._service.conversations()
         # FastAPI runs these handlers on a thread pool; the embedding model's tokenizer must not
         # be entered by two threads at once, so domain calls take turns within a replica (the
         # work is CPU-bound on one core anyway). Scale out with num_replicas instead.
@@ -163,6 +191,48 @@ class MemoryBankServer:
     def search(self, request: SearchRequest) -> list[SearchHit]:
         with self._turn:
             return self._service.search(request.query, top_k=request.top_k, mode=request.mode)
+
+    @app.post(
+        "/conversations/{conversation_id}/turns",
+        response_model=TurnRecord,
+        responses=_ERROR_RESPONSES,
+    )
+    def add_turn(self, conversation_id: str, request: TurnRequest) -> TurnRecord:
+        with self._turn:
+            memory = self._conversations.get(conversation_id)
+            return memory.add_turn(request.speaker, request.text, request.timestamp)
+
+    @app.post(
+        "/conversations/{conversation_id}/recall",
+        response_model=RecallResult,
+        responses=_ERROR_RESPONSES,
+    )
+    def recall(self, conversation_id: str, request: RecallRequest) -> RecallResult:
+        with self._turn:
+            memory = self._conversations.get(conversation_id)
+            return memory.recall(request.query, max_tokens=request.max_tokens)
+
+    @app.post(
+        "/conversations/{conversation_id}/consolidate",
+        response_model=Consolidated,
+        responses=_ERROR_RESPONSES,
+    )
+    def consolidate(self, conversation_id: str) -> Consolidated:
+        with self._turn:
+            return Consolidated(consolidated=self._conversations.get(conversation_id).consolidate())
+
+    @app.get(
+        "/conversations/{conversation_id}",
+        response_model=ConversationInfo,
+        responses=_ERROR_RESPONSES,
+    )
+    def conversation(self, conversation_id: str) -> ConversationInfo:
+        with self._turn:
+            return self._conversations.get(conversation_id).info()
+
+    @app.get("/conversations", response_model=list[str])
+    def conversations(self) -> list[str]:
+        return self._conversations.ids()
 
     @app.get("/tree", response_model=DirectoryNode, responses=_ERROR_RESPONSES)
     def tree(self) -> DirectoryNode:

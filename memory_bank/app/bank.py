@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memory_bank.config import AppConfig
+from memory_bank.conversation.memory import ConversationMemory, Conversations
 from memory_bank.errors import StoreError
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.executor import Executor, LocalExecutor
@@ -41,6 +42,7 @@ class MemoryBank:
         self._executor_factory = executor
         self._query = None
         self._embedder: Embedder | None = None
+        self._conversations: Conversations | None = None
 
     def add(
         self,
@@ -82,6 +84,18 @@ class MemoryBank:
         evidence, reflect on what is missing and search again, for at most `max_iterations`
         rounds (default `research.max_iterations`). The trajectory shows each round."""
         return self._query_service().research(question, max_iterations=max_iterations)
+
+    def conversation(self, conversation_id: str) -> ConversationMemory:
+        """A live conversation kept beside this store (created on first use): `add_turn`,
+        `recall`, `consolidate` (the evicted turns into the store by `add`), `info`."""
+        if self._conversations is None:
+            self._conversations = Conversations(
+                self.store,
+                self._shared_embedder(),
+                self.config.conversation,
+                add_to_store=lambda files: self.add(files=files),
+            )
+        return self._conversations.get(conversation_id)
 
     def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
         """The best `top_k` hits (default `retrieval.top_k`) for `query`, best first."""

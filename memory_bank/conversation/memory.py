@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -172,7 +173,7 @@ class ConversationMemory:
                 turn_id=len(self.turns),
                 speaker=speaker,
                 text=text,
-                timestamp=when.isoformat() if when is not None else None,
+                timestamp=when.isoformat(timespec="seconds") if when is not None else None,
                 dates=dates,
                 tokens=0,
             )
@@ -298,3 +299,52 @@ def _best_first(scores: np.ndarray, count: int) -> np.ndarray:
         top = np.argpartition(-scores, count - 1)[:count]
         return top[np.lexsort((top, -scores[top]))]
     return np.argsort(-scores, kind="stable")
+
+
+def conversations_directory(store: str | Path) -> Path:
+    """Where the conversations of a store live: beside it (`.NAME.conversations/`), not inside
+    it, since the store path is a link each commit moves to a new version directory."""
+    path = Path(store)
+    return path.parent / f".{path.name}.conversations"
+
+
+class Conversations:
+    """The live conversations of one store, opened on first use and kept (thread-safe)."""
+
+    def __init__(
+        self,
+        store: str | Path,
+        encoder: TextEncoder,
+        config: ConversationConfig | None = None,
+        add_to_store: Callable[[list[Path]], object] | None = None,
+    ) -> None:
+        self.directory = conversations_directory(store)
+        self.encoder = encoder
+        self.config = config or ConversationConfig()
+        self.add_to_store = add_to_store
+        self._open: dict[str, ConversationMemory] = {}
+        self._lock = threading.Lock()
+
+    def get(self, conversation_id: str) -> ConversationMemory:
+        check_conversation_id(conversation_id)
+        with self._lock:
+            memory = self._open.get(conversation_id)
+            if memory is None:
+                memory = ConversationMemory(
+                    self.directory / conversation_id,
+                    self.encoder,
+                    self.config,
+                    conversation_id,
+                    self.add_to_store,
+                )
+                self._open[conversation_id] = memory
+            return memory
+
+    def ids(self) -> list[str]:
+        if not self.directory.is_dir():
+            return []
+        return sorted(
+            path.name
+            for path in self.directory.iterdir()
+            if path.is_dir() and CONVERSATION_ID.fullmatch(path.name)
+        )

@@ -304,4 +304,6 @@ class OpenAIBackend:
     def researcher(
         self, search: Any, config: ResearchConfig, retrieval: RetrievalConfig
     ) -> Researcher:
-        return self.offline.researcher(search, config, retrieval)
+        from memory_bank.llm.openai_research import LLMResearcher
+
+        return LLMResearcher(self, search, config, retrieval)

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from memory_bank.config import AppConfig
+from memory_bank.conversation.memory import Conversations
 from memory_bank.errors import StoreError
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.index.embedding import Embedder
@@ -106,6 +107,17 @@ class QueryService:
 
     def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
         return self._current().searcher.search(query, top_k=top_k, mode=mode)
+
+    def conversations(self) -> Conversations:
+        """The store's live conversations, sharing this service's embedding model; their
+        evicted turns are consolidated into the store by an in-process add."""
+
+        def add_to_store(files: list[Path]) -> object:
+            from memory_bank.app.bank import MemoryBank
+
+            return MemoryBank(self.store, config=self.config).add(files=files)
+
+        return Conversations(self.store, self.embedder, self.config.conversation, add_to_store)
 
     def tree(self) -> DirectoryNode:
         return self._current().reader.tree()
