@@ -36,12 +36,14 @@ class MemoryBank:
         store: str | Path,
         config: AppConfig | None = None,
         executor: ExecutorFactory | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
+        """`embedder`: an embedding model to share (else one is loaded on first use)."""
         self.store = Path(store)
         self.config = config or AppConfig()
         self._executor_factory = executor
         self._query = None
-        self._embedder: Embedder | None = None
+        self._embedder: Embedder | None = embedder
         self._conversations: Conversations | None = None
 
     def add(
