@@ -319,16 +319,6 @@ def ask(
         _out.print(f"[dim]{result.trajectory}[/]", highlight=False)
 
 
-CHAT_HELP = """Type a message to add it as a turn. Commands:
-  /recall QUERY     what the memory recalls for QUERY (summary and turns)
-  /ask QUESTION     answer from the recalled turns and, if it exists, the store (research)
-  /as NAME          speak as NAME from now on
-  /summary          the running summary of evicted turns
-  /info             tiers and sizes
-  /consolidate      add the evicted turns to the store now
-  /quit             leave (Ctrl-D too)"""
-
-
 @app.command()
 @_reports_errors
 def chat(
@@ -348,58 +338,9 @@ def chat(
 ) -> None:
     """An interactive conversation with live memory: working memory, evicted turns kept in
     full with a running summary, recall by meaning and time (type /help)."""
-    from datetime import datetime
+    from memory_bank.app.chat import run_chat
 
-    from memory_bank.store.layout import is_store
-
-    bank = _bank(store, config)
-    memory = bank.conversation(conversation)
-    info = memory.info()
-    _out.print(
-        f"[bold]conversation {conversation}[/] ({info.turns} turns, {info.episodic_turns} "
-        f"evicted) - type /help",
-        highlight=False,
-    )
-    while True:
-        try:
-            line = input(f"{speaker}> ").strip()
-        except EOFError:
-            break
-        if not line:
-            continue
-        command, _, argument = line.partition(" ")
-        argument = argument.strip()
-        if command in ("/quit", "/exit"):
-            break
-        if command == "/help":
-            _out.print(CHAT_HELP, highlight=False)
-        elif command == "/as" and argument:
-            speaker = argument
-        elif command == "/summary":
-            _out.print(memory.summary or "[dim](nothing evicted yet)[/]", highlight=False)
-        elif command == "/info":
-            _out.print_json(memory.info().model_dump_json())
-        elif command == "/consolidate":
-            _out.print(f"consolidated {memory.consolidate()} turns into {store}")
-        elif command in ("/recall", "/ask") and argument:
-            recalled = memory.recall(argument)
-            for turn in sorted(recalled.turns, key=lambda turn: turn.turn_id):
-                _out.print(f"  [cyan]#{turn.turn_id}[/] {turn.text}", highlight=False)
-            if command == "/ask" and is_store(store):
-                answered = bank.research(argument)
-                _out.print(f"[bold]A:[/] {answered.answer}", highlight=False)
-                for source in answered.sources:
-                    _out.print(f"  [cyan]- {source}[/]", highlight=False)
-        elif command.startswith("/"):
-            _out.print(f"[yellow]unknown command {command}[/] - type /help", highlight=False)
-        else:
-            record = memory.add_turn(
-                speaker, line, datetime.now().astimezone().replace(microsecond=0)
-            )
-            for note in record.dates:
-                _out.print(f"  [dim]{note.expression} = {note.value}[/]", highlight=False)
-    if consolidate and memory.info().episodic_turns > memory.info().consolidated_turns:
-        _out.print(f"consolidated {memory.consolidate()} evicted turns into {store}")
+    run_chat(_bank(store, config), conversation, speaker, consolidate, _out)
 
 
 @app.command()

@@ -23,7 +23,8 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -47,6 +48,7 @@ from memory_bank.store.atomic import atomic_write_text
 from memory_bank.text.dates import parse_timestamp, resolve_relative_dates
 from memory_bank.text.tokens import count_tokens
 
+EVICTION_TIMES_KEPT = 10_000
 CONVERSATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 SEGMENTS_DIR = "segments"
 
@@ -90,7 +92,8 @@ class ConversationMemory:
         self.state = ConversationState(conversation_id=self.conversation_id)
         self._log_bytes = 0
         self._state_mtime = 0
-        self.last_eviction_seconds: float | None = None
+        # Seconds each of the last evictions took (summary update and state write).
+        self.eviction_seconds: deque[float] = deque(maxlen=EVICTION_TIMES_KEPT)
         self.sync()
 
     # --- reading ------------------------------------------------------------------------------
@@ -144,51 +147,33 @@ class ConversationMemory:
         """Append a turn (durably) and evict from the working memory if it is over budget.
         `timestamp`: an ISO 8601 string or a datetime; relative dates in `text` are resolved
         against it."""
-        speaker, text = (speaker or "").strip(), (text or "").strip()
-        if not speaker or not text:
-            raise ToolError("a turn needs a non-empty speaker and text")
-        when = None
-        if timestamp is not None and timestamp != "":
-            try:
-                when = parse_timestamp(timestamp)
-            except ValueError as exc:
-                raise ToolError(f"invalid timestamp: {exc}") from exc
-        dates = (
-            [
-                DateNote(
-                    expression=found.expression,
-                    start=found.start,
-                    end=found.end,
-                    value=found.value,
-                    granularity=found.granularity,
-                )
-                for found in resolve_relative_dates(text, when)
-            ]
-            if when is not None
-            else []
-        )
+        return self.add_turns([(speaker, text, timestamp)])[0]
+
+    def add_turns(
+        self, turns: Sequence[tuple[str, str, str | datetime | None]]
+    ) -> list[TurnRecord]:
+        """`add_turn` for several turns in order (speaker, text, timestamp), embedded in one
+        batch (a transcript replayed); each is appended and may evict as it would alone.
+        Every turn is checked before any is added."""
+        prepared = [_prepare(speaker, text, timestamp) for speaker, text, timestamp in turns]
+        vectors = self._embed([record.rendered() for record in prepared]) if prepared else []
+        added = []
         with self.log.locked():
             self.sync()
-            record = TurnRecord(
-                turn_id=len(self.turns),
-                speaker=speaker,
-                text=text,
-                timestamp=when.isoformat(timespec="seconds") if when is not None else None,
-                dates=dates,
-                tokens=0,
-            )
-            rendered = record.rendered()
-            record = record.model_copy(update={"tokens": count_tokens(rendered)})
-            vector = self._embed([rendered])[0]
-            self._log_bytes = self.log.append(record, vector)
-            self.turns.append(record)
-            self.index.add(record.text, vector)
-            while self.working_tokens() > self.config.working_tokens and len(self.working()) > 1:
-                self._evict()
+            for record, vector in zip(prepared, vectors, strict=True):
+                record = record.model_copy(update={"turn_id": len(self.turns)})
+                self._log_bytes = self.log.append(record, vector)
+                self.turns.append(record)
+                self.index.add(record.text, vector)
+                while (
+                    self.working_tokens() > self.config.working_tokens and len(self.working()) > 1
+                ):
+                    self._evict()
+                added.append(record)
         every = self.config.consolidate_turns
         if every and self.add_to_store and self.state.evicted - self.state.consolidated >= every:
             self.consolidate()
-        return record
+        return added
 
     def _evict(self) -> None:
         """Move the oldest quarter of the working memory into the episodic tier and the
@@ -214,7 +199,7 @@ class ConversationMemory:
         )
         self.log.write_state(self.state)
         self._state_mtime = self.log.state_path.stat().st_mtime_ns
-        self.last_eviction_seconds = time.perf_counter() - began
+        self.eviction_seconds.append(time.perf_counter() - began)
 
     # --- recall -------------------------------------------------------------------------------
 
@@ -299,6 +284,38 @@ def _best_first(scores: np.ndarray, count: int) -> np.ndarray:
         top = np.argpartition(-scores, count - 1)[:count]
         return top[np.lexsort((top, -scores[top]))]
     return np.argsort(-scores, kind="stable")
+
+
+def _prepare(speaker: str, text: str, timestamp: str | datetime | None) -> TurnRecord:
+    """A turn checked and dated (its number is given when it is appended)."""
+    speaker, text = (speaker or "").strip(), (text or "").strip()
+    if not speaker or not text:
+        raise ToolError("a turn needs a non-empty speaker and text")
+    when = None
+    if timestamp is not None and timestamp != "":
+        try:
+            when = parse_timestamp(timestamp)
+        except ValueError as exc:
+            raise ToolError(f"invalid timestamp: {exc}") from exc
+    dates = [
+        DateNote(
+            expression=found.expression,
+            start=found.start,
+            end=found.end,
+            value=found.value,
+            granularity=found.granularity,
+        )
+        for found in (resolve_relative_dates(text, when) if when is not None else [])
+    ]
+    record = TurnRecord(
+        turn_id=0,
+        speaker=speaker,
+        text=text,
+        timestamp=when.isoformat(timespec="seconds") if when is not None else None,
+        dates=dates,
+        tokens=0,
+    )
+    return record.model_copy(update={"tokens": count_tokens(record.rendered())})
 
 
 def conversations_directory(store: str | Path) -> Path:
