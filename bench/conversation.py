@@ -5,7 +5,8 @@
 
 qmsum: each QMSum val meeting (the first --meetings, by name) is replayed turn by turn through
 a fresh `ConversationMemory` with the default settings (working memory 4,000 tokens, summary
-400); then each span-annotated query of that meeting is recalled within 1k and 2k tokens
+400, at most a quarter of a recall's budget), recalled with episodes of ±0, ±2 (the default)
+and ±4 turns around each hit; then each span-annotated query of that meeting is recalled within 1k and 2k tokens
 (summary included, it covers no evidence) and scored like the evaluation harness: evidence
 recall = share of the gold turns inside the context. Compared with hybrid search over the
 batch-ingested store of the same meetings (`jobs.evaluate`'s QMSum corpus: 30-turn parts),
@@ -75,11 +76,9 @@ def qmsum(args: argparse.Namespace) -> None:
     for question in specific:
         by_meeting.setdefault(question.meta["meeting"], []).append(question)
 
-    results: dict[str, list] = {
-        "replay": [],
-        "hybrid (all meetings)": [],
-        "hybrid (own meeting)": [],
-    }
+    replays = {f"replay, episodes of ±{n} turns": n for n in args.context_turns}
+    results: dict[str, list] = {name: [] for name in replays}
+    results |= {"hybrid (all meetings)": [], "hybrid (own meeting)": []}
     replay_seconds = []
     with tempfile.TemporaryDirectory() as scratch:
         for meeting_file in _meetings(args.eval_dir, args.meetings):
@@ -95,19 +94,21 @@ def qmsum(args: argparse.Namespace) -> None:
             began = time.perf_counter()
             memory.add_turns(turns)
             replay_seconds.append((time.perf_counter() - began) / max(1, len(turns)))
-            for question in by_meeting.get(meeting, []):
-                for budget in BUDGETS:
-                    began = time.perf_counter()
-                    recalled = memory.recall(question.question, max_tokens=budget)
-                    elapsed = time.perf_counter() - began
-                    passages = [Passage(None, recalled.summary)] if recalled.summary else []
-                    passages += [
-                        Passage(_part(meeting, kept[turn.turn_id], len(transcript)), turn.text)
-                        for turn in recalled.turns
-                    ]
-                    results["replay"].append(
-                        (budget, _score(dataset, question, passages, budget, elapsed))
-                    )
+            for name, context in replays.items():
+                memory.config = memory.config.model_copy(update={"context_turns": context})
+                for question in by_meeting.get(meeting, []):
+                    for budget in BUDGETS:
+                        began = time.perf_counter()
+                        recalled = memory.recall(question.question, max_tokens=budget)
+                        elapsed = time.perf_counter() - began
+                        passages = [Passage(None, recalled.summary)] if recalled.summary else []
+                        passages += [
+                            Passage(_part(meeting, kept[t.turn_id], len(transcript)), t.text)
+                            for t in recalled.turns
+                        ]
+                        results[name].append(
+                            (budget, _score(dataset, question, passages, budget, elapsed))
+                        )
 
     store = args.store or args.out / "qmsum_store"
     bank = MemoryBank(store, config=config, embedder=embedder)
@@ -251,6 +252,12 @@ def main() -> int:
     parser.add_argument("--sizes", default="200,2000,20000")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--single-adds", type=int, default=20)
+    parser.add_argument(
+        "--context-turns",
+        type=lambda text: [int(part) for part in text.split(",")],
+        default=[0, 2, 4],
+        help="episode widths to replay with (the default setting is 2)",
+    )
     args = parser.parse_args()
     qmsum(args) if args.part == "qmsum" else latency(args)
     return 0

@@ -39,6 +39,7 @@ from memory_bank.conversation.records import (
     DateNote,
     RecalledTurn,
     RecallResult,
+    SummaryUnit,
     TurnRecord,
 )
 from memory_bank.conversation.summary import summary_text, update_summary
@@ -206,40 +207,62 @@ class ConversationMemory:
     def recall(
         self, query: str, max_tokens: int | None = None, include_working: bool = True
     ) -> RecallResult:
-        """The summary and the turns most relevant to `query`, best first, within `max_tokens`
-        (default `conversation.recall_tokens`; the summary counts against it)."""
+        """The summary and the turns most relevant to `query` within `max_tokens` (default
+        `conversation.recall_tokens`; the summary counts against it).
+
+        The summary takes at most `summary_share` of the budget (its lines closest to the query
+        when it must be cut, in the order said). Turns come as episodes: each hit, best first,
+        with the `context_turns` turns on each side of it (nearest first), as far as the budget
+        goes; `turns` lists them hit by hit, each hit before its neighbours."""
         if not query.strip():
             raise ToolError("the query must not be empty")
         budget = self.config.recall_tokens if max_tokens is None else max_tokens
         if budget < 1:
             raise ToolError(f"max_tokens must be at least 1, got {budget}")
         self.sync()
-        summary = self.summary
-        used = sum(unit.tokens for unit in self.state.summary) if summary else 0
-        if used > budget:  # no room for the summary: turns only
-            summary, used = "", 0
+        query_vector = self._embed([query])[0]
+        lines = self._summary_lines(query_vector, int(budget * self.config.summary_share))
+        used = sum(unit.tokens for unit in lines)
         limit = len(self.turns) if include_working else self.state.evicted
-        scores = self.index.scores(query, self._embed([query])[0], self.weights)[:limit]
-        chosen: list[RecalledTurn] = []
-        for turn_id in _best_first(scores, MAX_CANDIDATES):
-            record = self.turns[int(turn_id)]
-            if used + record.tokens > budget:
+        scores = self.index.scores(query, query_vector, self.weights)[:limit]
+        chosen: dict[int, RecalledTurn] = {}
+        for hit in _best_first(scores, MAX_CANDIDATES):
+            hit = int(hit)
+            if hit in chosen:
                 continue
-            used += record.tokens
-            chosen.append(
-                RecalledTurn(
-                    turn_id=record.turn_id,
+            for turn_id in _episode(hit, self.config.context_turns, limit):
+                record = self.turns[turn_id]
+                if turn_id in chosen or used + record.tokens > budget:
+                    continue
+                used += record.tokens
+                chosen[turn_id] = RecalledTurn(
+                    turn_id=turn_id,
                     speaker=record.speaker,
                     text=record.rendered(),
                     timestamp=record.timestamp,
                     score=round(float(scores[turn_id]), 6),
-                    tier="working" if record.turn_id >= self.state.evicted else "episodic",
+                    tier="working" if turn_id >= self.state.evicted else "episodic",
                     tokens=record.tokens,
                 )
-            )
             if budget - used < MIN_USEFUL_TOKENS:
                 break
-        return RecallResult(query=query, summary=summary, turns=chosen, tokens=used)
+        return RecallResult(
+            query=query, summary=summary_text(lines), turns=list(chosen.values()), tokens=used
+        )
+
+    def _summary_lines(self, query_vector: np.ndarray, budget: int) -> list[SummaryUnit]:
+        """The summary's lines within `budget` tokens: all of them when they fit, else those
+        closest to the query, in the order they were said."""
+        units = self.state.summary
+        if sum(unit.tokens for unit in units) <= budget:
+            return list(units)
+        closeness = [float(self.index.vector(unit.turn_id) @ query_vector) for unit in units]
+        kept, used = [], 0
+        for position in sorted(range(len(units)), key=lambda p: -closeness[p]):
+            if used + units[position].tokens <= budget:
+                kept.append(position)
+                used += units[position].tokens
+        return [units[position] for position in sorted(kept)]
 
     # --- the semantic tier --------------------------------------------------------------------
 
@@ -277,6 +300,14 @@ class ConversationMemory:
 # no more than MAX_CANDIDATES turns.
 MIN_USEFUL_TOKENS = 8
 MAX_CANDIDATES = 1000
+
+
+def _episode(hit: int, context: int, limit: int) -> list[int]:
+    """A hit and its `context` neighbours on each side within 0..limit-1, nearest first."""
+    around = [hit]
+    for distance in range(1, context + 1):
+        around += [turn for turn in (hit - distance, hit + distance) if 0 <= turn < limit]
+    return around
 
 
 def _best_first(scores: np.ndarray, count: int) -> np.ndarray:

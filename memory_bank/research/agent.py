@@ -18,6 +18,7 @@ best first (at most `retrieval.top_k`), the trajectory shows each round.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,6 +55,7 @@ FOLLOW_UP_HITS = 2
 # MIN_GENERIC_COUNT of them) is too common to be a bridge.
 GENERIC_NAME_SHARE = 0.05
 MIN_GENERIC_COUNT = 3
+CACHE_SIZE = 4096
 
 
 @dataclass
@@ -90,9 +92,11 @@ class ResearchAgent:
         self.config = config or ResearchConfig()
         self.retrieval = retrieval or search.config
         self.sentences = SentenceSource(self.corpus, search.embedder)
-        self._stems: dict[int, frozenset[str]] = {}
-        self._specificity: dict[str, bool] = {}
-        self._tokens: dict[int, frozenset[str]] = {}
+        # Per-passage words and per-name specificity, remembered across questions (bounded: a
+        # store of 100,000 passages must not keep every passage's words).
+        self._passage_tokens = functools.lru_cache(maxsize=CACHE_SIZE)(self._tokens_of)
+        self._passage_stems = functools.lru_cache(maxsize=CACHE_SIZE)(self._stems_of)
+        self._specific = functools.lru_cache(maxsize=CACHE_SIZE)(self._is_specific)
 
     def research(self, question: str, max_iterations: int | None = None) -> ChatResult:
         if not question.strip():
@@ -267,36 +271,23 @@ class ResearchAgent:
             raise ToolError("research needs an embedding model")
         return list(np.asarray(self.search.embedder.encode(texts), dtype=np.float32))
 
-    def _specific(self, name: str) -> bool:
+    def _is_specific(self, name: str) -> bool:
         """Whether a name is specific enough to search for: its rarest word occurs in at most
         GENERIC_NAME_SHARE of the passages ("American", "Germany" are everywhere in a corpus
         of biographies; a person's or a work's name is not)."""
-        key = name.lower()
-        known = self._specificity.get(key)
-        if known is None:
-            bm25 = self.corpus.bm25.get()
-            counts = [
-                int(np.count_nonzero(bm25.scores(token)))
-                for token in dict.fromkeys(search_tokens(name))
-            ]
-            limit = max(MIN_GENERIC_COUNT, GENERIC_NAME_SHARE * self.corpus.num_chunks)
-            known = bool(counts) and min(counts) <= limit
-            self._specificity[key] = known
-        return known
+        bm25 = self.corpus.bm25.get()
+        counts = [
+            int(np.count_nonzero(bm25.scores(token)))
+            for token in dict.fromkeys(search_tokens(name.lower()))
+        ]
+        limit = max(MIN_GENERIC_COUNT, GENERIC_NAME_SHARE * self.corpus.num_chunks)
+        return bool(counts) and min(counts) <= limit
 
-    def _passage_tokens(self, index: int) -> frozenset[str]:
-        tokens = self._tokens.get(index)
-        if tokens is None:
-            tokens = frozenset(search_tokens(self.corpus.chunk_text(index)))
-            self._tokens[index] = tokens
-        return tokens
+    def _tokens_of(self, index: int) -> frozenset[str]:
+        return frozenset(search_tokens(self.corpus.chunk_text(index)))
 
-    def _passage_stems(self, index: int) -> frozenset[str]:
-        stems = self._stems.get(index)
-        if stems is None:
-            stems = stem_all(search_tokens(self.corpus.chunk_text(index)))
-            self._stems[index] = stems
-        return stems
+    def _stems_of(self, index: int) -> frozenset[str]:
+        return stem_all(search_tokens(self.corpus.chunk_text(index)))
 
     # --- the answer ---------------------------------------------------------------------------
 
