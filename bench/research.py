@@ -6,7 +6,8 @@
 The corpus (994 paragraphs) is ingested once into `<out>/store` (or --store is reused). Each mode
 then runs over all questions in a pass of its own, with its own query service (an empty query
 vector cache, so every mode pays for its own embeddings; one untimed warm-up question first).
-Scoring is the evaluation harness's (`jobs.evaluate`): hybrid ranks its hits; `ask` and
+Scoring is the evaluation harness's (`jobs.evaluate`): hybrid ranks its hits (hybrid-no-links:
+the same search without following title links, what the research loop searches with); `ask` and
 `research` rank the files they cite, in citation order. Prints R@2, R@5, all-gold@2/@5 and
 answer-string match overall and per question type, p50/p95 latency, and the load average
 (latency on a shared machine is noisy).
@@ -38,7 +39,7 @@ from memory_bank.index.embedding import Embedder  # noqa: E402
 from memory_bank.query.service import QueryService  # noqa: E402
 from memory_bank.store.layout import is_store  # noqa: E402
 
-MODES = ("hybrid", "ask", "research")
+MODES = ("hybrid", "hybrid-no-links", "ask", "research")
 TOP_K = 50
 
 
@@ -46,6 +47,10 @@ def run_mode(service, mode, question, rounds):
     if mode == "hybrid":
         hits = service.search(question, top_k=TOP_K, mode="hybrid")
         return hits, None
+    if mode == "hybrid-no-links":  # the same search without the title links (for reference)
+        hybrid = service._current().hybrid
+        found = hybrid.hybrid_candidates(question, hybrid.encode_query(question), links=False)
+        return [hybrid.corpus.chunk_hit(index, score) for index, score in found[:TOP_K]], None
     if mode == "ask":
         return None, service.ask(question)
     return None, service.research(question, max_iterations=rounds)

@@ -68,6 +68,7 @@ class _Run:
     steps: list[TrajectoryStep] = field(default_factory=list)
     explored: set[str] = field(default_factory=set)
     searches: int = 0
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)  # every text embedded
 
     def step(self, action: str, target: str = "", detail: str = "", *, call: bool = False) -> None:
         if call:
@@ -106,13 +107,17 @@ class ResearchAgent:
             raise ToolError(f"max_iterations must be at least 1, got {rounds}")
         if self.corpus.num_chunks == 0:
             return self._result(question, [], NOT_FOUND_ANSWER, [], 0.0, "the store is empty")
+        plan = question_plan(question)
+        # One model call for the question and the names it contains.
+        first = [question, *dict.fromkeys(q.subject for q in plan.queries if q.subject)]
+        vectors = dict(zip(first, self._encode(first), strict=True))
         run = _Run(
             question,
-            self.search.encode_query(question),
+            vectors[question],
             question_terms(question),
             self.search.bm25_scores(question),
+            vectors=vectors,
         )
-        plan = question_plan(question)
         reflection = None
         for number in range(1, rounds + 1):
             run.step("plan", f"round {number}", "; ".join(plan.info_needs))
@@ -157,9 +162,9 @@ class ResearchAgent:
         # One model call for the round: every follow-up text and every name searched for.
         texts = [query.text for query in plan.queries if query.tool == "hybrid"]
         texts += [query.subject for query in plan.queries if query.subject]
-        texts = [text for text in dict.fromkeys(texts) if text != run.question]
-        vectors = dict(zip(texts, self._encode(texts), strict=True))
-        vectors[run.question] = run.query_vector
+        texts = [text for text in dict.fromkeys(texts) if text not in run.vectors]
+        run.vectors.update(zip(texts, self._encode(texts), strict=True))
+        vectors = run.vectors
         for query in plan.queries:
             tag = f"round {round_number}: {query.reason}"
             if query.tool == "keyword":
