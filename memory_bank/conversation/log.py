@@ -101,17 +101,18 @@ class TurnLog:
             vectors = np.concatenate([vectors, fresh])
         return records, vectors, known_bytes + consumed
 
-    def append(self, record: TurnRecord, vector: np.ndarray) -> int:
-        """Append one turn and its vector durably; returns the log's new size."""
+    def append(self, records: list[TurnRecord], vectors: np.ndarray) -> int:
+        """Append turns and their vectors durably (one fsync per file); returns the log's new
+        size."""
         self.directory.mkdir(parents=True, exist_ok=True)
         created = not self.turns_path.exists()
-        line = (record.model_dump_json() + "\n").encode("utf-8")
+        lines = "".join(record.model_dump_json() + "\n" for record in records).encode("utf-8")
         with open(self.turns_path, "ab") as handle:
-            handle.write(line)
+            handle.write(lines)
             handle.flush()
             os.fsync(handle.fileno())
             size = handle.tell()
-        self._append_vectors(np.asarray(vector, dtype=np.float32).reshape(1, EMBEDDING_DIM))
+        self._append_vectors(np.asarray(vectors, dtype=np.float32).reshape(-1, EMBEDDING_DIM))
         if created:
             fsync_directory(self.directory)
         return size

@@ -158,19 +158,22 @@ class ConversationMemory:
         Every turn is checked before any is added."""
         prepared = [_prepare(speaker, text, timestamp) for speaker, text, timestamp in turns]
         vectors = self._embed([record.rendered() for record in prepared]) if prepared else []
-        added = []
         with self.log.locked():
             self.sync()
-            for record, vector in zip(prepared, vectors, strict=True):
-                record = record.model_copy(update={"turn_id": len(self.turns)})
-                self._log_bytes = self.log.append(record, vector)
+            added = [
+                record.model_copy(update={"turn_id": len(self.turns) + number})
+                for number, record in enumerate(prepared)
+            ]
+            # Every turn is on disk before any eviction the batch causes is recorded.
+            if added:
+                self._log_bytes = self.log.append(added, np.asarray(vectors))
+            for record, vector in zip(added, vectors, strict=True):
                 self.turns.append(record)
                 self.index.add(record.text, vector)
                 while (
                     self.working_tokens() > self.config.working_tokens and len(self.working()) > 1
                 ):
                     self._evict()
-                added.append(record)
         every = self.config.consolidate_turns
         if every and self.add_to_store and self.state.evicted - self.state.consolidated >= every:
             self.consolidate()
