@@ -4,8 +4,10 @@
                              [--store DIR] [--modes hybrid,ask,research] [--rounds N]
 
 The corpus (994 paragraphs) is ingested once into `<out>/store` (or --store is reused). Each mode
-then runs over all questions in a pass of its own, with its own query service (an empty query
-vector cache, so every mode pays for its own embeddings; one untimed warm-up question first).
+has its own query service (its own query vector cache, so every mode pays for its own
+embeddings; one untimed warm-up question first), and the modes take turns question by question,
+so load on the shared machine hits them alike; the research / ask latency ratio is also given
+per question.
 Scoring is the evaluation harness's (`jobs.evaluate`): hybrid ranks its hits (hybrid-no-links:
 the same search without following title links, what the research loop searches with); `ask` and
 `research` rank the files they cite, in citation order. Prints R@2, R@5, all-gold@2/@5 and
@@ -26,6 +28,7 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -75,12 +78,15 @@ def main() -> int:
         MemoryBank(store, config=config).add(files=[dataset.corpus_dir])
     index = StoreIndex(store, corpus_sources_by_document(dataset))
 
-    results = {}
-    for mode in modes:
-        service = QueryService(store, config, embedder)
-        run_mode(service, mode, "What is the capital of France?", args.rounds)  # untimed warm-up
-        rows = []
-        for question in dataset.questions:
+    # Modes take turns question by question, so a load change on the shared machine hits all
+    # of them alike; each has its own service (its own query cache: every mode pays for its
+    # own embeddings).
+    services = {mode: QueryService(store, config, embedder) for mode in modes}
+    for mode, service in services.items():
+        run_mode(service, mode, "What is the capital of France?", args.rounds)  # warm-up
+    results: dict[str, list] = {mode: [] for mode in modes}
+    for question in dataset.questions:
+        for mode, service in services.items():
             began = time.perf_counter()
             hits, answered = run_mode(service, mode, question.question, args.rounds)
             elapsed = time.perf_counter() - began
@@ -90,7 +96,7 @@ def main() -> int:
             else:
                 passages = index.answer_passages(answered.answer, answered.sources)
                 generated = answered.answer
-            rows.append(
+            results[mode].append(
                 score_question(
                     dataset,
                     question,
@@ -102,8 +108,16 @@ def main() -> int:
                     generated_answer=generated,
                 )
             )
-        results[mode] = rows
     print_table(results, dataset.questions)
+    if "ask" in results and "research" in results:
+        ratios = [
+            r.latency_seconds / a.latency_seconds
+            for r, a in zip(results["research"], results["ask"], strict=True)
+        ]
+        print(
+            f"research / ask latency, per question: median {np.median(ratios):.2f}x, "
+            f"p90 {np.percentile(ratios, 90):.2f}x; load {_load()}"
+        )
     return 0
 
 
