@@ -159,9 +159,9 @@ class ResearchAgent:
     # --- search -------------------------------------------------------------------------------
 
     def _search(self, run: _Run, plan: SearchPlan, round_number: int) -> None:
-        # One model call for the round: every follow-up text and every name searched for.
+        # One model call for the round: every follow-up text (and name of a keyword search).
         texts = [query.text for query in plan.queries if query.tool == "hybrid"]
-        texts += [query.subject for query in plan.queries if query.subject]
+        texts += [query.subject for query in plan.queries if query.tool == "keyword"]
         texts = [text for text in dict.fromkeys(texts) if text not in run.vectors]
         run.vectors.update(zip(texts, self._encode(texts), strict=True))
         vectors = run.vectors
@@ -181,7 +181,7 @@ class ResearchAgent:
                     run.pool.offer(index, score, tag)
                 run.step("search", query.text, f"(hybrid) -> {len(found)} candidates", call=True)
             else:
-                self._follow_up(run, query, vectors[query.text], vectors[query.subject], tag)
+                self._follow_up(run, query, vectors[query.text], tag)
             if query.subject:
                 run.explored.add(query.subject.lower())
 
@@ -214,19 +214,16 @@ class ResearchAgent:
         best = self.corpus.chunk_path(about[0][0]) if about else "nothing"
         run.step("search", query.text, f"(keyword) -> {best}", call=True)
 
-    def _follow_up(
-        self,
-        run: _Run,
-        query: ResearchQuery,
-        vector: np.ndarray,
-        name_vector: np.ndarray,
-        tag: str,
-    ) -> None:
+    def _follow_up(self, run: _Run, query: ResearchQuery, vector: np.ndarray, tag: str) -> None:
         """A bridge: the passages that name it (from keyword search for the name and hybrid
         search for the name with the residual words), scored by the mean of how much each is
-        about the name and how well it matches name and residual; the best FOLLOW_UP_HITS are
-        offered as the next link of the referrer's chain."""
-        about = dict(self._about(query.subject, name_vector, query.referrer))
+        about the name (BM25 of the name) and how well it matches name and residual; the best
+        FOLLOW_UP_HITS are offered as the next link of the referrer's chain.
+
+        One vector per follow-up, the query's (name and residual), serves both scores: a
+        second vector for the name alone cost a third more model time per round for one
+        HotpotQA-100 question (R@5 97.5 -> 97.0, all-gold@5 95 -> 94)."""
+        about = dict(self._about(query.subject, vector, query.referrer))
         bm25_scores = self.search.bm25_scores(query.text)
         found = self.search.hybrid_candidates(
             query.text, vector, QUERY_POOL, bm25_scores=bm25_scores, links=False
@@ -244,7 +241,7 @@ class ResearchAgent:
         about.update(
             zip(
                 others,
-                map(float, self.search.hybrid_scores(name_bm25, name_vector, others)),
+                map(float, self.search.hybrid_scores(name_bm25, vector, others)),
                 strict=True,
             )
         )
