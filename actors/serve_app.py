@@ -11,11 +11,18 @@
     GET  /conversations                                            -> list of ids
     GET  /tools                                  -> the store tools as OpenAI function schemas
     GET  /healthz                                                  -> {"status", "store_version"}
+    POST /sessions            {"task_goal": ...}                    -> InsightDoc (doc_id = id)
+    GET  /sessions/{id}                                            -> InsightDoc
+    POST /sessions/{id}/intercept {"context": ..., "task_type"?}   -> InterceptResult
+    GET  /sessions/{id}/prompt                          -> {"prompt": the enhanced prompt}
+    POST /sessions/{id}/close                                      -> SessionExport
+    GET  /memory/{id}          -> NodeDetail: a memory, its neighbours, history, raw entries
     GET  /docs, /openapi.json                                      (FastAPI defaults)
 
 Each replica opens the store read-only through one `QueryService`, built and warmed up in the
 constructor, so the model and the indexes load once per replica; a new ingest is picked up by
-the service itself when the store version on disk changes.
+the service itself when the store version on disk changes. Sessions and memories go to the
+store's graph actor (`actors/graph.py`): every replica sees the same sessions.
 
 Three ways to run it:
 - `memory-bank serve --store DIR` (`run_blocking` below),
@@ -38,8 +45,14 @@ from ray.serve import Application
 
 from memory_bank.config import AppConfig, load_config
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
-from memory_bank.errors import ConfigError, MemoryBankError, StoreError, ToolError
+from memory_bank.errors import ConfigError, MemoryBankError, SessionError, StoreError, ToolError
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
+from memory_bank.session.models import (
+    InsightDoc,
+    InterceptResult,
+    NodeDetail,
+    SessionExport,
+)
 
 APP_NAME = "memory-bank"
 DEFAULT_HOST = "127.0.0.1"
@@ -111,6 +124,29 @@ class Consolidated(BaseModel):
     consolidated: int
 
 
+class SessionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_goal: str = Field(min_length=1, description="The task or question of the session.")
+
+
+class InterceptRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    context: str = Field(min_length=1, description="The context of the task just carried out.")
+    task_type: Literal["normal", "cross_validate"] | None = Field(
+        None, description="Default: from the pending task (a cross-validation settles conflicts)."
+    )
+    attachments: list[tuple[str, str]] = Field(
+        default_factory=list, description="(type, path) pairs: files kept with the raw context."
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Prompt(BaseModel):
+    prompt: str
+
+
 class Health(BaseModel):
     status: Literal["ok"] = "ok"
     store_version: str
@@ -132,12 +168,14 @@ app = FastAPI(
 # A store being replaced or missing is the server's problem and may pass (503); bad arguments
 # are the caller's (400). Anything else from the domain is still reported, without a traceback.
 _ERROR_STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
+    (SessionError, 404),
     (StoreError, 503),
     (ToolError, 400),
     (ConfigError, 400),
 )
 _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "Invalid arguments."},
+    404: {"model": ErrorBody, "description": "No such session or memory."},
     503: {"model": ErrorBody, "description": "The store is missing or being replaced."},
 }
 
@@ -166,7 +204,10 @@ class MemoryBankServer:
         from memory_bank.query.service import QueryService
 
         torch.set_num_threads(REPLICA_TORCH_THREADS)
-        self._service = QueryService(Path(store), AppConfig.model_validate(config or {}))
+        self._config = AppConfig.model_validate(config or {})
+        self._store = store
+        self._service = QueryService(Path(store), self._config)
+        self._keeper = None
         self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
         self._conversations = self._service.conversations()
         # FastAPI runs these handlers on a thread pool; the embedding model's tokenizer must not
@@ -244,6 +285,53 @@ class MemoryBankServer:
         from memory_bank.llm.agent import TOOL_SCHEMAS
 
         return TOOL_SCHEMAS
+
+    # --- the Memory Bank's session mode, for an outside agent ---------------------------------
+
+    def _graph(self):
+        if self._keeper is None:
+            from actors.graph import RemoteKeeper, graph_actor
+
+            self._keeper = RemoteKeeper(graph_actor(self._store, self._config))
+        return self._keeper
+
+    @app.post("/sessions", response_model=InsightDoc, responses=_ERROR_RESPONSES)
+    def open_session(self, request: SessionRequest) -> InsightDoc:
+        return self._graph().open_session(request.task_goal)
+
+    @app.get("/sessions/{session_id}", response_model=InsightDoc, responses=_ERROR_RESPONSES)
+    def insight_doc(self, session_id: str) -> InsightDoc:
+        return self._graph().insight_doc(session_id)
+
+    @app.post(
+        "/sessions/{session_id}/intercept",
+        response_model=InterceptResult,
+        responses=_ERROR_RESPONSES,
+    )
+    def intercept(self, session_id: str, request: InterceptRequest) -> InterceptResult:
+        from memory_bank.graph.model import Attachment
+
+        files = tuple(
+            Attachment(id=f"a{n}", type=kind, path=path)
+            for n, (kind, path) in enumerate(request.attachments, start=1)
+        )
+        return self._graph().intercept(
+            session_id, request.context, request.task_type, files, request.metadata
+        )
+
+    @app.get("/sessions/{session_id}/prompt", response_model=Prompt, responses=_ERROR_RESPONSES)
+    def enhance(self, session_id: str) -> Prompt:
+        return Prompt(prompt=self._graph().enhance_prompt(session_id))
+
+    @app.post(
+        "/sessions/{session_id}/close", response_model=SessionExport, responses=_ERROR_RESPONSES
+    )
+    def close_session(self, session_id: str) -> SessionExport:
+        return self._graph().close(session_id)
+
+    @app.get("/memory/{node_id}", response_model=NodeDetail, responses=_ERROR_RESPONSES)
+    def memory(self, node_id: str) -> NodeDetail:
+        return self._graph().node(node_id)
 
     @app.get("/healthz", response_model=Health, responses=_ERROR_RESPONSES)
     def healthz(self) -> Health:

@@ -19,6 +19,7 @@ from typing import Any
 
 import ray
 
+from actors.graph import RemoteKeeper, graph_actor
 from memory_bank.config import AppConfig
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
 from memory_bank.llm import backend_for
@@ -47,6 +48,8 @@ class StoreWriter:
 
 def _committer(store: Path, config: AppConfig) -> StoreCommitter:
     resources = config.ray
+    # The graph step goes to the store's graph actor: one graph for every process on Ray.
+    graph = RemoteKeeper(graph_actor(store, config))
     return StoreCommitter(
         store,
         config,
@@ -55,6 +58,7 @@ def _committer(store: Path, config: AppConfig) -> StoreCommitter:
             texts, config.embedding, resources.embed.num_cpus
         ),
         map_calls=lambda function, calls: map_on_tasks(function, calls, resources.plan_task_cpus),
+        graph=graph,
     )
 
 

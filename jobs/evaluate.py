@@ -16,7 +16,11 @@ queries always run in this process.
 
 What is scored is what each mode hands a reader:
 - search modes: the chunk text of each hit (`SearchHit.text`), in rank order, attributed to the
-  hit's source document; README hits of tree mode use budget but cover no evidence.
+  hit's source document; a README hit of tree mode is attributed sentence by sentence: the
+  TL;DRs its summary quotes from memories of its subtree belong to those memories' sources,
+  the rest (heading, what the directory holds) to no source.
+- descent1 / descent3: every memory of the leaves reached from the root by README scores alone
+  (beam 1 / beam 3), best hybrid score first; `hit` counts a gold source among them.
 - ask and research: the answer. Each cited chunk file becomes one passage holding the answer sentences
   quoted from that chunk (so the answer's tokens count once against a budget); a cited chunk the
   answer does not quote carries the whole answer. R@k ranks the cited files' sources in citation
@@ -31,7 +35,6 @@ import logging
 import shutil
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -43,12 +46,11 @@ from rich.console import Console
 from memory_bank.app.bank import MemoryBank
 from memory_bank.app.progress_display import IngestProgress
 from memory_bank.config import load_config
-from memory_bank.errors import ConfigError, MemoryBankError, StoreError
+from memory_bank.errors import ConfigError, MemoryBankError
 from memory_bank.evaluation import (
     DATASET_FORMATS,
     DatasetFormat,
     EvalDataset,
-    Passage,
     QuestionResult,
     TokenCounter,
     WrittenReport,
@@ -58,12 +60,26 @@ from memory_bank.evaluation import (
     write_report,
 )
 from memory_bank.evaluation.dataset_files import dataset_name
+from memory_bank.evaluation.store_index import StoreIndex
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
 from memory_bank.text.sources import load_sources
 
-EVAL_MODES: tuple[str, ...] = ("bm25", "vector", "hybrid", "tree", "ask", "research")
+EVAL_MODES: tuple[str, ...] = (
+    "bm25",
+    "vector",
+    "hybrid",
+    "tree",
+    "ask",
+    "research",
+    "descent1",
+    "descent3",
+)
 ANSWER_MODES = ("ask", "research")  # modes that answer (a ChatResult) rather than rank hits
+# Descent modes: the memories of the leaves a README-only descent from the root reaches with a
+# beam of this many directories per level (`MemoryBank.descend`); scored like a search result,
+# plus `hit`, whether any of them comes from a gold source.
+DESCENT_BEAMS = {"descent1": 1, "descent3": 3}
 Runner = Literal["local", "ray"]
 # Hits per search: enough chunk texts to fill the largest token budget (4k tokens) even where
 # memories are short (HotpotQA paragraphs average about 95 tokens).
@@ -305,55 +321,6 @@ def corpus_sources_by_document(dataset: EvalDataset) -> dict[str, str]:
     return by_document
 
 
-class StoreIndex:
-    """What scoring needs from the store: chunk file -> document, and each chunk's sentences."""
-
-    def __init__(self, store: Path, source_of_document: dict[str, str]) -> None:
-        reader = StoreReader(store)
-        memories = reader.memories()
-        self.source_of_document = source_of_document
-        self._chunk_of_path = dict(
-            zip(
-                memories.column("path").to_pylist(),
-                zip(
-                    memories.column("document_id").to_pylist(),
-                    memories.column("chunk_id").to_pylist(),
-                    strict=True,
-                ),
-                strict=True,
-            )
-        )
-        sentences = reader.sentences().sort_by(
-            [("chunk_id", "ascending"), ("sentence", "ascending")]
-        )
-        self._sentences: dict[str, list[str]] = defaultdict(list)
-        for chunk_id, text in zip(
-            sentences.column("chunk_id").to_pylist(),
-            sentences.column("text").to_pylist(),
-            strict=True,
-        ):
-            self._sentences[chunk_id].append(text)
-        if not set(source_of_document) & {document for document, _ in self._chunk_of_path.values()}:
-            raise StoreError(f"the store {store} holds none of the corpus documents")
-
-    def source_of_hit(self, document_id: str) -> str | None:
-        return self.source_of_document.get(document_id)
-
-    def answer_passages(self, answer: str, cited_paths: Sequence[str]) -> list[Passage]:
-        """One passage per cited chunk file: the answer sentences it quotes, else the whole answer."""
-        if not cited_paths:
-            return [Passage(None, answer)]
-        passages: list[Passage] = []
-        for path in cited_paths:
-            document_id, chunk_id = self._chunk_of_path.get(path, (None, None))
-            quoted = [
-                sentence for sentence in self._sentences.get(chunk_id, []) if sentence in answer
-            ]
-            source = self.source_of_document.get(document_id) if document_id else None
-            passages.append(Passage(source, " ".join(quoted) if quoted else answer))
-        return passages
-
-
 def run_questions(
     bank: MemoryBank,
     dataset: EvalDataset,
@@ -371,6 +338,8 @@ def run_questions(
             bank.request("warm up", max_iterations=max_iterations)
         elif mode == "research":
             bank.research("warm up")
+        elif mode in DESCENT_BEAMS:
+            bank.descend("warm up", beam_width=DESCENT_BEAMS[mode])
         else:
             bank.search("warm up", top_k=1, mode=mode)
 
@@ -389,15 +358,12 @@ def run_questions(
                 passages = index.answer_passages(answered.answer, answered.sources)
                 generated_answer = answered.answer
             else:
-                hits = bank.search(question.question, top_k=top_k, mode=mode)
+                if mode in DESCENT_BEAMS:
+                    hits = bank.descend(question.question, beam_width=DESCENT_BEAMS[mode])
+                else:
+                    hits = bank.search(question.question, top_k=top_k, mode=mode)
                 elapsed = time.perf_counter() - began
-                passages = [
-                    Passage(
-                        index.source_of_hit(hit.document_id) if hit.kind == "chunk" else None,
-                        hit.text,
-                    )
-                    for hit in hits
-                ]
+                passages = index.hit_passages(hits)
             seconds[mode] += elapsed
             results.append(
                 score_question(
@@ -408,6 +374,7 @@ def run_questions(
                     latency_seconds=elapsed,
                     count_tokens=count_tokens,
                     generated_answer=generated_answer,
+                    whole_result_hit=mode in DESCENT_BEAMS,
                 )
             )
         if number % 25 == 0 or number == len(dataset.questions):

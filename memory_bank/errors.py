@@ -46,3 +46,7 @@ class ToolError(MemoryBankError):
 
 class LLMError(MemoryBankError):
     """An LLM backend call failed after its retries, or returned unusable output."""
+
+
+class SessionError(MemoryBankError):
+    """An unknown or closed session, or a memory id the Query Graph does not hold."""

@@ -91,6 +91,23 @@ class DirectoryNode(BaseModel):
         return 1 + max(child.depth() for child in self.children)
 
 
+class HistoryNote(BaseModel):
+    """A claim that a later one replaced: kept as history, never deleted (the Query Graph's
+    resolved conflict behind it is `conflict_id`)."""
+
+    subject: str
+    attribute: str
+    superseded_value: str
+    current_value: str
+    superseded_text: str  # the sentence that stated the old value
+    current_text: str  # the sentence that states the current one
+    superseded_source: str  # chunk file path, or "memory:<node id>" for a session memory
+    current_source: str
+    recorded_at: str  # UTC ISO 8601: when the old claim entered the memory
+    superseded_at: str  # when the later claim replaced it
+    conflict_id: str
+
+
 class SearchHit(BaseModel):
     """One retrieval result, as the CLI, the Python API and the HTTP API return it."""
 
@@ -102,7 +119,9 @@ class SearchHit(BaseModel):
     # The raw chunk text, i.e. the evidence passage (the chunk file holds the memory, a shorter
     # extract); for tree-mode README hits, the README's heading and description.
     text: str
-    kind: Literal["chunk", "readme"] = "chunk"
+    kind: Literal["chunk", "readme", "memory"] = "chunk"  # "memory": a session's graph node
+    # Claims of this chunk that later ones replaced (the current chunk is ranked above it).
+    history: list[HistoryNote] = Field(default_factory=list)
 
 
 class TrajectoryStep(BaseModel):
@@ -133,6 +152,9 @@ class ChatResult(BaseModel):
     trajectory: str = ""  # the steps, one rendered line each (the specification's exploration log)
     notes: str | None = None
     steps: list[TrajectoryStep] = Field(default_factory=list)
+    # What the answer's current facts replaced: the superseded claims of the memories read,
+    # with when each was recorded and replaced. The answer states the current values only.
+    history: list[HistoryNote] = Field(default_factory=list)
 
 
 class MovedMemory(BaseModel):
@@ -176,6 +198,9 @@ class CommitResult(BaseModel):
     # embed readmes, write.
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     llm: dict[str, Any] = Field(default_factory=dict)  # the commit's LLM usage (LedgerSummary)
+    # The Query Graph's part: nodes added and removed, pairs analysed, related / merge edges
+    # and conflicts found, the checkpoint the new version's graph snapshot holds.
+    graph: dict[str, Any] = Field(default_factory=dict)
 
 
 class IngestSummary(BaseModel):

@@ -20,7 +20,42 @@ from memory_bank.ingest.runner import ExecutorFactory, IngestRunner
 from memory_bank.schemas import ChatResult, CommitResult, DirectoryNode, IngestSummary, SearchHit
 
 if TYPE_CHECKING:
+    from memory_bank.session.keeper import GraphKeeper
+    from memory_bank.session.session import Session
     from memory_bank.store.verify import VerifyReport
+
+
+def create_empty_store(store: Path, config: AppConfig) -> bool:
+    """Make an empty store at `store` unless one is there; True when one was made. Taken
+    under the store's lock, so two sessions starting together make one."""
+    from memory_bank.store.layout import is_store
+    from memory_bank.store.location import StoreLocation
+
+    if is_store(store):
+        return False
+    with StoreLocation(store).lock():
+        if is_store(store):
+            return False
+        import numpy as np
+
+        from memory_bank.ingest.work import memory_recipe
+        from memory_bank.store.writer import meta_extra_from_config, write_store
+
+        empty = np.zeros((0, 384), dtype=np.float32)
+        write_store(
+            store,
+            documents=[],
+            chunks=[],
+            memories=[],
+            memory_vectors=empty,
+            sentences=[],
+            sentence_vectors=empty,
+            tree=DirectoryNode(path="/", name=""),
+            readmes={"/": "# Memory\n\nNothing has been added yet.\n"},
+            meta_extra={**meta_extra_from_config(config), "memory_recipe": memory_recipe(config)},
+            taxonomy_config=config.taxonomy,
+        )
+        return True
 
 
 class MemoryBank:
@@ -45,6 +80,7 @@ class MemoryBank:
         self._query = None
         self._embedder: Embedder | None = embedder
         self._conversations: Conversations | None = None
+        self._keeper: GraphKeeper | None = None
 
     def add(
         self,
@@ -103,6 +139,12 @@ class MemoryBank:
         """The best `top_k` hits (default `retrieval.top_k`) for `query`, best first."""
         return self._query_service().search(query, top_k=top_k, mode=mode)
 
+    def descend(self, query: str, beam_width: int | None = None) -> list[SearchHit]:
+        """The memories of the leaves reached from the root by reading READMEs alone, with a
+        beam of `beam_width` directories per level (default `retrieval.beam_width`), best
+        first: how far the tree itself leads to an answer, without flat search."""
+        return self._query_service().descend(query, beam_width=beam_width)
+
     def tree(self) -> DirectoryNode:
         from memory_bank.store.reader import StoreReader
 
@@ -115,13 +157,73 @@ class MemoryBank:
 
         return verify_store(self.store, self.config.taxonomy)
 
+    def session(self, task_goal: str) -> Session:
+        """A session of the Memory Bank (seed 001) for an agent working on `task_goal`: the
+        Insight Doc, `enhance_prompt()`, `intercept(context)`, `deep_retrieval(node_id)`. On a
+        path without a store, an empty store is made first. What the session learns stays in
+        the store's Query Graph, for later sessions, `request` and `search`."""
+        from memory_bank.session.session import Session
+
+        create_empty_store(self.store, self.config)
+        return Session.open(self.keeper(), task_goal)
+
+    def react_agent(
+        self,
+        roots: Sequence[str | Path] = (),
+        max_calls: int = 20,
+        max_context_tokens: int = 32_000,
+    ):
+        """A ReAct agent (seed 002 §6.4) over this store for `Session.run`: tools `search`,
+        `visit` (files under `roots`, default the working directory) and `deep_retrieval`; the
+        model is the configured OpenAI-compatible endpoint, or an offline policy (search the
+        pending task, answer with the best passage)."""
+        from memory_bank.session.react import ReactAgent, offline_chat, openai_chat
+        from memory_bank.session.session import session_tools
+
+        tools = session_tools(
+            lambda query: self.search(query) if query.strip() else [],
+            self.keeper(),
+            [Path(r) for r in roots] or [Path.cwd()],
+        )
+        chat = (
+            openai_chat(self.config.llm)
+            if self.config.llm.backend == "openai"
+            else offline_chat(lambda query: tools["search"]({"query": query}))
+        )
+        return ReactAgent(chat, tools, max_calls=max_calls, max_context_tokens=max_context_tokens)
+
+    def keeper(self) -> GraphKeeper:
+        """The store's graph keeper in this process (sessions and this bank's commits share it)."""
+        if self._keeper is None:
+            from memory_bank.session.keeper import GraphKeeper
+
+            self._keeper = GraphKeeper(self.store, self.config, self._shared_embedder())
+        return self._keeper
+
+    def graph(self, node_id: str | None = None):
+        """The Query Graph: a summary (nodes, edges, conflicts, sessions), or one node with its
+        neighbours, conflicts, history and raw entries."""
+        from memory_bank.store.layout import is_store
+
+        if not is_store(self.store):
+            raise StoreError(f"no memory store at {self.store}")
+        keeper = self.keeper()
+        return keeper.summary() if node_id is None else keeper.node(node_id)
+
     def _runner(self) -> IngestRunner:
         executor: Executor
         if self._executor_factory is None:
-            executor = LocalExecutor(self.config, self._shared_embedder())
+            executor = LocalExecutor(self.config, self._shared_embedder(), graph=self._graph_step)
         else:
             executor = self._executor_factory(self.config)
         return IngestRunner(self.config, executor)
+
+    def _graph_step(self, store: Path) -> GraphKeeper:
+        if Path(store).expanduser().absolute() == self.store.expanduser().absolute():
+            return self.keeper()
+        from memory_bank.session.keeper import GraphKeeper
+
+        return GraphKeeper(store, self.config, self._shared_embedder())
 
     def _shared_embedder(self) -> Embedder:
         if self._embedder is None:

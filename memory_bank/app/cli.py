@@ -315,6 +315,13 @@ def ask(
     _out.print(f"[dim]confidence {result.confidence:.2f}[/]")
     for source in result.sources:
         _out.print(f"  [cyan]- {source}[/]", highlight=False)
+    for note in result.history:
+        _out.print(
+            f"  [dim]history: {note.subject} {note.attribute}: {note.superseded_value!r} "
+            f"(recorded {note.recorded_at}, {note.superseded_source}) was superseded by "
+            f"{note.current_value!r} on {note.superseded_at} ({note.current_source})[/]",
+            highlight=False,
+        )
     if show_trajectory:
         _out.print(f"[dim]{result.trajectory}[/]", highlight=False)
 
@@ -385,6 +392,80 @@ def tree(store: StoreOption, as_json: JsonOption = False) -> None:
 
     add(root, view)
     _out.print(view)
+
+
+@app.command()
+@_reports_errors
+def graph(
+    store: StoreOption,
+    node: Annotated[
+        str | None, typer.Option("--node", help="One memory: neighbours, conflicts, history.")
+    ] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show the store's Query Graph: memories, edges, conflicts (current and superseded
+    claims with their times), merges and sessions; or one memory with --node ID."""
+    result = _bank(store, config).graph(node)
+    if as_json:
+        print(result.model_dump_json())
+        return
+    if node is not None:
+        _print_node(result)
+        return
+    table = Table(title=f"Query Graph of {store}", show_header=False)
+    table.add_row("memories (current)", str(result.nodes))
+    table.add_row("stored memories", str(result.memory_nodes))
+    table.add_row("session memories", str(result.session_nodes))
+    table.add_row("merged or superseded", str(result.retired_nodes))
+    table.add_row("edges", ", ".join(f"{k} {v}" for k, v in sorted(result.edges.items())) or "0")
+    table.add_row("merge events", str(result.merge_events))
+    table.add_row("sessions (open)", f"{result.sessions} ({result.open_sessions})")
+    table.add_row("checkpoint", str(result.checkpoint))
+    _out.print(table)
+    if result.conflicts:
+        conflicts = Table("status", "subject / attribute", "superseded", "current", "resolved")
+        for c in result.conflicts:
+            old, new = (c.old_value, c.new_value)
+            superseded, current = (old, new) if c.current != c.older else (new, old)
+            conflicts.add_row(
+                c.status,
+                f"{c.subject} / {c.attribute}",
+                f"{superseded} ({c.superseded or c.older})",
+                f"{current} ({c.current or '-'})",
+                _when(c.resolved_at),
+            )
+        _out.print(conflicts)
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "-"
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _print_node(detail) -> None:
+    _out.print(f"[bold]{detail.id}[/] ({detail.kind}, {detail.status})", highlight=False)
+    if detail.superseded_by:
+        _out.print(f"  superseded by {detail.superseded_by}", highlight=False)
+    _out.print(f"  context: {detail.context}", highlight=False)
+    _out.print(f"  keywords: {', '.join(detail.keywords)}", highlight=False)
+    _out.print(f"  summary: {detail.summary}", highlight=False)
+    _out.print(f"  recorded: {_when(detail.timestamp)}  source: {detail.source}", highlight=False)
+    for neighbour in detail.neighbours:
+        relation = detail.relations.get(neighbour.id or "", "related")
+        _out.print(f"  [cyan]{relation}[/] {neighbour.id}: {neighbour.context}", highlight=False)
+    for c in detail.conflicts:
+        _out.print(
+            f"  [yellow]conflict[/] {c.status}: {c.description} (current: {c.current or '-'})",
+            highlight=False,
+        )
+    for entry in detail.history:
+        _out.print(f"  [dim]history {_when(entry.at)} {entry.event}: {entry.summary[:120]}[/]")
+    for entry in detail.entries:
+        _out.print(f"  [dim]entry {entry.entry_id}: {entry.text[:160]}[/]", highlight=False)
 
 
 @app.command()

@@ -26,12 +26,15 @@ _WORD = re.compile(r"\S+")
 class Passage(NamedTuple):
     """One piece of returned context, in rank order.
 
-    `source` is the corpus file it came from, or None for text that belongs to no source
-    (README summaries in tree mode); such text uses up budget but covers no evidence.
+    `source` is the corpus file it came from, or None for text that belongs to no source (a
+    README's heading); such text uses up budget but covers no evidence. `quoted` marks text a
+    README summary quotes from a memory of its source: it covers evidence within a budget like
+    any text of that source, but it is no ranked passage, so recall@k and hit@k skip it.
     """
 
     source: str | None
     text: str
+    quoted: bool = False
 
 
 def normalize_answer(text: str) -> str:
@@ -154,7 +157,7 @@ def cut_to_budget(
             continue
         truncated = truncate_to_tokens(passage.text, remaining, count_tokens)
         if truncated is not None:
-            kept.append(Passage(passage.source, truncated))
+            kept.append(Passage(passage.source, truncated, passage.quoted))
         break
     return kept
 

@@ -32,6 +32,8 @@ class ModeSummary(BaseModel):
     questions: int
     recall_at_k: dict[int, float]
     all_evidence_at_k: dict[int, float]
+    hit_at_k: dict[int, float] = {}
+    hit: float | None = None  # share of questions with a gold source anywhere in the result
     evidence_recall: dict[int, float]  # by token budget
     answer_recall: dict[int, float]  # by token budget
     answer_token_recall: dict[int, float]  # by token budget
@@ -78,12 +80,15 @@ def summarize_by_mode(results: Sequence[QuestionResult]) -> list[ModeSummary]:
 
 def _summarize(mode: str, results: list[QuestionResult]) -> ModeSummary:
     matches = [result.answer_match for result in results if result.answer_match is not None]
+    hits = [result.hit for result in results if result.hit is not None]
     latency = latency_percentiles([result.latency_seconds for result in results])
     return ModeSummary(
         mode=mode,
         questions=len(results),
         recall_at_k=_mean_by_key([result.recall_at_k for result in results]),
         all_evidence_at_k=_mean_by_key([result.all_evidence_at_k for result in results]),
+        hit_at_k=_mean_by_key([result.hit_at_k for result in results]),
+        hit=sum(hits) / len(hits) if hits else None,
         evidence_recall=_mean_by_key([result.evidence_recall for result in results]),
         answer_recall=_mean_by_key([result.answer_recall for result in results]),
         answer_token_recall=_mean_by_key([result.answer_token_recall for result in results]),
@@ -132,6 +137,9 @@ def build_table(
     ]
     if ks:
         columns.append((f"AE@{ks[-1]}", lambda s: s.all_evidence_at_k.get(ks[-1])))
+        columns.append((f"H@{ks[-1]}", lambda s: s.hit_at_k.get(ks[-1])))
+    if any(summary.hit is not None for summary in summaries):
+        columns.append(("hit", lambda s: s.hit))
     columns += [(f"ER@{budget_label(b)}", lambda s, b=b: s.evidence_recall.get(b)) for b in budgets]
     if has_answer_recall:
         columns.append(

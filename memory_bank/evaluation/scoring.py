@@ -41,6 +41,10 @@ class QuestionResult(BaseModel):
     retrieved_sources: list[str]  # distinct corpus sources in rank order
     recall_at_k: dict[int, float]
     all_evidence_at_k: dict[int, bool]
+    hit_at_k: dict[int, bool] = {}  # some gold source among the top k distinct sources
+    # Some gold source anywhere in the result: set for results whose every passage counts
+    # (a descent's reached leaves), not for ranked lists cut at k.
+    hit: bool | None = None
     evidence_recall: dict[int, float]  # by token budget
     answer_recall: dict[int, bool]  # by token budget: a gold answer string inside the context
     answer_token_recall: dict[int, float]  # by token budget: best ROUGE-1 recall over gold answers
@@ -64,11 +68,16 @@ def score_question(
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     ks: Sequence[int] = DEFAULT_KS,
     generated_answer: str | None = None,
+    whole_result_hit: bool = False,
 ) -> QuestionResult:
-    """All metrics of one question for one mode, from its ranked passages (best first)."""
+    """All metrics of one question for one mode, from its ranked passages (best first);
+    `whole_result_hit` also scores whether any passage at all comes from a gold source."""
     # Corpus-relative sources once; a passage kept whole under several budgets is scored once.
-    in_corpus = [Passage(dataset.source_key(passage.source), passage.text) for passage in passages]
-    ranked_sources = [passage.source for passage in in_corpus]
+    in_corpus = [
+        Passage(dataset.source_key(passage.source), passage.text, passage.quoted)
+        for passage in passages
+    ]
+    ranked_sources = [passage.source for passage in in_corpus if not passage.quoted]
     scoreable_answers = [answer for answer in question.answers if normalize_answer(answer)]
 
     @functools.cache
@@ -82,9 +91,14 @@ def score_question(
 
     recall: dict[int, float] = {}
     all_evidence: dict[int, bool] = {}
+    hits: dict[int, bool] = {}
+    hit = None
     if question.gold_sources:
         recall = {k: recall_at_k(ranked_sources, question.gold_sources, k) for k in ks}
         all_evidence = {k: all_evidence_at_k(ranked_sources, question.gold_sources, k) for k in ks}
+        hits = {k: recall[k] > 0 for k in ks}
+        if whole_result_hit:
+            hit = not set(question.gold_sources).isdisjoint(ranked_sources)
     evidence_recall: dict[int, float] = {}
     answer_recall: dict[int, bool] = {}
     token_recall: dict[int, float] = {}
@@ -114,6 +128,8 @@ def score_question(
         retrieved_sources=distinct_sources(ranked_sources),
         recall_at_k=recall,
         all_evidence_at_k=all_evidence,
+        hit_at_k=hits,
+        hit=hit,
         evidence_recall=evidence_recall,
         answer_recall=answer_recall,
         answer_token_recall=token_recall,

@@ -141,7 +141,7 @@ class StoreCorpus:
 
     def readme_hit(self, directory: str, score: float) -> SearchHit:
         """A README as a hit: `chunk_id` is its directory ("/a/b"), `source` its file, `text` its
-        heading and description (`readme_summary`); no document."""
+        heading and summary (`readme_summary`); no document."""
         readme_path = readme_relative_path(directory)
         return SearchHit(
             chunk_path=readme_path,
@@ -256,10 +256,13 @@ class SentenceTable:
 
 
 def readme_summary(text: str) -> str:
-    """A README's heading and description: everything before its first "## " section."""
-    lines = text.splitlines()
-    cut = next((number for number, line in enumerate(lines) if line.startswith("## ")), len(lines))
-    summary = "\n".join(lines[:cut]).strip()
+    """A README's heading and its opening paragraph: the summary (or, in a README without one,
+    the description), not what follows it (what the directory holds, key terms, contents)."""
+    lines = text.strip().splitlines()
+    heading = lines[0] if lines and lines[0].startswith("# ") else ""
+    body = "\n".join(lines[1:] if heading else lines).strip()
+    opening = body.split("\n\n", 1)[0].strip() if not body.startswith("## ") else ""
+    summary = "\n\n".join(part for part in (heading, opening) if part)
     return summary or text.strip()
 
 

@@ -1,7 +1,8 @@
 """`Searcher`: one entry point for the four search modes over an opened store.
 
 bm25, vector and hybrid come from `hybrid.HybridSearch`; tree is RAPTOR's collapsed tree
-(`collapsed_tree`), chunks and directory READMEs ranked together.
+(`collapsed_tree`), chunks and directory READMEs ranked together. `descend` is not a mode but a
+probe of the tree itself: the leaves a beam reaches by reading READMEs alone (`descent`).
 
 A chunk hit carries the raw chunk text, not its memory (an extract of 30-50% of a long chunk):
 within the same token budget the reader finds the answer string more often (FairytaleQA val
@@ -16,6 +17,7 @@ from typing import Literal, get_args
 from memory_bank.errors import ToolError
 from memory_bank.index.bm25 import top_positive
 from memory_bank.index.collapsed_tree import collapsed_tree_search
+from memory_bank.index.descent import descend
 from memory_bank.index.hybrid import CANDIDATE_POOL, HybridSearch
 from memory_bank.schemas import SearchHit
 
@@ -57,3 +59,24 @@ class Searcher:
                 hit(i, s) for i, s in self.hybrid.hybrid_candidates(query, query_vector, pool)[:k]
             ]
         return collapsed_tree_search(self.hybrid, query, query_vector, k, pool=pool)
+
+    def descend(self, query: str, beam_width: int) -> list[SearchHit]:
+        """Every memory of the leaves a README-only descent with `beam_width` reaches
+        (`descent.descend`), best hybrid score first. Blank queries and empty stores: []."""
+        if beam_width < 1:
+            raise ToolError(f"beam_width must be at least 1, got {beam_width}")
+        if not query.strip() or self.corpus.num_chunks == 0:
+            return []
+        query_vector = self.hybrid.encode_query(query)
+        leaves = descend(
+            self.corpus.tree(),
+            self.corpus.directories(),
+            query,
+            query_vector,
+            self.hybrid.config.alpha,
+            beam_width,
+        )
+        members = sorted({index for leaf in leaves for index in leaf.chunk_indices})
+        scores = self.hybrid.hybrid_scores(self.hybrid.bm25_scores(query), query_vector, members)
+        order = sorted(range(len(members)), key=lambda j: (-scores[j], members[j]))
+        return [self.corpus.chunk_hit(members[j], float(scores[j])) for j in order]

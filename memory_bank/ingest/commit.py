@@ -20,6 +20,7 @@ actor) does not re-read the store for every commit.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +33,17 @@ import numpy as np
 
 from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
-from memory_bank.ingest.stages import compose_readmes, embed_readmes, plan_tree, taxonomy_items
+from memory_bank.graph.batch import GraphCommit
+from memory_bank.graph.persist import GRAPH_DIR, drop_checkpoints, write_records
+from memory_bank.ingest.graph_step import GraphStep, memory_inputs
+from memory_bank.ingest.stages import (
+    compose_readmes,
+    embed_readmes,
+    plan_tree,
+    readme_highlights,
+    readme_key_terms,
+    taxonomy_items,
+)
 from memory_bank.ingest.work import (
     MemoryParts,
     concatenate,
@@ -58,7 +69,7 @@ from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import validate_taxonomy
 from memory_bank.taxonomy.placement import should_place
 from memory_bank.taxonomy.planner import memory_count
-from memory_bank.taxonomy.readme import ReadmeFileEntry
+from memory_bank.taxonomy.readme import README_FORMAT, ReadmeFileEntry
 
 REORGANIZATIONS_FILE = "reorganizations.json"
 LEDGER_FILE = "llm_ledger.json"  # every LLM request made for this store, summed per role
@@ -144,9 +155,11 @@ class StoreCommitter:
         backend: LLMBackend,
         encode_texts: Callable[[list[str]], np.ndarray],
         map_calls: TaskMap = run_serially,
+        graph: GraphStep | None = None,
     ) -> None:
         self.store = Path(store)
         self.location = StoreLocation(store)
+        self.graph = graph
         self.config = config
         self.backend = backend
         self.encode_texts = encode_texts
@@ -238,12 +251,16 @@ class StoreCommitter:
             _signatures(state.tree, state.parts.memories, state.chunk_paths) if state else {}
         )
         new_signatures = _signatures(tree, parts.memories, chunk_paths)
+        # READMEs written by a release that wrote them differently are all rewritten.
+        same_format = state is not None and state.meta.get("readme_format") == README_FORMAT
         stale = [
             path
             for path, signature in new_signatures.items()
-            if state is None or old_signatures.get(path) != signature or not state.readmes.get(path)
+            if not same_format
+            or old_signatures.get(path) != signature
+            or not state.readmes.get(path)
         ]
-        readmes = self._readmes(tree, parts.memories, chunk_paths, stale, state)
+        readmes = self._readmes(tree, parts, chunk_paths, stale, state)
         clock.lap("readme")
         readme_vectors = embed_readmes(
             readmes, state.readme_vectors if state else {}, self.encode_texts
@@ -257,6 +274,8 @@ class StoreCommitter:
                 reorganizations = [*reorganizations, operation.model_dump(mode="json")]
         reorganizations = reorganizations[-KEPT_REORGANIZATIONS:]
 
+        graph_files = self._graph_step(state, base, added, removed, result)
+        clock.lap("graph")
         ledger = _ledger_after(live, request, self.backend)
         recipe = memory_recipe(self.config)
         if state is not None and not added.memories:  # a removal keeps the store's recipe
@@ -276,6 +295,7 @@ class StoreCommitter:
             meta_extra={
                 **meta_extra_from_config(self.config),
                 "memory_recipe": recipe,
+                "readme_format": README_FORMAT,
                 "taxonomy": stats,
             },
             bank_json={
@@ -286,8 +306,13 @@ class StoreCommitter:
             taxonomy_config=self.config.taxonomy,
             skip_if_unchanged=True,
             reuse_files=self._unchanged_files(state, parts, chunk_paths, readmes, stale),
+            bank_files=graph_files[0] if graph_files else None,
         )
         clock.lap("write")
+        if graph_files and stats_written.written:
+            drop_checkpoints(self.location.graph_log_dir, graph_files[1])
+        if self.graph is not None:
+            self.graph.committed()
         result.store_version = stats_written.store_version
         result.written = stats_written.written
         result.directories = stats_written.directories
@@ -301,11 +326,46 @@ class StoreCommitter:
             chunk_paths=chunk_paths,
             readmes=readmes,
             readme_vectors={readmes[p]: v for p, v in readme_vectors.items()},
-            meta={"memory_recipe": recipe, "taxonomy": stats},
+            meta={"memory_recipe": recipe, "readme_format": README_FORMAT, "taxonomy": stats},
             reorganizations=reorganizations,
             ledger=ledger,
         )
         return result
+
+    def _graph_step(
+        self,
+        state: StoreState | None,
+        base: MemoryParts,
+        added: MemoryParts,
+        removed: set[str],
+        result: CommitResult,
+    ) -> tuple[Callable[[Path], None], int] | None:
+        """The graph's part of the commit: memory nodes for the added memories (analysed for
+        related, merged and conflicting memories), none for the removed ones."""
+        if self.graph is None:
+            return None
+        removed_chunks = [
+            str(m.metadata["chunk_id"])
+            for m in (state.parts.memories if state else [])
+            if m.metadata.get("document_id") in removed
+        ]
+        commit = GraphCommit(
+            added=memory_inputs(added, time.time()),
+            removed=removed_chunks,
+            chunk_ids_after={str(m.metadata["chunk_id"]) for m in base.memories}
+            | {str(m.metadata["chunk_id"]) for m in added.memories},
+        )
+        records, seq, outcome = self.graph.prepare_commit(commit)
+        result.graph = {
+            "nodes_added": outcome.nodes_added,
+            "nodes_removed": outcome.nodes_removed,
+            "pairs_analysed": outcome.pairs,
+            "related": outcome.related,
+            "merges": outcome.merges,
+            "conflicts": len(outcome.conflicts),
+            "checkpoint": seq,
+        }
+        return (lambda bank: write_records(bank / GRAPH_DIR, records, seq)), seq
 
     def _unchanged_files(
         self,
@@ -412,24 +472,41 @@ class StoreCommitter:
     def _readmes(
         self,
         tree: DirectoryNode,
-        memories: Sequence[MemorizedChunk],
+        parts: MemoryParts,
         chunk_paths: dict[int, str],
         stale: Sequence[str],
         state: StoreState | None,
     ) -> dict[str, str]:
         """Every directory's README: the stored text where its inputs did not change."""
+        memories = parts.memories
         directories = {node.path: node for node in tree.iter_nodes()}
         if state is None or len(stale) == len(directories):
             return compose_readmes(
-                tree, memories, chunk_paths, self.config.taxonomy, self.backend, self.map_calls
+                tree,
+                memories,
+                chunk_paths,
+                self.config.taxonomy,
+                self.backend,
+                self.map_calls,
+                vectors=parts.memory_vectors,
             )
         by_index = {memory.index: memory for memory in memories}
+        highlights = readme_highlights(tree, memories, parts.memory_vectors, chunk_paths)
+        key_terms = readme_key_terms(tree, memories)
         readmes = {path: state.readmes[path] for path in directories if path not in stale}
         requests = []
         for path in stale:
             node = directories[path]
             files = [_file_entry(by_index[i], chunk_paths[i]) for i in node.chunk_indices]
-            requests.append(ReadmeRequest(node=node, child_dirs=list(node.children), files=files))
+            requests.append(
+                ReadmeRequest(
+                    node=node,
+                    child_dirs=list(node.children),
+                    files=files,
+                    highlights=highlights.get(path, []),
+                    key_terms=key_terms.get(path, []),
+                )
+            )
         for path, result in zip(stale, self.backend.readmes(requests), strict=True):
             readmes[path] = result.text
         return readmes
@@ -498,9 +575,12 @@ def _remap_tree(tree: DirectoryNode, kept_index: dict[int, int]) -> DirectoryNod
 def _signatures(
     tree: DirectoryNode, memories: Sequence[MemorizedChunk], chunk_paths: dict[int, str]
 ) -> dict[str, str]:
-    """What each directory's README is made from, as a comparable string per tree path."""
+    """What each directory's README is made from, as a comparable string per tree path: its
+    name and description, its children and files, and which memories its subtree holds (its
+    summary is drawn from them)."""
     by_index = {memory.index: memory for memory in memories}
     signatures = {}
+    held = _subtree_digests(tree, by_index)
     for node in tree.iter_nodes():
         files = [
             [chunk_paths[i].rsplit("/", 1)[-1], by_index[i].title, by_index[i].tldr]
@@ -510,8 +590,24 @@ def _signatures(
             [child.name, child.description, memory_count(child), len(child.children)]
             for child in node.children
         ]
-        signatures[node.path] = json.dumps([node.name, node.description, children, files])
+        signature = [node.name, node.description, children, files, held[node.path]]
+        signatures[node.path] = json.dumps(signature)
     return signatures
+
+
+def _subtree_digests(tree: DirectoryNode, by_index: dict[int, MemorizedChunk]) -> dict[str, str]:
+    """Per directory, a digest of the chunk ids its subtree holds."""
+    digests: dict[str, str] = {}
+
+    def visit(node: DirectoryNode) -> list[str]:
+        chunk_ids = [str(by_index[i].metadata.get("chunk_id", i)) for i in node.chunk_indices]
+        for child in node.children:
+            chunk_ids.extend(visit(child))
+        digests[node.path] = hashlib.sha1("\n".join(sorted(chunk_ids)).encode()).hexdigest()
+        return chunk_ids
+
+    visit(tree)
+    return digests
 
 
 def _file_entry(memory: MemorizedChunk, chunk_path: str) -> ReadmeFileEntry:

@@ -20,6 +20,7 @@ import numpy as np
 from memory_bank.config import AppConfig
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
+from memory_bank.ingest.graph_step import GraphStep
 from memory_bank.ingest.journal import batches_by_tokens
 from memory_bank.ingest.progress import StageTimer
 from memory_bank.ingest.stages import chunk_documents, memorize_encoded
@@ -27,6 +28,7 @@ from memory_bank.ingest.work import MemoryParts
 from memory_bank.llm import backend_for
 from memory_bank.llm.roles import LLMBackend
 from memory_bank.schemas import CommitResult, Document
+from memory_bank.session.keeper import GraphKeeper
 from memory_bank.tasks import run_serially
 from memory_bank.text.sources import FileOutcome, read_files_serially
 
@@ -69,10 +71,17 @@ class Executor(Protocol):
 class LocalExecutor:
     """Runs every stage in this process, one after the other."""
 
-    def __init__(self, config: AppConfig, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        config: AppConfig,
+        embedder: Embedder | None = None,
+        graph: Callable[[Path], GraphStep] | None = None,
+    ) -> None:
         self.config = config
         self.embedder = embedder or Embedder(config.embedding)
         self._committers: dict[Path, StoreCommitter] = {}
+        # The store's graph keeper (MemoryBank passes the one its sessions use).
+        self._graph = graph or (lambda store: GraphKeeper(store, config, self.embedder))
 
     def start(self, timer: StageTimer) -> None:
         pass
@@ -121,6 +130,8 @@ class LocalExecutor:
         committer = self._committers.get(key)
         if committer is None:
             backend = backend_for(self.config.llm)
-            committer = StoreCommitter(key, self.config, backend, self.encode_texts, self.map)
+            committer = StoreCommitter(
+                key, self.config, backend, self.encode_texts, self.map, graph=self._graph(key)
+            )
             self._committers[key] = committer
         return committer.commit(request)

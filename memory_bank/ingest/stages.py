@@ -33,7 +33,8 @@ from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store.tables import SentenceRecord
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import TaxonomyItem, flat_fallback, validate_taxonomy
-from memory_bank.taxonomy.readme import ReadmeFileEntry
+from memory_bank.taxonomy.readme import ReadmeFileEntry, ReadmeHighlight
+from memory_bank.taxonomy.summary import subtree_highlights, subtree_key_terms
 from memory_bank.text.chunking import SectionSplit, SplitChooser, chunk_document
 from memory_bank.text.sources import FileReader, SourceLoad, document_from_text, load_sources
 
@@ -156,6 +157,41 @@ def ensure_valid_tree(
     return tree
 
 
+def readme_highlights(
+    tree: DirectoryNode,
+    memories: Sequence[MemorizedChunk],
+    vectors: np.ndarray,
+    chunk_paths: Mapping[int, str],
+) -> dict[str, list[ReadmeHighlight]]:
+    """The summary material of every directory of `tree` (`taxonomy.summary`): TL;DRs of its
+    subtree's central and diverse memories; `vectors` row i belongs to `memories[i]`."""
+    by_index = {memory.index: memory for memory in memories}
+    row_of = {memory.index: row for row, memory in enumerate(memories)}
+    chosen = subtree_highlights(tree, vectors, row_of)
+    return {
+        path: [
+            ReadmeHighlight(
+                text=by_index[index].tldr,
+                file=_relative_to(chunk_paths[index], path),
+            )
+            for index in indices
+        ]
+        for path, indices in chosen.items()
+    }
+
+
+def readme_key_terms(
+    tree: DirectoryNode, memories: Sequence[MemorizedChunk]
+) -> dict[str, list[str]]:
+    """The most telling key terms of every directory of `tree` (`taxonomy.summary`)."""
+    return subtree_key_terms(tree, {memory.index: memory.keywords for memory in memories})
+
+
+def _relative_to(chunk_path: str, directory: str) -> str:
+    prefix = directory.strip("/")
+    return chunk_path.removeprefix(prefix + "/") if prefix else chunk_path
+
+
 def compose_readmes(
     tree: DirectoryNode,
     memories: Sequence[MemorizedChunk],
@@ -163,26 +199,45 @@ def compose_readmes(
     config: TaxonomyConfig,
     backend: LLMBackend,
     map_subtrees: TaskMap = run_serially,
+    vectors: np.ndarray | None = None,
 ) -> dict[str, str]:
-    """README text of every directory of `tree` (tree path -> text).
+    """README text of every directory of `tree` (tree path -> text); with `vectors` (row i
+    for `memories[i]`) each README gets its subtree's summary and key terms
+    (`readme_highlights`, `readme_key_terms`).
 
     Above `coarse_threshold` memories each top-level subtree is composed by one call of
-    `map_subtrees` (a README depends only on its directory and its children, so the parts are
-    independent); a small tree is composed in one go, where shipping parts would cost more.
+    `map_subtrees` (a README depends only on its directory, its children and its highlights, so
+    the parts are independent); a small tree is composed in one go, where shipping parts would
+    cost more.
     """
+    highlights = (
+        readme_highlights(tree, memories, vectors, chunk_paths) if vectors is not None else {}
+    )
+    key_terms = readme_key_terms(tree, memories) if vectors is not None else {}
     if len(memories) <= config.coarse_threshold:
-        return compose_subtree_readmes(tree, memories, chunk_paths, backend)
+        return compose_subtree_readmes(tree, memories, chunk_paths, backend, highlights, key_terms)
     by_index = {memory.index: memory for memory in memories}
     calls = []
     for subtree in tree.children:
         indices = [i for node in subtree.iter_nodes() for i in node.chunk_indices]
         part = [by_index[i] for i in indices]
-        calls.append((subtree, part, {i: chunk_paths[i] for i in indices}, backend))
+        part_highlights = {
+            node.path: highlights.get(node.path, []) for node in subtree.iter_nodes()
+        }
+        part_terms = {node.path: key_terms.get(node.path, []) for node in subtree.iter_nodes()}
+        paths = {i: chunk_paths[i] for i in indices}
+        calls.append((subtree, part, paths, backend, part_highlights, part_terms))
     readmes: dict[str, str] = {}
     for part, usage in map_subtrees(_subtree_readmes_and_usage, calls):
         readmes.update(part)
         add_usage(backend, usage)
-    root = ReadmeRequest(node=tree, child_dirs=list(tree.children), files=[])
+    root = ReadmeRequest(
+        node=tree,
+        child_dirs=list(tree.children),
+        files=[],
+        highlights=highlights.get("/", []),
+        key_terms=key_terms.get("/", []),
+    )
     readmes["/"] = backend.readme(root).text
     return readmes
 
@@ -204,6 +259,8 @@ def compose_subtree_readmes(
     memories: Sequence[MemorizedChunk],
     chunk_paths: Mapping[int, str],
     backend: LLMBackend,
+    highlights: Mapping[str, Sequence[ReadmeHighlight]] | None = None,
+    key_terms: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, str]:
     """README text for `node` and every directory below it (tree path -> text), each from the
     backend's readme role."""
@@ -219,7 +276,9 @@ def compose_subtree_readmes(
         ]
         for directory in node.iter_nodes()
     }
-    requests = readme_requests(node, files_by_directory)
+    requests = readme_requests(
+        node, files_by_directory, dict(highlights or {}), dict(key_terms or {})
+    )
     results = backend.readmes(requests)
     return {
         request.node.path: result.text for request, result in zip(requests, results, strict=True)

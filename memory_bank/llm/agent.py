@@ -97,6 +97,9 @@ class ToolCallingNavigator:
         self.answer = answer  # the backend's answer role
         self.search = search  # HybridSearch: what the offline answer needs, if it must stand in
         self.instructions = prompt("navigate")
+        # What is current (`query.currency`, set by the query service): memory files read are
+        # annotated with their superseded claims, and the answer role gets them.
+        self.currency: Any = None
 
     def request(
         self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
@@ -125,22 +128,29 @@ class ToolCallingNavigator:
                         forced=False,
                     )
                 output = run.execute(self.tools, call.function.name, arguments)
+                if self.currency is not None:
+                    output += self.currency.tool_note(call.function.name, arguments)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
         return self._synthesize(run, system_prompt, forced=True)
 
     def _synthesize(self, run: _Run, system_prompt: str | None, forced: bool) -> ChatResult:
         """The answer role over the memory files this run read."""
+        evidence = self._evidence(run)
+        indices = [e.index for e in evidence if e.index is not None]
         request = AnswerRequest(
             question=run.question,
-            evidence=self._evidence(run),
+            evidence=evidence,
             query_vector=self._query_vector(run.question),
             system_prompt=system_prompt,
+            claims=self.currency.claims(indices) if self.currency is not None else [],
         )
         result = self.answer(request)
         if not result.found:
             run.steps.append(TrajectoryStep(action="answer", detail="not found"))
             return run.result(self.tools, result.answer, [], 0.0, forced=forced, record=False)
-        return run.result(self.tools, result.answer, result.sources, result.confidence, forced)
+        answered = run.result(self.tools, result.answer, result.sources, result.confidence, forced)
+        answered.history = result.history
+        return answered
 
     def _evidence(self, run: _Run) -> list[AnswerEvidence]:
         """The memory files read (by `cat`, or by `deep_retrieval` of their chunk), in order."""

@@ -1,11 +1,15 @@
 """The embedded `offline` backend: every role without a network or a language model.
 
-split: the chunker's own cuts (`text.chunking`; the ingest does not even ask); memorize: extractive memories (MMR over sentence vectors, `memorize.extractive`); organize:
+split: the chunker's own cuts (`text.chunking`; the ingest does not even ask); memorize:
+extractive memories (MMR over sentence vectors, `memorize.extractive`); organize:
 hierarchical clustering with terms-based names (`taxonomy`); place: descent to the closest
-directory (`taxonomy.placement`); readme: text composed from the children (`taxonomy.readme`);
-navigate: retrieval-guided tree descent (`query.navigation`); answer: the extractive answer
-(`query.answering`); research: names read in retrieved text as bridges, residual terms and
-coverage tests (`research.agent`).
+directory (`taxonomy.placement`); readme: the extractive summary of the subtree
+(`taxonomy.summary`) and the children (`taxonomy.readme`); navigate: retrieval-guided tree
+descent (`query.navigation`); answer: the extractive answer (`query.answering`); research: names
+read in retrieved text as bridges, residual terms and coverage tests (`research.agent`). The
+session roles: classify (paragraph clusters by embedding), structure (the extractive memory),
+analyze and integrate (`graph.analysis`: contradiction rules, near-duplicates, similarity), plan
+(`session.planning`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,18 @@ from memory_bank.llm.roles import (
     Researcher,
     SplitRequest,
     SplitResult,
+)
+from memory_bank.llm.session_roles import (
+    AnalyzeRequest,
+    AnalyzeResult,
+    ClassifyRequest,
+    ClassifyResult,
+    IntegrateRequest,
+    IntegrateResult,
+    PlanRequest,
+    PlanResult,
+    StructureRequest,
+    StructureResult,
 )
 from memory_bank.memorize.extractive import memorize_offline
 from memory_bank.tasks import TaskMap, run_serially
@@ -73,7 +89,14 @@ class OfflineBackend:
         return PlaceResult(tree=tree)
 
     def readme(self, request: ReadmeRequest) -> ReadmeResult:
-        return ReadmeResult(text=compose_readme(request.node, request.child_dirs, request.files))
+        text = compose_readme(
+            request.node,
+            request.child_dirs,
+            request.files,
+            highlights=request.highlights,
+            key_terms=request.key_terms,
+        )
+        return ReadmeResult(text=text)
 
     def readmes(self, requests: Sequence[ReadmeRequest]) -> list[ReadmeResult]:
         return [self.readme(request) for request in requests]
@@ -82,6 +105,33 @@ class OfflineBackend:
         from memory_bank.query.answering import extractive_answer
 
         return extractive_answer(request)
+
+    # --- the session roles (memory_bank.session: the agents of the Memory Bank) ------------
+
+    def classify(self, request: ClassifyRequest) -> ClassifyResult:
+        from memory_bank.session.agents import classify_role
+
+        return classify_role(request)
+
+    def structure(self, request: StructureRequest) -> StructureResult:
+        from memory_bank.session.agents import structure_role
+
+        return structure_role(request)
+
+    def analyze(self, request: AnalyzeRequest) -> AnalyzeResult:
+        from memory_bank.session.agents import analyze_role
+
+        return analyze_role(request)
+
+    def integrate(self, request: IntegrateRequest) -> IntegrateResult:
+        from memory_bank.session.agents import integrate_role
+
+        return integrate_role(request)
+
+    def plan(self, request: PlanRequest) -> PlanResult:
+        from memory_bank.session.planning import plan_offline
+
+        return plan_offline(request)
 
     def navigator(
         self, tools: Any, search: Any, embedder: TextEncoder | None, config: RetrievalConfig

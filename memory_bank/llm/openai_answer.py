@@ -30,13 +30,24 @@ def answer_with_model(backend: Any, request: AnswerRequest) -> AnswerResult:
     if not request.evidence:
         return AnswerResult(answer="", sources=[], confidence=0.0, found=False, notes="no evidence")
     paths = [evidence.path for evidence in request.evidence]
-    payload = {
+    payload: dict[str, Any] = {
         "question": request.question,
         "evidence": [
             {"path": evidence.path, "chunk_id": evidence.chunk_id, "text": evidence.text}
             for evidence in request.evidence
         ],
     }
+    superseded = [claim for claim in request.claims if claim.kind == "superseded"]
+    if superseded:
+        payload["superseded_claims"] = [
+            {
+                "superseded": claim.sentence,
+                "current": claim.current_sentence or claim.note.current_text,
+                "recorded_at": claim.note.recorded_at,
+                "superseded_at": claim.note.superseded_at,
+            }
+            for claim in superseded
+        ]
 
     def check(reply: AnswerReply) -> list[str]:
         problems = [
@@ -73,4 +84,5 @@ def answer_with_model(backend: Any, request: AnswerRequest) -> AnswerResult:
         sources=sources,
         confidence=reply.confidence,
         found=reply.found and bool(reply.answer.strip()),
+        history=list({claim.note.conflict_id: claim.note for claim in superseded}.values()),
     )

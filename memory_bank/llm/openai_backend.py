@@ -289,6 +289,33 @@ class OpenAIBackend:
 
         return answer_with_model(self, request)
 
+    # --- the session roles (openai_session.py) -----------------------------------------------
+
+    def classify(self, request: Any) -> Any:
+        from memory_bank.llm import openai_session
+
+        return openai_session.classify(self, request)
+
+    def structure(self, request: Any) -> Any:
+        from memory_bank.llm import openai_session
+
+        return openai_session.structure(self, request)
+
+    def analyze(self, request: Any) -> Any:
+        from memory_bank.llm import openai_session
+
+        return openai_session.analyze(self, request)
+
+    def integrate(self, request: Any) -> Any:
+        from memory_bank.llm import openai_session
+
+        return openai_session.integrate(self, request)
+
+    def plan(self, request: Any) -> Any:
+        from memory_bank.llm import openai_session
+
+        return openai_session.plan(self, request)
+
     def navigator(
         self, tools: Any, search: Any, embedder: TextEncoder | None, config: RetrievalConfig
     ) -> Navigator:

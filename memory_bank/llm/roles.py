@@ -24,17 +24,31 @@ an LLM backend reads the text fields and ignores them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 
 from memory_bank.config import MemorizeConfig, ResearchConfig, RetrievalConfig, TaxonomyConfig
 from memory_bank.index.embedding import ChunkEncoding, TextEncoder
-from memory_bank.schemas import ChatResult, Chunk, DirectoryNode, MemorizedChunk
+from memory_bank.schemas import ChatResult, Chunk, DirectoryNode, HistoryNote, MemorizedChunk
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy.items import TaxonomyItem
-from memory_bank.taxonomy.readme import ReadmeFileEntry
+from memory_bank.taxonomy.readme import ReadmeFileEntry, ReadmeHighlight
+
+if TYPE_CHECKING:
+    from memory_bank.llm.session_roles import (
+        AnalyzeRequest,
+        AnalyzeResult,
+        ClassifyRequest,
+        ClassifyResult,
+        IntegrateRequest,
+        IntegrateResult,
+        PlanRequest,
+        PlanResult,
+        StructureRequest,
+        StructureResult,
+    )
 
 
 class RoleModel(BaseModel):
@@ -115,11 +129,15 @@ class PlaceResult(RoleModel):
 
 
 class ReadmeRequest(RoleModel):
-    """One directory's README (seed 000 §3.2): its node, subdirectories and memory files."""
+    """One directory's README (seed 000 §3.2): its node, subdirectories and memory files, and
+    the summary material of its subtree: the TL;DRs of its central and diverse memories and its
+    most telling key terms (`taxonomy.summary`), empty when the caller gives none."""
 
     node: DirectoryNode
     child_dirs: list[DirectoryNode]
     files: list[InstanceOf[ReadmeFileEntry]]
+    highlights: list[InstanceOf[ReadmeHighlight]] = Field(default_factory=list)
+    key_terms: list[str] = Field(default_factory=list)  # the subtree's most telling keywords
 
 
 class ReadmeResult(RoleModel):
@@ -139,14 +157,33 @@ class AnswerEvidence(RoleModel):
     sentence_vectors: np.ndarray | None = None
 
 
+class ClaimHistory(RoleModel):
+    """What the Query Graph knows of a claim in the evidence (issue 12): `superseded` -- a
+    later claim replaced it (the answer must not state it; `current_*` is what replaced it);
+    `current` -- it replaced an earlier claim (the answer may state it, with the history)."""
+
+    kind: Literal["superseded", "current"]
+    chunk: int  # the evidence's `index` (or position) whose text states the claim
+    sentence: str  # the claim's sentence in that evidence
+    old_value: str
+    new_value: str
+    current_sentence: str = ""
+    current_path: str | None = None  # the evidence path of the current claim, when a file
+    current_chunk: int | None = None
+    current_vector: np.ndarray | None = None  # offline: the current sentence's embedding
+    note: HistoryNote
+
+
 class AnswerRequest(RoleModel):
     """Answer synthesis from the evidence an agent gathered (seed 000 §6.1: also the forced
-    answer after max_iterations)."""
+    answer after max_iterations). `claims`: the superseded and current claims of the evidence
+    (from the Query Graph), so the answer states what is current."""
 
     question: str
     evidence: list[AnswerEvidence]
     query_vector: np.ndarray | None = None  # offline: the question's embedding
     system_prompt: str | None = None
+    claims: list[ClaimHistory] = Field(default_factory=list)
 
 
 class AnswerResult(RoleModel):
@@ -155,6 +192,7 @@ class AnswerResult(RoleModel):
     confidence: float = Field(ge=0.0, le=1.0)
     found: bool = True  # False: the evidence does not answer the question
     notes: str = ""
+    history: list[HistoryNote] = Field(default_factory=list)  # what the answer's claims replaced
 
 
 class Navigator(Protocol):
@@ -198,6 +236,17 @@ class LLMBackend(Protocol):
 
     def answer(self, request: AnswerRequest) -> AnswerResult: ...
 
+    # The session roles (session_roles.py; issue 12).
+    def classify(self, request: ClassifyRequest) -> ClassifyResult: ...
+
+    def structure(self, request: StructureRequest) -> StructureResult: ...
+
+    def analyze(self, request: AnalyzeRequest) -> AnalyzeResult: ...
+
+    def integrate(self, request: IntegrateRequest) -> IntegrateResult: ...
+
+    def plan(self, request: PlanRequest) -> PlanResult: ...
+
     def navigator(
         self, tools: Any, search: Any, embedder: TextEncoder | None, config: RetrievalConfig
     ) -> Navigator:
@@ -211,14 +260,21 @@ class LLMBackend(Protocol):
 
 
 def readme_requests(
-    node: DirectoryNode, files_by_directory: dict[str, Sequence[ReadmeFileEntry]]
+    node: DirectoryNode,
+    files_by_directory: dict[str, Sequence[ReadmeFileEntry]],
+    highlights_by_directory: dict[str, Sequence[ReadmeHighlight]] | None = None,
+    key_terms_by_directory: dict[str, Sequence[str]] | None = None,
 ) -> list[ReadmeRequest]:
     """One request per directory of `node`'s subtree, parents before children."""
+    highlights = highlights_by_directory or {}
+    key_terms = key_terms_by_directory or {}
     return [
         ReadmeRequest(
             node=directory,
             child_dirs=list(directory.children),
             files=list(files_by_directory.get(directory.path, [])),
+            highlights=list(highlights.get(directory.path, [])),
+            key_terms=list(key_terms.get(directory.path, [])),
         )
         for directory in node.iter_nodes()
     ]

@@ -1,6 +1,11 @@
 """The roles of the session mode (the Agentic Memory Bank, seeds 001 and 002): typed requests
-and results only. Issue 12 adds them to the backends (an offline and an OpenAI-compatible
-implementation each); nothing calls them yet.
+and results, filled by both backends (`offline.py`: the classical implementations of
+`memory_bank.session` and `memory_bank.graph`; `openai_session.py`: the model, falling back to
+the offline role when its replies stay unusable). The session's agents call them
+(`memory_bank.session.agents.BackendAgents`).
+
+Requests carry what only the offline implementations use (marked "offline"): the embedding
+model, the nodes' texts and vectors; an LLM backend reads the other fields.
 
 - classify (seed 001 §3.2.1, 002 §7.1): a long context -> topic clusters, each with a one-line
   context, its own raw text and keywords; a context longer than the model's window is cut at
@@ -20,10 +25,11 @@ implementation each); nothing calls them yet.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
+from memory_bank.config import MemorizeConfig
 from memory_bank.llm.roles import RoleModel
 
 Relationship = Literal["conflict", "merge", "related", "unrelated"]
@@ -35,6 +41,8 @@ class ClassifyRequest(RoleModel):
     task_goal: str | None = None  # the user's question or task, to guide the split
     window_tokens: int | None = Field(None, ge=1)  # the model's window; None: no cutting
     window_ratio: float = Field(0.9, gt=0.0, le=1.0)  # share of the window one part may fill
+    encoder: Any = None  # offline: the embedding model (paragraph vectors, extractive contexts)
+    config: MemorizeConfig = MemorizeConfig()  # offline: the extractive summary's settings
 
 
 class Cluster(RoleModel):
@@ -53,6 +61,8 @@ class StructureRequest(RoleModel):
     content: str
     context: str  # for reference
     keywords: list[str] = Field(default_factory=list)  # for reference
+    encoder: Any = None  # offline: the embedding model
+    config: MemorizeConfig = MemorizeConfig()  # offline
 
 
 class StructureResult(RoleModel):
@@ -74,6 +84,8 @@ class AnalyzeRequest(RoleModel):
     candidates: list[NodeInfo]
     # Which relationships this call judges: ["conflict", "merge"] first, ["related"] second.
     judge: list[Literal["conflict", "merge", "related"]]
+    # offline: the nodes as `graph.analysis.NodeView`s (texts, vectors), the new one first
+    views: list[Any] | None = None
 
 
 class RelationshipFound(RoleModel):
@@ -82,6 +94,13 @@ class RelationshipFound(RoleModel):
     confidence: float = Field(ge=0.0, le=1.0)
     reasoning: str
     conflict_description: str | None = None  # conflict
+    # conflict: what differs, so the claim that is history can be told from the current one
+    subject: str | None = None
+    attribute: str | None = None
+    old_value: str | None = None  # the earlier node's value (by timestamp)
+    new_value: str | None = None
+    old_sentence: str | None = None
+    new_sentence: str | None = None
     merge_strategy: str | None = None  # merge
     context_update_new: str | None = None  # related: both nodes' context and keywords
     context_update_existing: str | None = None
@@ -103,10 +122,23 @@ class NodeToMerge(NodeInfo):
     neighbours: list[NeighbourInfo] = Field(default_factory=list)
 
 
+class ConflictClaim(RoleModel):
+    """One contradiction a conflict is about (the earlier and the later claim)."""
+
+    subject: str = ""
+    attribute: str = ""
+    old_value: str = ""
+    new_value: str = ""
+    old_sentence: str = ""
+    new_sentence: str = ""
+
+
 class IntegrateRequest(RoleModel):
     nodes: list[NodeToMerge] = Field(min_length=2)
     trigger: Literal["merge", "conflict"]
     validation_result: str | None = None  # a conflict's cross-validation outcome
+    conflicts: list[ConflictClaim] = Field(default_factory=list)  # a conflict's claims
+    views: list[Any] | None = None  # offline: the nodes as `graph.analysis.NodeView`s
 
 
 class NeighbourUpdate(RoleModel):
@@ -120,6 +152,7 @@ class IntegrateResult(RoleModel):
     keywords: list[str] = Field(default_factory=list)
     neighbour_updates: dict[str, NeighbourUpdate] = Field(default_factory=dict)  # by node id
     interaction_tree_description: str
+    current_node_id: str | None = None  # a conflict: the node whose claims the validation holds
 
 
 class CompletedTask(RoleModel):
@@ -145,6 +178,11 @@ class PlanRequest(RoleModel):
     insight_doc: InsightDoc
     new_nodes: list[NodeInfo] = Field(default_factory=list)
     conflict: ConflictNotice | None = None
+    intercepted: bool = False  # a task was just carried out (else: planning the first step)
+    resolved_conflict: bool = False  # ... and it settled a conflict
+    # offline: how much of the goal's content the memory retrieved for it holds, what it lacks
+    goal_coverage: float = 0.0
+    missing_terms: list[str] = Field(default_factory=list)
 
 
 class PlanResult(RoleModel):

@@ -10,13 +10,16 @@ and the question-term coverage onto 0..1.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from memory_bank.llm.roles import AnswerRequest, AnswerResult
+from memory_bank.graph.claims import mentions_value, same_frame
+from memory_bank.llm.roles import AnswerRequest, AnswerResult, ClaimHistory
 from memory_bank.query.question import content_terms, stem_all, term_coverage
+from memory_bank.schemas import HistoryNote
 from memory_bank.text.lexicon import LIST_MARKER, MARKDOWN_HEADER, search_tokens
 
 MAX_ANSWER_SENTENCES = 4
@@ -27,6 +30,7 @@ SENTENCE_TERM_WEIGHT = 0.3  # sentence score = cosine + weight * share of questi
 # A chosen sentence that ends in ":" ("It came in two sizes:") announces what follows: the
 # list items after it join the answer, up to this many (or the one sentence after it).
 MAX_LIST_ITEMS = 6
+CURRENT_CLAIM = -1  # AnswerSentence.chunk of a current claim that is no evidence file
 NOT_FOUND_THRESHOLD = 0.3  # below this confidence the evidence does not answer the question
 # Cosine of the best evidence mapped linearly onto 0..1 between these two points: below 0.2
 # all-MiniLM-L6-v2 pairs are unrelated, above 0.55 they are about the same thing.
@@ -161,6 +165,7 @@ def extractive_answer(request: AnswerRequest) -> AnswerResult:
             score = float(cosine) + SENTENCE_TERM_WEIGHT * term_coverage(terms, stems)
             sentences.append(AnswerSentence(chunk, number, text, vector, score, stems))
     sentences.sort(key=lambda s: (-s.score, s.chunk, s.number))
+    sentences, history, current_paths = apply_claims(sentences, request.claims, terms, query_vector)
     if not sentences:
         return AnswerResult(
             answer="", sources=[], confidence=0.0, found=False, notes="no readable evidence"
@@ -175,15 +180,143 @@ def extractive_answer(request: AnswerRequest) -> AnswerResult:
         best_cosine, term_coverage(terms, frozenset(evidence_stems)) if terms else None
     )
     sources = [evidence.path for evidence in request.evidence]
+    sources += [path for path in current_paths if path not in sources]
     if confidence < NOT_FOUND_THRESHOLD:
         return AnswerResult(answer="", sources=sources, confidence=confidence, found=False)
     # The answer quotes chunk by chunk, in document order within each, the chunk of the best
     # sentence first (`chosen` opens with the best sentences).
     quote_order = list(dict.fromkeys(s.chunk for s in chosen))
     ordered = sorted(chosen, key=lambda s: (quote_order.index(s.chunk), s.number))
+    history += [n for n in current_notes(ordered, request.claims) if n not in history]
     return AnswerResult(
-        answer=answer_text([s.text for s in ordered]),
+        answer=answer_text([without_replaced(s.text, history) for s in ordered]),
         sources=sources,
         confidence=confidence,
         notes=f"{len(ordered)} sentences",
+        history=history,
     )
+
+
+# --- what is current (issue 12: claims the Query Graph knows were replaced) -------------------
+
+
+def apply_claims(
+    sentences: list[AnswerSentence],
+    claims: Sequence[ClaimHistory],
+    terms: list[str],
+    query_vector: np.ndarray,
+) -> tuple[list[AnswerSentence], list[HistoryNote], list[str]]:
+    """`sentences` (best first) without the superseded claims; where one would have been part
+    of the answer, the current claim's sentence takes its place at its score. Returns the
+    sentences, the history of the replaced claims, and the files of the current claims used."""
+    superseded = [c for c in claims if c.kind == "superseded"]
+    if not superseded or not sentences:
+        return sentences, [], []
+    stale = {}
+    for sentence in sentences:
+        claim = next(
+            (c for c in superseded if c.chunk == sentence.chunk and states_claim(sentence.text, c)),
+            None,
+        )
+        if claim is not None:
+            stale[(sentence.chunk, sentence.number)] = claim
+    if not stale:
+        return sentences, [], []
+    chosen = {(s.chunk, s.number) for s in select_sentences(sentences, terms)}
+    best = sentences[0].score
+    kept = [s for s in sentences if (s.chunk, s.number) not in stale]
+    history: list[HistoryNote] = []
+    paths: list[str] = []
+    for sentence in sentences:
+        key = (sentence.chunk, sentence.number)
+        claim = stale.get(key)
+        if claim is None or not (key in chosen or sentence.score >= best - ANSWER_MARGIN):
+            continue
+        if claim.note not in history:
+            history.append(claim.note)
+        if claim.current_vector is None or not claim.current_sentence:
+            continue
+        number = -1 - len(history)  # no sentence number of its own evidence: a distinct key
+        chunk = claim.current_chunk if claim.current_chunk is not None else CURRENT_CLAIM
+        existing = next(
+            (
+                s
+                for s in kept
+                if s.chunk == chunk and s.text.strip() == claim.current_sentence.strip()
+            ),
+            None,
+        )
+        stems = stem_all(search_tokens(claim.current_sentence))
+        own = float(claim.current_vector @ query_vector) + SENTENCE_TERM_WEIGHT * term_coverage(
+            terms, stems
+        )
+        score = max(own, sentence.score) + 1e-6
+        if existing is not None:
+            kept.remove(existing)
+            number = existing.number
+        kept.append(
+            AnswerSentence(
+                chunk, number, claim.current_sentence, claim.current_vector, score, stems
+            )
+        )
+        if claim.current_path and claim.current_path not in paths:
+            paths.append(claim.current_path)
+    kept.sort(key=lambda s: (-s.score, s.chunk, s.number))
+    return kept, history, paths
+
+
+def states_claim(sentence: str, claim: ClaimHistory) -> bool:
+    """Whether `sentence` states the claim: it is the claim's sentence, or it names the claim's
+    old value (not the new one) about the same attribute."""
+    text = sentence.strip()
+    if text == claim.sentence.strip():
+        return True
+    if claim.kind == "superseded":
+        return (
+            bool(claim.old_value)
+            and mentions_value(text, claim.old_value)
+            and not mentions_value(text, claim.new_value)
+            and same_frame(text, claim.sentence)
+        )
+    return mentions_value(text, claim.new_value) and same_frame(text, claim.sentence)
+
+
+def current_notes(
+    sentences: Sequence[AnswerSentence], claims: Sequence[ClaimHistory]
+) -> list[HistoryNote]:
+    """The history of the claims the answer states that replaced earlier ones."""
+    notes: list[HistoryNote] = []
+    for claim in claims:
+        if (
+            claim.kind == "current"
+            and any(s.chunk == claim.chunk and states_claim(s.text, claim) for s in sentences)
+            and claim.note not in notes
+        ):
+            notes.append(claim.note)
+    return notes
+
+
+_REPLACED_CLAUSE = re.compile(
+    r"(?:,|;|\(|—|–)?\s*(?:not|rather than|instead of|replacing|succeeding|formerly|previously|"
+    r"(?:who|which)\s+(?:took over|replaced|succeeded)[^,;()]*?)\b[^,;()]*",
+    re.IGNORECASE,
+)
+
+
+def without_replaced(sentence: str, notes: Sequence[HistoryNote]) -> str:
+    """`sentence` without the clause that names a value it replaced (", not The WB as earlier
+    reported", ", replacing Alice Moreno"): the answer states what is current; what it
+    replaced is in the history."""
+    text = sentence
+    for note in notes:
+        if not note.superseded_value or not mentions_value(text, note.superseded_value):
+            continue
+        for match in _REPLACED_CLAUSE.finditer(text):
+            if note.superseded_value.lower() in match.group(0).lower():
+                trimmed = (text[: match.start()] + text[match.end() :]).strip()
+                if mentions_value(trimmed, note.current_value):
+                    text = re.sub(r"\s+([.,;])", r"\1", trimmed)
+                    if text[-1:].isalnum() and sentence.rstrip()[-1:] in ".!?":
+                        text += sentence.rstrip()[-1]
+                break
+    return text

@@ -36,6 +36,7 @@ from memory_bank.index.embedding import TextEncoder
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.llm.roles import AnswerEvidence, AnswerRequest
 from memory_bank.query.answering import NOT_FOUND_THRESHOLD, extractive_answer
+from memory_bank.query.currency import Currency
 from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
 from memory_bank.query.tools import StoreTools
 from memory_bank.schemas import ChatResult, DirectoryNode, TrajectoryStep
@@ -109,6 +110,9 @@ class NavigationAgent:
         self.embedder = embedder or search.embedder
         self.config = config or search.config
         self._readme_stems: list[frozenset[str]] | None = None
+        # What is current (`query.currency`): set by the query service when the store has a
+        # Query Graph; the answer then states current claims, the replaced ones as history.
+        self.currency: Currency | None = None
 
     def request(
         self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
@@ -322,8 +326,12 @@ class NavigationAgent:
             question=run.question,
             evidence=[self._evidence(index, memory_text) for index, memory_text in read.items()],
             query_vector=query_vector,
+            claims=self.currency.claims(read) if self.currency is not None else [],
         )
         result = extractive_answer(request)
+        for path in result.sources[len(read) :]:  # current claims of memories not read
+            run.note("current", path, "states the claim that replaced one read")
+            run.read(path)
         if not result.found:
             if result.notes:
                 return self._not_found(run, result.notes)
@@ -336,9 +344,11 @@ class NavigationAgent:
             "answer",
             detail=f"{result.notes} from {len(result.sources)} files (confidence {final.confidence:.2f})",
         )
-        return self._result(
+        answered = self._result(
             run, final.text, final.sources, final.confidence, f"{run.calls} tool calls"
         )
+        answered.history = result.history
+        return answered
 
     def _evidence(self, index: int, memory_text: str) -> AnswerEvidence:
         """A chunk read, with what the extractive answer needs: its sentences and vectors."""

@@ -13,11 +13,13 @@ from pathlib import Path
 from memory_bank.config import AppConfig
 from memory_bank.conversation.memory import Conversations
 from memory_bank.errors import StoreError
+from memory_bank.graph.view import GraphView
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.index.embedding import Embedder
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.index.search import Searcher
 from memory_bank.llm import backend_for
+from memory_bank.query.currency import Currency
 from memory_bank.query.tools import StoreTools
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 from memory_bank.store.layout import META_FILE, is_store
@@ -29,16 +31,22 @@ WARM_UP_QUESTION = "What does this memory hold?"
 
 
 class _OpenStore:
-    """Everything opened for one store version."""
+    """Everything opened for one store version (the graph view follows the store itself)."""
 
-    def __init__(self, store: Path, config: AppConfig, embedder: Embedder) -> None:
+    def __init__(
+        self, store: Path, config: AppConfig, embedder: Embedder, graph: GraphView
+    ) -> None:
         self.reader = StoreReader(store)
-        self.hybrid = HybridSearch(StoreCorpus(self.reader, embedder), embedder, config.retrieval)
+        corpus = StoreCorpus(self.reader, embedder)
+        self.hybrid = HybridSearch(corpus, embedder, config.retrieval)
         self.searcher = Searcher(self.hybrid)
         self.tools = StoreTools(store, reader=self.reader, searcher=self.searcher)
+        self.currency = Currency(graph, corpus, embedder)
         backend = backend_for(config.llm)
         self.agent = backend.navigator(self.tools, self.hybrid, embedder, config.retrieval)
         self.researcher = backend.researcher(self.hybrid, config.research, config.retrieval)
+        if hasattr(self.agent, "currency"):
+            self.agent.currency = self.currency
 
 
 class QueryService:
@@ -50,6 +58,7 @@ class QueryService:
         self.embedder = embedder or Embedder(config.embedding)
         self._open: _OpenStore | None = None
         self._stamp: StoreStamp | None = None
+        self.graph = GraphView(self.store, config.retrieval.alpha)
         self._lock = threading.Lock()
 
     @property
@@ -79,7 +88,7 @@ class QueryService:
             # stale stamp, which only costs another look on the next request.
             reader = StoreReader(version_dir)
             if self._open is None or self._open.reader.store_version != reader.store_version:
-                self._open = _OpenStore(version_dir, self.config, self.embedder)
+                self._open = _OpenStore(version_dir, self.config, self.embedder, self.graph)
             self._stamp = stamp
             return self._open
 
@@ -106,7 +115,23 @@ class QueryService:
         return self._current().researcher.research(question, max_iterations=max_iterations)
 
     def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
-        return self._current().searcher.search(query, top_k=top_k, mode=mode)
+        """Hits best first; a memory whose claim replaced a matching hit's is ranked above it
+        and the hit carries the history (`query.currency`); in hybrid mode, session memories
+        of the Query Graph (kind "memory") compete for the places by the same score."""
+        opened = self._current()
+        hits = opened.searcher.search(query, top_k=top_k, mode=mode)
+        hits = opened.currency.rerank(hits, query, opened.hybrid.corpus.chunk_hit)
+        if mode == "hybrid" and query.strip():
+            # What sessions learned (graph memories without a file) competes by the same score.
+            k = top_k or self.config.retrieval.top_k
+            found = opened.currency.session_hits(query, opened.hybrid.encode_query(query), k)
+            if found:
+                hits = sorted(hits + found, key=lambda hit: -hit.score)[:k]
+        return hits
+
+    def descend(self, query: str, beam_width: int | None = None) -> list[SearchHit]:
+        width = beam_width or self.config.retrieval.beam_width
+        return self._current().searcher.descend(query, width)
 
     def conversations(self) -> Conversations:
         """The store's live conversations, sharing this service's embedding model; their

@@ -54,6 +54,10 @@ class StoreLocation:
         self.parent = self.path.parent
         self.versions_dir = self.parent / f".{self.name}.versions"
         self.lock_path = self.parent / f".{self.name}.lock"
+        # The Query Graph's checkpoints since the live version's snapshot, and their lock
+        # (taken after the store lock, never before it: see memory_bank/session/keeper.py).
+        self.graph_log_dir = self.parent / f".{self.name}.graph"
+        self.graph_lock_path = self.parent / f".{self.name}.graph.lock"
 
     # --- reading --------------------------------------------------------------------------
 
@@ -78,6 +82,12 @@ class StoreLocation:
     def lock(self) -> Iterator[None]:
         """Hold the store's exclusive lock (blocks until free); re-entrant within a thread."""
         with _store_lock(self.lock_path):
+            yield
+
+    @contextlib.contextmanager
+    def graph_lock(self) -> Iterator[None]:
+        """Hold the lock of the store's Query Graph (re-entrant within a thread)."""
+        with _store_lock(self.graph_lock_path):
             yield
 
     # --- writing ----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -75,6 +75,7 @@ def write_store(
     bank_json: Mapping[str, Any] | None = None,
     skip_if_unchanged: bool = False,
     reuse_files: Mapping[str, Path] | None = None,
+    bank_files: Callable[[Path], None] | None = None,
 ) -> StoreStats:
     """Write a complete store and make it the live one at `store_dir` in one swap.
 
@@ -164,6 +165,8 @@ def write_store(
         builder.write_tree(tree)
         for name, value in (bank_json or {}).items():
             builder.write_bank_json(name, value)
+        if bank_files is not None:
+            bank_files(builder.build_dir / layout.BANK_DIR)
         builder.write_manifest(store_version, manifest_documents)
         builder.write_faiss(memory_matrix)
         with builder.locked():

@@ -166,7 +166,7 @@ def _candidate_ks(size: int, k_target: int, leaf_children: bool, bounds: LeafBou
     return range(low, high + 1) if low <= high else range(k_target, k_target + 1)
 
 
-def _euclidean_condensed(vectors: np.ndarray) -> np.ndarray:
+def euclidean_condensed(vectors: np.ndarray) -> np.ndarray:
     """Condensed pairwise Euclidean distances via one matrix product (far faster than pdist)."""
     data = vectors.astype(np.float64)
     squared = np.einsum("ij,ij->i", data, data)
@@ -202,7 +202,7 @@ def _size_bounded_cut(tree: np.ndarray, count: int, limit: int) -> np.ndarray:
 def _ward_labels(
     vectors: np.ndarray, k_target: int, leaf_children: bool, bounds: LeafBounds
 ) -> np.ndarray:
-    tree = linkage(_euclidean_condensed(vectors), method="ward")
+    tree = linkage(euclidean_condensed(vectors), method="ward")
     bounded = _size_bounded_cut(tree, len(vectors), bounds.largest) if leaf_children else None
     if k_target > NATURAL_MAX_BRANCHING:  # wide levels of big corpora: no search over k
         if bounded is not None:

@@ -35,9 +35,14 @@ from memory_bank.schemas import DirectoryNode
 from memory_bank.taxonomy.clustering import NATURAL_MAX_BRANCHING, branching_factor
 from memory_bank.taxonomy.fit import FitBounds, new_topic
 from memory_bank.taxonomy.items import TaxonomyItem
-from memory_bank.taxonomy.labels import child_path
-from memory_bank.taxonomy.naming import describe_parent, humanize, make_unique
-from memory_bank.taxonomy.planner import memory_count, plan_group, rebase
+from memory_bank.taxonomy.naming import describe_parent, humanize
+from memory_bank.taxonomy.planner import (
+    child_path,
+    memory_count,
+    name_new_top_level,
+    plan_group,
+    rebase,
+)
 from memory_bank.taxonomy.validate import validate_taxonomy
 
 MAX_GROWTH = 0.5  # new memories per stored memory above which the tree is planned anew
@@ -209,10 +214,10 @@ def _add_top_level(
         plan = plan_group(len(tree.children), [items[row] for row in rows], vectors[rows], config)
     except TaxonomyError:
         return False
-    # make_unique keeps the existing names and suffixes the new one if it clashes (_2, _3, ...).
-    name = make_unique([*(child.name for child in tree.children), plan.node.name])[-1]
-    node = plan.node.model_copy(update={"name": name})
-    tree.children.append(rebase(node, child_path(tree.path, name)))
+    # Named among the existing directories (distinct from them, never one of their names).
+    name = name_new_top_level(tree, items, vectors, rows)
+    node = plan.node.model_copy(update={"name": name.name})
+    tree.children.append(rebase(node, child_path(tree.path, name.name)))
     return True
 
 

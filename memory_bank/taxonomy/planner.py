@@ -1,10 +1,17 @@
-"""Taxonomy planning: the whole tree at once for small corpora, group by group for large ones."""
+"""Taxonomy planning: memories + vectors -> a named, described `DirectoryNode` tree.
+
+Documents first (`documents`): every memory is planned by its vector pulled towards its
+document's, so documents stay together. The corpus is split into top-level groups
+(`coarse`: Ward on at most `coarse.WARD_ROWS` vectors, the width chosen by silhouette), each
+group's subtree is planned on its own (`plan_group`, one task each through `map_groups`;
+`clustering.grow_tree` inside), and `assemble_tree` grafts them under the root and names them
+among each other. Every set of sibling directories is named by one pass of `naming`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
@@ -12,56 +19,88 @@ from memory_bank.config import TaxonomyConfig
 from memory_bank.errors import TaxonomyError
 from memory_bank.schemas import DirectoryNode
 from memory_bank.tasks import TaskMap, run_serially
-from memory_bank.taxonomy.clustering import LeafBounds, grow_tree, single_threaded
-from memory_bank.taxonomy.coarse import (
-    assign_coarse,
-    fit_coarse,
-    merge_small_groups,
-    sample_rows,
-)
+from memory_bank.taxonomy.clustering import ClusterNode, LeafBounds, grow_tree, single_threaded
+from memory_bank.taxonomy.coarse import split_top_level
+from memory_bank.taxonomy.documents import document_groups, pull_together
 from memory_bank.taxonomy.items import TaxonomyItem
-from memory_bank.taxonomy.labels import TreeLabeler, child_path
 from memory_bank.taxonomy.naming import (
-    DESCRIPTION_TERMS,
     FALLBACK_STEM,
-    NameChoice,
-    Theme,
+    DirectoryName,
+    GroupEvidence,
     describe,
     describe_parent,
-    distinct_terms,
+    gather_evidence,
     humanize,
     make_unique,
-    name_choice,
+    name_alone,
+    name_among,
     name_siblings,
 )
-from memory_bank.taxonomy.terms import (
-    GroupTerms,
-    RankedTerm,
-    group_spread,
-    phrase_mask,
-    rank_terms,
-)
+from memory_bank.taxonomy.terms import TermMatrix
 
-SUMMARY_TERMS = 200  # terms a group summary keeps: enough to tell top-level groups apart
 EMPTY_STORE_DESCRIPTION = "No memories yet."
-
-
-@dataclass(frozen=True)
-class GroupSummary:
-    """What `assemble_tree` needs to name a coarse group among the others, nothing per memory."""
-
-    size: int
-    term_item_counts: dict[str, int]  # the group's best-supported terms: memories using each
-    term_curated_counts: dict[str, int]  # same terms: memories whose title or keywords hold it
-    spellings: dict[str, str]  # display forms of these terms and of the themes
-    central_tldr: str
-    themes: tuple[Theme, ...] = ()  # best term and size of each top-level subdirectory
 
 
 @dataclass(frozen=True)
 class GroupPlan:
     node: DirectoryNode  # the group's subtree, rooted at "/<provisional name>"
-    summary: GroupSummary
+    summary: GroupEvidence  # what `assemble_tree` needs to name it among the other groups
+
+
+def child_path(parent_path: str, name: str) -> str:
+    return f"{parent_path.rstrip('/')}/{name}"
+
+
+def central_row(vectors: np.ndarray, rows: np.ndarray) -> int:
+    """The row closest to the group's mean direction (ties: the first row)."""
+    members = vectors[rows]
+    return int(rows[int(np.argmax(members @ members.sum(axis=0)))])
+
+
+class _Labels:
+    """Names and descriptions for the cluster tree of one planning call."""
+
+    def __init__(self, items: Sequence[TaxonomyItem], vectors: np.ndarray) -> None:
+        self.items = items
+        self.vectors = vectors  # the memories' own vectors: centrality is about them
+        self.documents = document_groups(items)
+        self.indices = np.array([item.index for item in items], dtype=np.int64)
+        self.matrix = TermMatrix.build(
+            [item.text for item in items],
+            [item.title for item in items],
+            [item.keywords for item in items],
+        )
+
+    def evidence(self, groups: Sequence[np.ndarray]) -> list[GroupEvidence]:
+        central = [central_row(self.vectors, np.asarray(rows)) for rows in groups]
+        return gather_evidence(self.matrix, groups, self.documents, central, self.items)
+
+    def node(
+        self, cluster: ClusterNode, name: DirectoryName, path: str, central_tldr: str
+    ) -> DirectoryNode:
+        if not cluster.children:
+            return DirectoryNode(
+                path=path,
+                name=name.name,
+                description=describe(name.terms, central_tldr),
+                chunk_indices=np.sort(self.indices[cluster.rows]).tolist(),
+            )
+        evidence = self.evidence([child.rows for child in cluster.children])
+        names = name_siblings(evidence, reserved=[name.name])
+        children = [
+            self.node(child, child_name, child_path(path, child_name.name), proof.central_tldr)
+            for child, child_name, proof in zip(cluster.children, names, evidence, strict=True)
+        ]
+        listed = [
+            (humanize(child.name), len(part.rows))
+            for child, part in zip(children, cluster.children, strict=True)
+        ]
+        return DirectoryNode(
+            path=path,
+            name=name.name,
+            description=describe_parent(name.terms[:2], listed),
+            children=children,
+        )
 
 
 def _check_inputs(items: Sequence[TaxonomyItem], vectors: np.ndarray) -> np.ndarray:
@@ -81,39 +120,43 @@ def plan_taxonomy(
 ) -> DirectoryNode:
     """The full directory tree for `items` (rooted at "/"); deterministic.
 
-    Up to `config.coarse_threshold` memories are clustered in one call; above it the corpus is
-    split into coarse groups whose subtrees are planned by `plan_group` through `map_groups`
-    (one call per group: Ray passes a task-backed map) and grafted under one root. Grouping
-    needs `max_depth >= 2`: with one level, every directory is a leaf.
+    The corpus is split into top-level groups (`coarse`) whose subtrees `plan_group` plans
+    through `map_groups` (one call per group: Ray passes a task-backed map); `assemble_tree`
+    grafts and names them. A corpus that fits one leaf gets one directory; with `max_depth` 1
+    every directory is a leaf under the root.
     """
     data = _check_inputs(items, vectors)
     if not items:
         return DirectoryNode(path="/", name="", description=EMPTY_STORE_DESCRIPTION)
-    if len(items) > config.coarse_threshold and config.max_depth >= 2:
-        return _plan_in_groups(items, data, config, map_groups)
-    with single_threaded():
-        labeler = TreeLabeler.for_items(items, data)
-        clusters = grow_tree(data, config.max_depth, config, is_root=True)
-        return labeler.label_root(clusters)
-
-
-def _plan_in_groups(
-    items: Sequence[TaxonomyItem], vectors: np.ndarray, config: TaxonomyConfig, map_groups: TaskMap
-) -> DirectoryNode:
     n_total = len(items)
-    model = fit_coarse(vectors[sample_rows(n_total, config)], n_total, config)
-    labels = assign_coarse(model, vectors)
-    merged = merge_small_groups(model, np.bincount(labels, minlength=model.size), n_total, config)
-    if merged.size != model.size:
-        labels = assign_coarse(merged, vectors)
+    if n_total <= LeafBounds.from_config(config).largest:
+        plan = plan_group(0, items, data, config)
+        return assemble_tree([plan.node], config, [plan.summary])
+    if config.max_depth < 2:
+        return _plan_flat(items, data, config)
+    documents = document_groups(items)
+    with single_threaded():
+        labels = split_top_level(pull_together(data, documents), data, documents, config)
     order = np.argsort(labels, kind="stable")
     boundaries = np.flatnonzero(np.diff(labels[order])) + 1
     calls = [
-        (int(labels[rows[0]]), [items[row] for row in rows], vectors[rows], config)
+        (int(labels[rows[0]]), [items[row] for row in rows], data[rows], config)
         for rows in np.split(order, boundaries)
     ]
     plans: list[GroupPlan] = map_groups(plan_group, calls)
     return assemble_tree([plan.node for plan in plans], config, [plan.summary for plan in plans])
+
+
+def _plan_flat(
+    items: Sequence[TaxonomyItem], data: np.ndarray, config: TaxonomyConfig
+) -> DirectoryNode:
+    """One level of leaves under the root (`max_depth` 1)."""
+    with single_threaded():
+        labels = _Labels(items, data)
+        clusters = grow_tree(pull_together(data, labels.documents), 1, config, is_root=True)
+        root = labels.node(clusters, DirectoryName("", ()), "/", "")
+    top_level = [(humanize(child.name), memory_count(child)) for child in root.children]
+    return root.model_copy(update={"description": describe_parent([], top_level)})
 
 
 def plan_group(
@@ -123,8 +166,8 @@ def plan_group(
     config: TaxonomyConfig,
     depth_budget: int | None = None,
 ) -> GroupPlan:
-    """Plan one coarse group: its subtree (at most `depth_budget` levels below the group's own
-    directory, default `max_depth - 1`) and the summary that names it among the other groups."""
+    """Plan one top-level group: its subtree (at most `depth_budget` levels below the group's
+    own directory, default `max_depth - 1`) and the evidence that names it among the others."""
     data = _check_inputs(items, vectors)
     budget = config.max_depth - 1 if depth_budget is None else depth_budget
     if not items:
@@ -134,11 +177,31 @@ def plan_group(
     if budget == 0 and len(items) > LeafBounds.from_config(config).largest:
         raise TaxonomyError(f"coarse group {group_id} is too large for a single directory")
     with single_threaded():
-        labeler = TreeLabeler.for_items(items, data)
-        clusters = grow_tree(data, budget, config, is_root=False)
-        fallback_name = f"{FALLBACK_STEM}_{group_id + 1}"
-        node, themes = labeler.label_group(clusters, fallback_name)
-        return GroupPlan(node, _summarize(labeler, clusters.rows, themes))
+        labels = _Labels(items, data)
+        clusters = grow_tree(pull_together(data, labels.documents), budget, config, is_root=False)
+        summary = labels.evidence([clusters.rows])[0]
+        name = name_alone(summary, f"{FALLBACK_STEM}_{group_id + 1}")
+        node = labels.node(clusters, name, child_path("/", name.name), summary.central_tldr)
+        return GroupPlan(node, summary)
+
+
+def name_new_top_level(
+    tree: DirectoryNode,
+    items: Sequence[TaxonomyItem],
+    vectors: np.ndarray,
+    new_rows: Sequence[int],
+) -> DirectoryName:
+    """A name for a new top-level directory of the memories `new_rows` (rows of `items`, which
+    hold every memory of the store, row i = memory i), chosen among the directories already under
+    the root of `tree`, whose names it avoids."""
+    groups = [
+        np.array(sorted(i for leaf in child.leaves() for i in leaf.chunk_indices), dtype=np.int64)
+        for child in tree.children
+    ]
+    groups.append(np.array(sorted(new_rows), dtype=np.int64))
+    with single_threaded():
+        evidence = _Labels(items, vectors).evidence(groups)
+    return name_among(evidence[-1], evidence[:-1], [child.name for child in tree.children])
 
 
 def plan_subtree(
@@ -148,48 +211,8 @@ def plan_subtree(
     config: TaxonomyConfig,
     depth_budget: int | None = None,
 ) -> DirectoryNode:
-    """The subtree of one coarse group (see `plan_group`, which also returns its summary)."""
+    """The subtree of one top-level group (see `plan_group`, which also returns its evidence)."""
     return plan_group(group_id, items, vectors, config, depth_budget).node
-
-
-def _summarize(labeler: TreeLabeler, rows: np.ndarray, themes: list[Theme]) -> GroupSummary:
-    terms = labeler.terms
-    group = GroupTerms.from_rows(terms, [rows])
-    support = group.item_counts[0] + group.curated_counts[0]
-    top = np.argsort(-support, kind="stable")[:SUMMARY_TERMS]
-    vocabulary = [str(group.vocabulary[i]) for i in top]
-    return GroupSummary(
-        size=len(rows),
-        term_item_counts={
-            term: int(group.item_counts[0, i]) for term, i in zip(vocabulary, top, strict=True)
-        },
-        term_curated_counts={
-            term: int(group.curated_counts[0, i]) for term, i in zip(vocabulary, top, strict=True)
-        },
-        spellings={term: terms.spelling(term) for term in [*vocabulary, *(t for t, _ in themes)]},
-        central_tldr=labeler.central_tldr(rows),
-        themes=tuple(themes),
-    )
-
-
-def _group_terms(summaries: Sequence[GroupSummary]) -> GroupTerms:
-    vocabulary = sorted({term for summary in summaries for term in summary.term_item_counts})
-    column = {term: i for i, term in enumerate(vocabulary)}
-    item_counts = np.zeros((len(summaries), len(vocabulary)))
-    curated_counts = np.zeros_like(item_counts)
-    for row, summary in enumerate(summaries):
-        for term, count in summary.term_item_counts.items():
-            item_counts[row, column[term]] = count
-            curated_counts[row, column[term]] = summary.term_curated_counts.get(term, 0)
-    terms = np.array(vocabulary, dtype=object)
-    return GroupTerms(
-        vocabulary=terms,
-        item_counts=item_counts,
-        curated_counts=curated_counts,
-        sizes=np.array([summary.size for summary in summaries], dtype=np.float64),
-        phrases=phrase_mask(terms),
-        spread=group_spread(item_counts),
-    )
 
 
 def _first_index(node: DirectoryNode) -> int:
@@ -205,14 +228,14 @@ def rebase(node: DirectoryNode, path: str) -> DirectoryNode:
 def assemble_tree(
     subtrees: Sequence[DirectoryNode],
     config: TaxonomyConfig,
-    summaries: Sequence[GroupSummary] | None = None,
+    summaries: Sequence[GroupEvidence] | None = None,
 ) -> DirectoryNode:
     """Graft group subtrees under one root, ordered by their first memory, paths recomputed.
 
-    With `summaries` (from `plan_group`), top-level names are chosen from the groups' terms
-    scored against each other (and their themes); without, the subtrees' own names and
-    descriptions are kept, names de-duplicated. The root is described by its directories.
-    Raises `TaxonomyError` for a subtree too deep to graft below the root.
+    With `summaries` (from `plan_group`), top-level names are chosen among the groups by
+    `naming.name_siblings`; without, the subtrees' own names and descriptions are kept, names
+    de-duplicated. The root is described by its directories. Raises `TaxonomyError` for a
+    subtree too deep to graft below the root.
     """
     if summaries is not None and len(summaries) != len(subtrees):
         raise TaxonomyError(f"{len(summaries)} summaries for {len(subtrees)} subtrees")
@@ -230,17 +253,11 @@ def assemble_tree(
     trees = [tree for tree, _ in pairs]
     group_summaries = [summary for _, summary in pairs if summary is not None]
     if len(group_summaries) == len(trees):
-        rankings = rank_terms(_group_terms(group_summaries))
-        choices = [
-            name_choice(ranked, summary.themes, partial(_spelling, summary))
-            for ranked, summary in zip(rankings, group_summaries, strict=True)
-        ]
-        names = name_siblings(choices)
+        chosen = name_siblings(group_summaries)
+        names = [name.name for name in chosen]
         descriptions = [
-            _group_description(tree, choice, ranked, summary)
-            for tree, choice, ranked, summary in zip(
-                trees, choices, rankings, group_summaries, strict=True
-            )
+            _group_description(tree, name, summary)
+            for tree, name, summary in zip(trees, chosen, group_summaries, strict=True)
         ]
     else:
         names = make_unique([tree.name for tree in trees])
@@ -260,15 +277,8 @@ def memory_count(node: DirectoryNode) -> int:
     return sum(len(leaf.chunk_indices) for leaf in node.leaves())
 
 
-def _spelling(summary: GroupSummary, term: str) -> str:
-    return summary.spellings.get(term, term)
-
-
-def _group_description(
-    tree: DirectoryNode, choice: NameChoice, ranked: Sequence[RankedTerm], summary: GroupSummary
-) -> str:
+def _group_description(tree: DirectoryNode, name: DirectoryName, summary: GroupEvidence) -> str:
     if tree.children:
         subdirectories = [(humanize(child.name), memory_count(child)) for child in tree.children]
-        return describe_parent(choice.terms, subdirectories)
-    shown = distinct_terms([item.term for item in ranked], DESCRIPTION_TERMS)
-    return describe([_spelling(summary, term) for term in shown], summary.central_tldr)
+        return describe_parent(name.terms[:2], subdirectories)
+    return describe(name.terms, summary.central_tldr)

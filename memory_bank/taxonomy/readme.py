@@ -1,7 +1,10 @@
-"""README.md text for one directory, composed from its own description and its children's.
+"""README.md text for one directory, composed from its summary, its description and its children.
 
-Format (seed 000 §3.2): a "# Title" line, a 1-3 sentence description, then "## Contents" with one
-bullet per subdirectory ("- **name/**: description") and per memory ("- **file.md**: tldr").
+Format (seed 000 §3.2): a "# Title" line, the directory's summary (its highlights: the TL;DRs of
+the central and diverse memories of its subtree, `summary.subtree_highlights`) followed by a
+sentence on what it holds, or, without highlights, a 1-3 sentence description; then
+"## Contents" with one bullet per subdirectory ("- **name/**: description") and per memory
+("- **file.md**: tldr").
 READMEs are written bottom-up, so a parent can be described from its children with
 `describe_directory` when the plan gave it none. A parent description that already lists its
 subdirectories with their sizes (as the planner's do) is not followed by a second listing.
@@ -10,6 +13,7 @@ Deterministic: same input, same text.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +22,7 @@ from memory_bank.schemas import DirectoryNode
 from memory_bank.taxonomy.naming import (
     DESCRIPTION_TERMS,
     LISTED_CHILDREN,
+    count_memories,
     describe,
     describe_parent,
     distinct_terms,
@@ -30,10 +35,21 @@ from memory_bank.taxonomy.naming import (
 from memory_bank.text.lexicon import name_words
 
 DEFAULT_STORE_TITLE = "Memory Bank"
+# Recorded in `.gam_meta.json` (`ingest.commit`): a release that writes READMEs differently
+# bumps it, so the next commit rewrites every README instead of keeping the old ones.
+README_FORMAT = 2
 KEY_TERMS = 3
 PARENT_KEY_TERMS = 2
 # Words of the description templates themselves ("Memories about ...", "in 3 subdirectories").
 _TEMPLATE_WORDS = frozenset({"memories", "memory", "subdirectories", "subdirectory"})
+
+
+@dataclass(frozen=True)
+class ReadmeHighlight:
+    """One sentence of a directory's summary and the memory file it is quoted from."""
+
+    text: str  # the memory's TL;DR
+    file: str  # path of the memory file relative to the directory, e.g. "sub/leaf/title.md"
 
 
 @dataclass(frozen=True)
@@ -137,6 +153,29 @@ def _closing_sentence(
     return f"Several of them mention {join_words(fresh)}." if fresh else None
 
 
+_ABOUT = re.compile(r"[Mm]emories about (.+?)(?:, including:| in \d+ subdirector|\.$)")
+
+
+def _description_terms(description: str) -> str:
+    """ "X, Y and Z" from a planned description "... memories about X, Y and Z ..."; "" else."""
+    match = _ABOUT.search(one_line(description))
+    return match.group(1) if match else ""
+
+
+def _holding_sentence(
+    child_dirs: Sequence[DirectoryNode], files: Sequence[ReadmeFileEntry], terms: str
+) -> str:
+    """ "It holds 12 memories about X and Y in 3 subdirectories: a (5), b (4) and c (3)." """
+    about = f" about {terms}" if terms else ""
+    if child_dirs:
+        listed = list_children(_subdirectory_sizes(child_dirs))
+        total = sum(_memory_count(child) for child in child_dirs) + len(files)
+        kind = "subdirectory" if len(child_dirs) == 1 else "subdirectories"
+        held = f"It holds {count_memories(total)}{about} in {len(child_dirs)} {kind}: {listed}"
+        return held + (f", and {count_memories(len(files))} of its own." if files else ".")
+    return f"It holds {count_memories(len(files))}{about}."
+
+
 def _lists_subdirectories(opening: str, child_dirs: Sequence[DirectoryNode]) -> bool:
     """True when `opening` already names the subdirectories with their sizes."""
     return bool(child_dirs) and list_children(_subdirectory_sizes(child_dirs)) in opening
@@ -146,21 +185,47 @@ def _bullet(label: str, text: str) -> str:
     return f"- **{label}**: {text}"
 
 
+def summary_text(highlights: Sequence[ReadmeHighlight]) -> str:
+    """The summary paragraph: the highlights' sentences, one line."""
+    return " ".join(
+        end_sentence(highlight.text) for highlight in highlights if highlight.text.strip()
+    )
+
+
 def compose_readme(
     node: DirectoryNode,
     child_dirs: Sequence[DirectoryNode],
     files: Sequence[ReadmeFileEntry],
     store_title: str | None = None,
+    highlights: Sequence[ReadmeHighlight] = (),
+    key_terms: Sequence[str] = (),
 ) -> str:
-    """The README.md text of `node`, listing `child_dirs` first, then `files`, in given order."""
-    opening = one_line(node.description) or describe_directory(child_dirs, files)
-    sentences = [end_sentence(opening)]
-    if not _lists_subdirectories(opening, child_dirs) or files:
-        sentences.append(_structure_sentence(child_dirs, files))
-        extra = _closing_sentence(opening, child_dirs, files)
+    """The README.md text of `node`, listing `child_dirs` first, then `files`, in given order.
+
+    With `highlights` the README opens with them as the summary, then says what the directory
+    holds; the description (what the parent lists for it) is not repeated. `key_terms` are
+    listed after that."""
+    summary = summary_text(highlights)
+    head = [f"# {readme_title(node, store_title)}", ""]
+    if summary:
+        terms = _description_terms(node.description)
+        sentences = [_holding_sentence(child_dirs, files, terms)]
+        extra = None if child_dirs else _closing_sentence(summary + " " + sentences[0], [], files)
         if extra:
             sentences.append(extra)
-    lines = [f"# {readme_title(node, store_title)}", "", " ".join(sentences), "", "## Contents", ""]
+        head += [summary, "", " ".join(sentences)]
+        if key_terms:
+            head += ["", "## Key terms", "", ", ".join(one_line(term) for term in key_terms)]
+    else:
+        opening = one_line(node.description) or describe_directory(child_dirs, files)
+        sentences = [end_sentence(opening)]
+        if not _lists_subdirectories(opening, child_dirs) or files:
+            sentences.append(_structure_sentence(child_dirs, files))
+            extra = _closing_sentence(opening, child_dirs, files)
+            if extra:
+                sentences.append(extra)
+        head.append(" ".join(sentences))
+    lines = [*head, "", "## Contents", ""]
     for child in child_dirs:
         text = one_line(child.description) or f"Memories on {humanize(child.name)}."
         lines.append(_bullet(f"{child.name}/", text))

@@ -1,4 +1,4 @@
-"""Name terms of memories and their scores over groups of memories.
+"""Name terms of memories: which memory uses which candidate term (naming scores them).
 
 A term is a word ("kubernetes") or a two-word key phrase ("neural network"). Phrases come from
 the memories' keywords, which memorize already picked as key phrases; a memory uses a phrase when
@@ -8,6 +8,11 @@ written form for display ("networks", "PostgreSQL").
 
 Directory names must be plain ASCII (`[a-z0-9_]`), so terms are ASCII words: accents are folded
 ("café" -> "cafe"), other scripts are dropped here (descriptions keep them via the tldrs).
+
+Transcript markup is no term: a word the texts write in braces, brackets or angle brackets
+("{vocalsound}", "[laughter]", "<noise>") is an annotation, removed from texts and keywords; and
+speaker labels opening the lines of a conversation ("Project Manager: ...") say who speaks, not
+what about, so they are left out of its text.
 """
 
 from __future__ import annotations
@@ -17,21 +22,18 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain, pairwise
-from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
 
 from memory_bank.text.lexicon import fold_to_ascii, is_name_word, plural_key
 
-RANKED_TERMS = 10  # candidates per group handed to naming and descriptions
-# A phrase that covers as many memories as its best word reads better than the word alone.
-PHRASE_BONUS = 1.25
-# Lowest factor of the spread penalty (for a term in every leaf group): ranks still hold.
-SPREAD_FLOOR = 0.05
-MIN_SPREAD_GROUPS = 4  # below this many groups, "spread across most groups" means nothing
-# A term siblings use as much as the group tells nothing apart, but it may still be all there is.
-DISTINCT_FLOOR = 0.05
+# Speaker labels opening the lines of a transcript ("Grad A: ...", "Project Manager: ...").
+_SPEAKER_LABEL = re.compile(
+    r"^[ \t]*[A-Z][A-Za-z0-9.'_-]*(?:[ \t][A-Za-z0-9.'_-]+){0,3}:[ \t]", re.MULTILINE
+)
+# Markup in transcripts: "{vocalsound}", "[laughter]", "<noise>".
+_ANNOTATION = re.compile(r"[{\[<]\s*([A-Za-z][A-Za-z_ -]{0,40}?)\s*[}\]>]")
 
 # Letter-led words, or runs of anything that separates them except whitespace and hyphens:
 # two words are adjacent (may form a phrase) only with nothing but " " or "-" between them. A
@@ -153,6 +155,23 @@ class _Reader:
         return spellings
 
 
+def _without_speakers(text: str) -> str:
+    """`text` without the speaker labels of its lines, when at least two lines have one."""
+    if ":" not in text or len(_SPEAKER_LABEL.findall(text)) < 2:
+        return text
+    return _SPEAKER_LABEL.sub("", text)
+
+
+def _without(keywords: Sequence[str], annotations: set[str]) -> list[str]:
+    """Keywords with the annotation words taken out (a keyword of nothing else is dropped)."""
+    kept = []
+    for keyword in keywords:
+        words = [word for word in keyword.split() if word.lower() not in annotations]
+        if words:
+            kept.append(" ".join(words))
+    return kept
+
+
 def _most_common(counts: Counter[str]) -> str:
     """The most frequent entry, ties broken alphabetically for determinism."""
     return min(counts.items(), key=lambda pair: (-pair[1], pair[0]))[0]
@@ -177,6 +196,7 @@ class TermMatrix:
     curated: sparse.csr_matrix  # rows x terms: 1 where the memory's title or keywords hold it
     vocabulary: np.ndarray  # term keys, alphabetical (so ties in scores resolve alphabetically)
     spellings: dict[str, str]
+    annotations: frozenset[str] = frozenset()  # markup words removed from the texts
     phrase_mask: np.ndarray = field(init=False)  # True for the two-word terms
 
     def __post_init__(self) -> None:
@@ -187,6 +207,21 @@ class TermMatrix:
         cls, texts: Sequence[str], titles: Sequence[str], keywords: Sequence[Sequence[str]]
     ) -> TermMatrix:
         """`texts[i]`, `titles[i]` (snake_case) and `keywords[i]` describe memory i."""
+        annotations = {
+            word.lower()
+            for text in texts
+            if "{" in text or "[" in text or "<" in text
+            for match in _ANNOTATION.findall(text)
+            for word in match.replace("_", " ").replace("-", " ").split()
+        }
+        if annotations:
+            texts = [_ANNOTATION.sub(" ", text) for text in texts]
+            keywords = [_without(row, annotations) for row in keywords]
+            titles = [
+                "_".join(part for part in title.split("_") if part.lower() not in annotations)
+                for title in titles
+            ]
+        texts = [_without_speakers(text) for text in texts]
         reader = _Reader()
         curated_rows = [
             reader.curated_terms(title, row) for title, row in zip(titles, keywords, strict=True)
@@ -204,51 +239,23 @@ class TermMatrix:
             used_rows.append(used)
         if not any(used_rows):  # e.g. every memory is Japanese: no ASCII terms at all
             empty = sparse.csr_matrix((len(used_rows), 0), dtype=np.float64)
-            return cls(empty, empty.copy(), np.array([], dtype=object), {})
+            return cls(empty, empty.copy(), np.array([], dtype=object), {}, frozenset(annotations))
         vocabulary = np.array(sorted(set().union(*used_rows)), dtype=object)
         column = {term: number for number, term in enumerate(vocabulary)}
         presence = _binary_matrix(used_rows, column)
         curated_matrix = _binary_matrix(curated_rows, column)
-        return cls(presence, curated_matrix, vocabulary, reader.spellings(set(vocabulary)))
+        spellings = reader.spellings(set(vocabulary))
+        return cls(presence, curated_matrix, vocabulary, spellings, frozenset(annotations))
 
     def spelling(self, term: str) -> str:
         return self.spellings.get(term, term)
 
-
-@dataclass(frozen=True)
-class GroupTerms:
-    """Term statistics of sibling groups: what scoring needs, nothing per memory."""
-
-    vocabulary: np.ndarray  # term keys, alphabetical
-    item_counts: np.ndarray  # groups x terms: the group's memories using the term
-    curated_counts: np.ndarray  # groups x terms: the group's memories whose title/keywords hold it
-    sizes: np.ndarray  # memories per group
-    phrases: np.ndarray  # True for the two-word terms
-    # Per term, the share of the corpus's leaf groups that use it (None: not known).
-    spread: np.ndarray | None = None
-
-    @classmethod
-    def from_rows(
-        cls,
-        matrix: TermMatrix,
-        groups: Sequence[np.ndarray],
-        spread: np.ndarray | None = None,
-    ) -> GroupTerms:
-        """Aggregate the rows of `matrix` belonging to each group (arrays of row numbers);
-        `spread` is aligned with `matrix.vocabulary`."""
-        membership = group_membership(groups, matrix.presence.shape[0])
-        item_counts = membership @ matrix.presence
-        curated_counts = membership @ matrix.curated
-        # Only the terms these groups use: keeps the dense arrays small for big vocabularies.
-        used = np.unique(item_counts.indices)
-        return cls(
-            vocabulary=matrix.vocabulary[used],
-            item_counts=item_counts[:, used].toarray(),
-            curated_counts=curated_counts[:, used].toarray(),
-            sizes=np.array([len(rows) for rows in groups], dtype=np.float64),
-            phrases=matrix.phrase_mask[used],
-            spread=None if spread is None else spread[used],
-        )
+    def column(self, word: str) -> int:
+        """Column of a word's term (any written form), -1 when it is not in the vocabulary."""
+        key = plural_key(fold_to_ascii(word))
+        position = int(np.searchsorted(self.vocabulary, key)) if len(self.vocabulary) else 0
+        found = position < len(self.vocabulary) and self.vocabulary[position] == key
+        return position if found else -1
 
 
 def group_membership(groups: Sequence[np.ndarray], n_rows: int) -> sparse.csr_matrix:
@@ -259,64 +266,3 @@ def group_membership(groups: Sequence[np.ndarray], n_rows: int) -> sparse.csr_ma
     return sparse.csr_matrix(
         (np.ones(len(member_rows)), (group_of_row, member_rows)), shape=(len(groups), n_rows)
     )
-
-
-def group_spread(item_counts: np.ndarray | sparse.spmatrix) -> np.ndarray | None:
-    """Per term, the share of groups (rows) using it; None when there are too few groups."""
-    n_groups = item_counts.shape[0]
-    if n_groups < MIN_SPREAD_GROUPS:
-        return None
-    using = (item_counts > 0).sum(axis=0)
-    return np.asarray(using, dtype=np.float64).ravel() / n_groups
-
-
-class RankedTerm(NamedTuple):  # a tuple: thousands are made per planning call
-    term: str  # key, e.g. "neural network"
-    score: float
-    coverage: float  # share of the group's memories using the term
-
-
-def score_terms(groups: GroupTerms) -> np.ndarray:
-    """groups x terms: how well each term represents its group among the sibling groups.
-
-    support: share of the group's memories using the term, half of it only for terms that are
-    never in a title or keyword list (memorize's own picks are better names than any text word).
-    distinctiveness: 1 - p_siblings / p, with p the term's coverage in the group and p_siblings
-    its coverage over the siblings' memories: 1 for a term no sibling uses, `DISTINCT_FLOOR` for
-    one the siblings use as much (it tells nothing apart, but may be all a group has).
-    spread: terms used across most leaf groups of the corpus are generic there, so the score
-    falls with the square of that share. Two-word phrases get `PHRASE_BONUS`.
-    """
-    sizes = np.maximum(groups.sizes[:, None], 1.0)
-    coverage = groups.item_counts / sizes
-    scores = (coverage + groups.curated_counts / sizes) / 2.0
-    if len(groups.sizes) > 1:
-        other_sizes = np.maximum(groups.sizes.sum() - groups.sizes, 1.0)[:, None]
-        elsewhere = (groups.item_counts.sum(axis=0) - groups.item_counts) / other_sizes
-        lift = 1.0 - np.divide(elsewhere, coverage, out=np.ones_like(coverage), where=coverage > 0)
-        scores *= np.clip(lift, DISTINCT_FLOOR, 1.0)
-    if groups.spread is not None:
-        scores *= np.maximum(1.0 - groups.spread**2, SPREAD_FLOOR)
-    scores[:, groups.phrases] *= PHRASE_BONUS
-    return scores
-
-
-def rank_terms(groups: GroupTerms, limit: int = RANKED_TERMS) -> list[list[RankedTerm]]:
-    """The `limit` best terms of each group (see `score_terms`), best first, ties alphabetical."""
-    if groups.item_counts.size == 0:
-        return [[] for _ in range(len(groups.sizes))]
-    scores = score_terms(groups)
-    # The vocabulary is alphabetical and the sort stable: ties resolve by the term itself.
-    order = np.argsort(-scores, axis=1, kind="stable")[:, :limit]
-    rows = np.arange(len(scores))[:, None]
-    best_scores = scores[rows, order].tolist()
-    coverage = (groups.item_counts[rows, order] / np.maximum(groups.sizes[:, None], 1.0)).tolist()
-    terms = groups.vocabulary[order].tolist()
-    return [
-        [
-            RankedTerm(term, score, share)
-            for term, score, share in zip(row_terms, row_scores, row_coverage, strict=True)
-            if score > 0
-        ]
-        for row_terms, row_scores, row_coverage in zip(terms, best_scores, coverage, strict=True)
-    ]

@@ -11,7 +11,7 @@ import numpy as np
 from memory_bank.config import TaxonomyConfig
 from memory_bank.schemas import DirectoryNode
 from memory_bank.taxonomy.clustering import LeafBounds, branching_factor
-from memory_bank.taxonomy.labels import child_path
+from memory_bank.taxonomy.planner import child_path
 from memory_bank.text.lexicon import MAX_NAME_LENGTH, is_valid_name
 
 MAX_LISTED = 10  # indices quoted per problem; the count is always given

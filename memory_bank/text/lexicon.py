@@ -8,7 +8,7 @@ Two tokenizers, for two jobs:
   bigrams, which makes Chinese and Japanese searchable without a segmenter.
 - `name_words`: what directory names and descriptions are built from. ASCII only (directory
   names are `[a-z0-9_]`: accents folded, other scripts dropped), letter-led, 3-30 characters,
-  without function words or generic words ("various", "today").
+  without function, generic or filler words ("various", "today", "yeah").
 
 Word forms: `plural_key` folds plurals ("networks" -> "network"), the key of a key term or a
 directory-name term (only display forms are ever shown). `stem_words` gives Snowball (Porter2)
@@ -219,7 +219,20 @@ GENERIC_WORDS = frozenset(
     ]
 )
 KEY_TERM_STOPWORDS = FUNCTION_WORDS | FILLER_WORDS
-NAME_STOPWORDS = FUNCTION_WORDS | GENERIC_WORDS
+# Said in every meeting, so in no name ("right", "gonna"); key terms may still hold them.
+SPOKEN_FILLER_WORDS = frozenset(
+    ["right", "gonna", "wanna", "sure", "actually", "maybe", "guess", "stuff", "alright"]
+    + ["basically", "probably", "anyway", "kinda", "sorta", "hmm", "mhm", "uhm", "erm"]
+)
+# Verbs every narrative and biography uses: what happened, never what it is about ("came").
+COMMON_VERBS = frozenset(
+    ["came", "went", "took", "saw", "told", "asked", "began", "gave", "found", "thought"]
+    + ["looked", "heard", "knew", "left", "felt", "turned", "seemed", "tried", "brought", "kept"]
+    + ["ran", "stood", "sat", "fell", "became", "become", "born", "died", "released", "worked"]
+    + ["known", "named", "held", "led", "won", "lost", "started", "returned", "wanted", "sort"]
+)
+# A directory name says what is inside: no function, generic or filler word ("yeah_right").
+NAME_STOPWORDS = FUNCTION_WORDS | GENERIC_WORDS | FILLER_WORDS | SPOKEN_FILLER_WORDS | COMMON_VERBS
 # Words that shape a question but say nothing about its topic.
 QUESTION_WORDS = frozenset(
     [

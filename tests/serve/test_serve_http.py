@@ -267,3 +267,42 @@ def test_a_conversation_over_http(client, bank):
     assert bad.status_code == 400 and "timestamp" in bad.json()["detail"]
     assert client.post("/conversations/..bad/recall", json={"query": "x"}).status_code == 400
     assert client.post(f"{base}/turns", json={"speaker": "", "text": "x"}).status_code == 422
+
+
+def test_an_outside_agent_runs_a_session_over_http(client, bank):
+    opened = client.post("/sessions", json={"task_goal": "How should a sourdough starter be fed?"})
+    assert opened.status_code == 200, opened.text
+    session = opened.json()["doc_id"]
+    assert len(opened.json()["pending_tasks"]) <= 1
+
+    intercepted = client.post(
+        f"/sessions/{session}/intercept",
+        json={
+            "context": "A sourdough starter is fed twice a day with equal weights of flour and water."
+        },
+    )
+    assert intercepted.status_code == 200, intercepted.text
+    [node] = intercepted.json()["new_nodes"]
+    prompt = client.get(f"/sessions/{session}/prompt")
+    assert prompt.status_code == 200 and prompt.json()["prompt"].startswith("<task>")
+
+    memory = client.get(f"/memory/{node['id']}")
+    assert memory.status_code == 200, memory.text
+    assert memory.json()["kind"] == "session"
+    assert "twice a day" in memory.json()["entries"][0]["text"]
+
+    closed = client.post(f"/sessions/{session}/close")
+    assert closed.status_code == 200 and closed.json()["open"] is False
+    again = client.post(f"/sessions/{session}/intercept", json={"context": "more"})
+    assert again.status_code == 404 and again.json()["error"] == "SessionError"
+
+
+def test_a_stored_memory_is_readable_with_its_raw_chunk(client, bank):
+    chunk_id = StoreReader(bank.store).memories().column("chunk_id").to_pylist()[0]
+
+    response = client.get(f"/memory/{chunk_id}")
+
+    assert response.status_code == 200, response.text
+    assert response.json()["kind"] == "memory"
+    assert response.json()["entries"][0]["entry_id"] == chunk_id
+    assert client.get("/memory/no-such-node").status_code == 404

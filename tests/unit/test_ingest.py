@@ -337,9 +337,16 @@ def test_hostile_text_cannot_break_frontmatter_or_escape_the_store(tmp_path, emb
     assert summary.chunks == 1
     meta = assert_valid_store(tmp_path / "store")
     assert meta["total_chunks"] == 1
-    # Only the store, its lock file and its version area (beside it, by design) exist after
-    # the ingest, and the store is the one version in that area.
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".store.lock", ".store.versions", "store"]
+    # Only the store, its lock files, its version area and its graph log (beside it, by
+    # design) exist after the ingest, and the store is the one version in that area.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".store.graph",
+        ".store.graph.lock",
+        ".store.lock",
+        ".store.versions",
+        "store",
+    ]
+    assert list((tmp_path / ".store.graph").iterdir()) == []  # the version holds the graph
     assert [p.name for p in (tmp_path / ".store.versions").iterdir()] == [
         (tmp_path / "store").resolve().name
     ]
@@ -378,7 +385,9 @@ def test_ingest_stores_every_readme_vector_and_reuses_unchanged_ones(tmp_path):
     _ingest(store, recorder, files=[SAMPLE / name for name in ML_AND_ENGINEERING])
     second = StoreReader(store)
     second_texts = set(second.readmes().column("text").to_pylist())
-    embedded = [text for batch in recorder.encoded for text in batch]
+    # (The graph's context vectors go through the same model: only README texts count here.)
+    readme_texts = first_texts | second_texts
+    embedded = [text for batch in recorder.encoded for text in batch if text in readme_texts]
     assert sorted(embedded) == sorted(second_texts - first_texts)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from memory_bank.schemas import DirectoryNode
 from memory_bank.taxonomy.readme import (
     ReadmeFileEntry,
+    ReadmeHighlight,
     compose_readme,
     describe_directory,
     readme_title,
@@ -139,3 +140,24 @@ def test_empty_directory_and_determinism():
     assert compose_readme(PARENT, PARENT.children, FILES) == compose_readme(
         PARENT, PARENT.children, FILES
     )
+
+
+def test_highlights_open_the_readme_as_its_summary():
+    highlights = [
+        ReadmeHighlight("PostgreSQL uses B-tree indexes to speed up SQL queries.", FILES[0].name),
+        ReadmeHighlight("SQLite is an embedded SQL database in one file", FILES[2].name),
+    ]
+    readme = compose_readme(LEAF, [], FILES, highlights=highlights)
+    assert readme.startswith(
+        "# Sql Databases\n\nPostgreSQL uses B-tree indexes to speed up SQL queries. SQLite is an "
+        "embedded SQL database in one file.\n\nIt holds 3 memories about SQL, databases and "
+        "indexes."
+    )
+    assert readme.count("PostgreSQL uses B-tree indexes") == 2  # summary, then the contents
+    parent = compose_readme(PARENT, PARENT.children, [], highlights=highlights[:1])
+    summary, holding = parent.split("\n\n")[1:3]
+    assert summary == "PostgreSQL uses B-tree indexes to speed up SQL queries."
+    assert holding == (
+        "It holds 7 memories in 2 subdirectories: key value caches (4) and sql databases (3)."
+    )
+    assert compose_readme(LEAF, [], FILES, highlights=[]) == compose_readme(LEAF, [], FILES)

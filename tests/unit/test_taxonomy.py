@@ -12,18 +12,17 @@ from memory_bank.schemas import DirectoryNode
 from memory_bank.taxonomy import (
     TaxonomyItem,
     assemble_tree,
-    assign_coarse,
     coarse_group_count,
-    fit_coarse,
     flat_fallback,
     is_valid_name,
-    merge_small_groups,
     plan_group,
     plan_subtree,
     plan_taxonomy,
-    sample_rows,
+    split_top_level,
     validate_taxonomy,
 )
+from memory_bank.taxonomy.coarse import WIDEST_SPLIT, smallest_group
+from memory_bank.taxonomy.documents import document_groups, pull_together
 
 CONFIG = TaxonomyConfig()
 
@@ -306,23 +305,23 @@ def test_hundred_thousand_memories_use_the_coarse_path():
     tree = plan_taxonomy(items, vectors, CONFIG)
     assert validate_taxonomy(tree, n, CONFIG) == []
     assert tree.depth() == CONFIG.max_depth
-    assert len(tree.children) == coarse_group_count(n, CONFIG) > 7
+    width = coarse_group_count(n, CONFIG)
+    assert 7 < width <= len(tree.children) <= WIDEST_SPLIT * width
     assert max(len(leaf.chunk_indices) for leaf in tree.leaves()) <= CONFIG.max_leaf
     assert tree.description.startswith(f"100,000 memories in {len(tree.children)} subdirectories")
     group = tree.children[0]
     size = sum(len(leaf.chunk_indices) for leaf in group.leaves())
-    assert group.description.startswith(f"{size:,} memories about ")
+    assert group.description.startswith(f"{size:,} memories")
 
 
-def test_coarse_steps_compose_like_plan_taxonomy():
+def test_top_level_steps_compose_like_plan_taxonomy():
     n = 2000
     items, vectors = _blobs(n, seed=2)
-    model = fit_coarse(vectors[sample_rows(n, CONFIG)], n, CONFIG)
-    labels = assign_coarse(model, vectors)
-    in_batches = np.concatenate([assign_coarse(model, part) for part in np.array_split(vectors, 3)])
-    np.testing.assert_array_equal(labels, in_batches)
-    model = merge_small_groups(model, np.bincount(labels, minlength=model.size), n, CONFIG)
-    labels = assign_coarse(model, vectors)
+    documents = document_groups(items)
+    labels = split_top_level(pull_together(vectors, documents), vectors, documents, CONFIG)
+    width = coarse_group_count(n, CONFIG)
+    assert width <= labels.max() + 1 <= WIDEST_SPLIT * width
+    assert np.bincount(labels).min() >= smallest_group(n, CONFIG)
     plans = []
     for group_id in np.unique(labels):
         rows = np.flatnonzero(labels == group_id)
@@ -342,14 +341,22 @@ def test_assemble_without_summaries_keeps_names_unique_and_recomputes_paths():
     assert [child.name for child in tree.children] == [first.name, f"{first.name}_2"]
 
 
-def test_small_coarse_groups_are_merged_into_the_nearest():
+def test_documents_stay_whole_at_the_top_level_and_small_groups_join_others():
     items, vectors = _blobs(800, seed=4)
-    model = fit_coarse(vectors, 800, CONFIG)
-    sizes = np.bincount(assign_coarse(model, vectors), minlength=model.size)
-    sizes[0] = 1  # pretend group 0 got a single memory
-    merged = merge_small_groups(model, sizes, 800, CONFIG)
-    assert merged.size == model.size - 1
-    assert assign_coarse(merged, vectors).max() < merged.size
+    # Forty documents of twenty memories each, drawn across the blobs: a document's memories
+    # are about different subjects, yet none is split between top-level directories.
+    items = [
+        TaxonomyItem(
+            index=i, title=item.title, tldr=item.tldr, text=item.text, source=f"d{i % 40}.md"
+        )
+        for i, item in enumerate(items)
+    ]
+    documents = document_groups(items)
+    labels = split_top_level(pull_together(vectors, documents), vectors, documents, CONFIG)
+    for document in np.unique(documents):
+        assert len(np.unique(labels[documents == document])) == 1
+    assert np.bincount(labels).min() >= smallest_group(800, CONFIG)
+    assert labels[0] == 0 and list(np.unique(labels)) == list(range(labels.max() + 1))
 
 
 def test_plan_group_rejects_a_group_too_big_for_a_single_directory():
@@ -464,3 +471,38 @@ def test_flat_fallback_keeps_the_given_order_in_runs():
     tree = flat_fallback([4, 3, 2, 1, 0, 9, 8, 7, 6, 5], CONFIG)
     assert [leaf.chunk_indices for leaf in tree.leaves()] == [[4, 3, 2, 1, 0], [9, 8, 7, 6, 5]]
     assert [leaf.name for leaf in tree.leaves()] == ["part_1", "part_2"]
+
+
+def _item(index: int, source: str) -> TaxonomyItem:
+    return TaxonomyItem(index=index, title="t", tldr="t.", source=source)
+
+
+def test_numbered_parts_of_one_work_are_one_document():
+    sources = [
+        "meetings/ES2006a/turns_0000-0029.json",
+        "meetings/ES2006a/turns_0030-0059.json",
+        "meetings/ES2006b/turns_0000-0029.json",
+        "notes/2026-02-09_data_platform_sync.txt",
+        "notes/2026-03-14_tidepool_launch.json",
+        "notes/python.md",
+        "notes/python.md",
+        "",
+    ]
+    groups = document_groups([_item(i, source) for i, source in enumerate(sources)])
+    assert groups[0] == groups[1] != groups[2]  # one meeting's parts, not the next meeting
+    assert len({groups[3], groups[4], groups[5]}) == 3  # numbers alone do not make parts
+    assert groups[5] == groups[6] and groups[7] not in groups[:7]
+    single = document_groups([_item(i, "book.md") for i in range(4)])
+    assert list(single) == [0, 1, 2, 3]  # one document: every memory is its own unit
+
+
+def test_pull_moves_memories_towards_their_document():
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((6, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    groups = np.array([0, 0, 0, 1, 1, 2])
+    pulled = pull_together(vectors, groups, 0.8)
+    np.testing.assert_allclose(np.linalg.norm(pulled, axis=1), 1.0, rtol=1e-5)
+    assert pulled[0] @ pulled[1] > vectors[0] @ vectors[1]
+    np.testing.assert_allclose(pulled[5], vectors[5], rtol=1e-5)  # alone: unchanged
+    np.testing.assert_allclose(pull_together(vectors, groups, 0.0), vectors)

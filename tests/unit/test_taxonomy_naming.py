@@ -1,5 +1,5 @@
-"""Directory names and descriptions: terms and key phrases, their scores, the choice of name terms,
-sibling-unique names and descriptions of parents."""
+"""Directory names and descriptions: terms and key phrases, the naming pipeline (evidence ->
+cohesive candidates -> distinct among siblings -> central phrase fallback) and descriptions."""
 
 from __future__ import annotations
 
@@ -8,19 +8,15 @@ import numpy as np
 from memory_bank.config import TaxonomyConfig
 from memory_bank.taxonomy import TaxonomyItem, is_valid_name, plan_taxonomy, validate_taxonomy
 from memory_bank.taxonomy.naming import (
-    NameChoice,
-    choose_name_terms,
+    GroupEvidence,
+    TermCounts,
+    candidates,
     describe_parent,
+    gather_evidence,
     name_from_terms,
     name_siblings,
 )
-from memory_bank.taxonomy.terms import (
-    GroupTerms,
-    RankedTerm,
-    TermMatrix,
-    group_spread,
-    rank_terms,
-)
+from memory_bank.taxonomy.terms import TermMatrix
 from memory_bank.text.lexicon import name_words as tokenize
 from memory_bank.text.lexicon import plural_key as term_key
 
@@ -80,6 +76,24 @@ def _matrix(memories: list[tuple[str, str, list[str]]]) -> TermMatrix:
     )
 
 
+def _evidence(
+    memories: list[tuple[str, str, list[str]]], groups: list[np.ndarray]
+) -> list[GroupEvidence]:
+    """Each memory its own document; the first row of a group is its central memory."""
+    items = [
+        TaxonomyItem(index=i, title=title, tldr=text, keywords=keywords, text=text)
+        for i, (text, title, keywords) in enumerate(memories)
+    ]
+    documents = np.arange(len(memories))
+    central = [int(rows[0]) for rows in groups]
+    return gather_evidence(_matrix(memories), groups, documents, central, items)
+
+
+def _group(size: int, documents: int, **terms: tuple[int, int, int]) -> GroupEvidence:
+    counts = {term.replace("_", " "): TermCounts(*value) for term, value in terms.items()}
+    return GroupEvidence(size, documents, counts, {term: term for term in counts}, "fallback")
+
+
 def test_tokenize_keeps_ascii_content_words_and_drops_generic_ones():
     text = "The café runs 2024 PostgreSQL-15 queries on x86 at noon, 東京"
     assert tokenize(text) == ["cafe", "runs", "postgresql", "queries", "x86", "noon"]
@@ -107,78 +121,70 @@ def test_keyword_phrases_become_one_term_spelled_as_usually_written():
     assert matrix.spelling("neural network") == "neural networks"
     assert matrix.spelling("postgresql") == "PostgreSQL"  # written so mid-sentence
     assert matrix.spelling("vacuum") == "vacuum"  # "Vacuum" only opens a sentence
-    ranked = rank_terms(GroupTerms.from_rows(matrix, GROUPS))
-    assert ranked[0][0].term == "neural network" and ranked[0][0].coverage == 1.0
-    assert ranked[1][0].term == "postgresql"
-    assert name_from_terms([matrix.spelling(ranked[0][0].term)]) == "neural_networks"
+    evidence = _evidence(MEMORIES, GROUPS)
+    best = [candidates(group, evidence)[0] for group in evidence]
+    assert [candidate.term for candidate in best] == ["neural network", "postgresql"]
+    assert best[0].cohesion == 1.0
+    assert [name.name for name in name_siblings(evidence)] == ["neural_networks", "postgresql"]
 
 
-def test_scores_prefer_terms_that_tell_siblings_apart():
+def test_candidates_tell_siblings_apart():
+    texts = ["postgres database rows", "postgres database index", "redis database cache"]
+    texts.append("redis database keys")
+    memories = [(text, "", []) for text in texts]
+    evidence = _evidence(memories, [np.array([0, 1]), np.array([2, 3])])
+    best = [candidates(group, evidence)[0].term for group in evidence]
+    assert [group.spellings[term] for group, term in zip(evidence, best, strict=True)] == [
+        "postgres",
+        "redis",
+    ]
+    assert "database" not in best  # every sibling uses it: it tells nothing apart
+
+
+def test_key_terms_outrank_words_only_in_the_text():
+    evidence = _evidence(
+        [("alpha beta", "", ["beta"]), ("alpha beta", "", ["beta"])], [np.arange(2)]
+    )
+    assert [candidate.term for candidate in candidates(evidence[0], evidence)] == ["beta", "alpha"]
+
+
+def test_a_term_of_one_member_is_no_name_and_the_central_phrase_is():
+    # "coffee" describes one of three documents: the name is the central memory's phrase.
+    group = _group(6, 3, coffee=(2, 1, 2), water=(2, 1, 0))
+    assert candidates(group, [group]) == []
+    assert name_siblings([group])[0].name == "fallback"
+    # A term in most memories of only one of several documents fails as well.
+    lopsided = _group(10, 4, python=(7, 1, 7))
+    assert candidates(lopsided, [lopsided]) == []
+    shared = _group(10, 4, python=(7, 3, 7))
+    assert [candidate.term for candidate in candidates(shared, [shared])] == ["python"]
+
+
+def test_siblings_get_distinct_names_most_confident_first():
+    lone = _group(4, 4, jazz=(4, 4, 4))
+    twin = _group(4, 4, jazz=(4, 4, 4))
+    assert [name.name for name in name_siblings([lone, twin])] == ["jazz", "fallback"]
+    first = _group(4, 4, jazz=(4, 4, 4))
+    second = _group(4, 4, jazz=(4, 4, 4), bebop=(2, 2, 2))
+    assert [name.name for name in name_siblings([first, second])] == ["jazz", "bebop"]
+    # Variants of a sibling's name (or the parent's) are passed over too.
+    plural = _group(4, 4, networks=(4, 4, 4), layers=(2, 2, 2))
+    assert name_siblings([plural], reserved=["network"])[0].name == "layers"
+    long_name = name_from_terms(["a" * 30 + " " + "b" * 40])
+    assert long_name == ("a" * 30 + "_" + "b" * 40)[:60] and is_valid_name(long_name)
+
+
+def test_transcript_markup_and_speaker_labels_are_no_terms():
     texts = [
-        "postgres database rows",
-        "postgres database index",
-        "redis database cache",
-        "redis database keys",
+        "Grad A: so the {disfmarker} digits are read [laughter]\nGrad B: we read digits now",
+        "Project Manager: the remote {vocalsound} control\nMarketing: a remote control",
     ]
-    matrix = TermMatrix.build(texts, ["" for _ in texts], [[] for _ in texts])
-    ranked = rank_terms(GroupTerms.from_rows(matrix, [np.array([0, 1]), np.array([2, 3])]))
-    best = [matrix.spelling(terms[0].term) for terms in ranked]
-    assert best == ["postgres", "redis"]
-
-
-def test_title_and_keyword_terms_outrank_words_only_in_the_text():
-    matrix = TermMatrix.build(["alpha beta", "alpha beta"], ["", ""], [["beta"], ["beta"]])
-    ranked = rank_terms(GroupTerms.from_rows(matrix, [np.array([0, 1])]))[0]
-    assert [item.term for item in ranked] == ["beta", "alpha"]  # "alpha" would win a tie
-
-
-def test_terms_spread_over_most_leaf_groups_are_penalized():
-    def ranked(spread: np.ndarray | None) -> list[str]:
-        groups = GroupTerms(
-            vocabulary=np.array(["common", "topic"], dtype=object),
-            item_counts=np.array([[4.0, 4.0]]),
-            curated_counts=np.array([[4.0, 4.0]]),
-            sizes=np.array([4.0]),
-            phrases=np.array([False, False]),
-            spread=spread,
-        )
-        return [item.term for item in rank_terms(groups)[0]]
-
-    assert ranked(None) == ["common", "topic"]
-    assert ranked(np.array([1.0, 0.25])) == ["topic", "common"]
-    presence = np.array([[1, 0], [1, 0], [1, 1], [1, 0]])
-    np.testing.assert_allclose(group_spread(presence), [1.0, 0.25])
-    assert group_spread(presence[:3]) is None  # too few groups to call a term widespread
-
-
-def test_mixed_groups_are_named_after_their_two_largest_themes():
-    thin = [RankedTerm("carbon", 0.3, 0.33), RankedTerm("coffee", 0.2, 0.3)]
-    themes = [("photosynthesis", 5), ("coffee", 7), ("sourdough", 6)]
-    assert choose_name_terms(thin, themes) == ["coffee", "sourdough"]
-    # Themes sharing their best term: the next theme makes the second half.
-    assert choose_name_terms(thin, [("water", 5), ("water", 4), ("rome", 3)]) == ["water", "rome"]
-    umbrella = [RankedTerm("neural network", 0.8, 0.9), RankedTerm("training", 0.5, 0.6)]
-    assert choose_name_terms(umbrella, themes) == ["neural network", "training"]
-    weak_runner_up = [RankedTerm("jazz", 0.9, 0.9), RankedTerm("band", 0.3, 0.4)]
-    assert choose_name_terms(weak_runner_up) == ["jazz"]
-    overlapping = [RankedTerm("neural network", 0.8, 0.9), RankedTerm("network", 0.7, 0.9)]
-    assert choose_name_terms(overlapping) == ["neural network"]
-
-
-def test_sibling_names_extend_then_suffix_then_fall_back():
-    assert name_siblings(
-        [NameChoice(("alpha", "beta"), ("gamma",)), NameChoice(("alpha", "beta"), ("delta",))]
-    ) == ["alpha_beta_gamma", "alpha_beta_delta"]
-    assert name_siblings([NameChoice(("alpha", "beta")), NameChoice(("alpha", "beta"))]) == [
-        "alpha_beta",
-        "alpha_beta_2",
-    ]
-    assert name_siblings([NameChoice(("neural networks", "PostgreSQL")), NameChoice(())]) == [
-        "neural_networks_postgresql",
-        "topic_2",
-    ]
-    long_name = name_from_terms(["a" * 30, "b" * 30, "c" * 30])
-    assert long_name == "a" * 30 and is_valid_name(long_name)
+    matrix = TermMatrix.build(
+        texts, ["disfmarker_digits", "vocalsound_remote"], [["disfmarker"], []]
+    )
+    vocabulary = set(matrix.vocabulary)
+    assert {"digit", "remote", "control"} <= vocabulary
+    assert not vocabulary & {"disfmarker", "vocalsound", "laughter", "grad", "manager", "marketing"}
 
 
 def test_parent_descriptions_list_subdirectories_largest_first():

@@ -16,7 +16,6 @@ from memory_bank.schemas import DirectoryNode
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import TaxonomyItem, fit, placement, plan_taxonomy, validate_taxonomy
 from memory_bank.taxonomy.fit import FitBounds, leave_one_out_fits, new_topic
-from memory_bank.taxonomy.naming import humanize
 from memory_bank.taxonomy.placement import MAX_GROWTH, place_memories, should_place
 from memory_bank.taxonomy.planner import rebase
 from tests.support import shared_embedder
@@ -153,7 +152,7 @@ def test_a_new_topic_gets_a_new_top_level_directory_and_nothing_else_moves():
     [added] = _new_top_level(tree, placed)
     assert _indices(added) == new and "gizmo" in added.name
     assert placed.children[:-1] == tree.children  # every stored directory exactly as it was
-    assert humanize(added.name) in placed.description  # the root lists it
+    assert f"in {len(placed.children)} subdirectories" in placed.description  # the root counts it
 
 
 def test_memories_of_known_topics_start_no_directory():
@@ -213,7 +212,9 @@ def test_a_new_directory_never_takes_an_existing_name():
 
     assert placed is not None and validate_taxonomy(placed, len(items), CONFIG) == []
     [added] = _new_top_level(clashing, placed)
-    assert added.name == f"{first.name}_2" and _indices(added) == new
+    # Its next candidate among the siblings, or a suffix: never a sibling's name.
+    assert added.name != first.name and _indices(added) == new
+    assert added.name not in {child.name for child in clashing.children}
 
 
 def test_a_full_root_or_no_new_topics_places_every_memory_as_before(monkeypatch):

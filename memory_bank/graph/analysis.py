@@ -1,0 +1,331 @@
+"""The offline memory analysis and integration (seed 001 §3.2.3-3.2.4), as plain functions.
+
+Analysis judges a new node against candidate nodes in two independent phases: first conflict
+or merge, then -- only for a node with neither -- related. The rules:
+- conflict: a sentence of the later node contradicts one of the earlier (`claims.py`: a
+  different number, date or name for the same subject and attribute);
+- merge: the two say the same thing (cosine >= MERGE_COSINE and most words shared);
+- related: cosine >= RELATED_COSINE, or a shared name with cosine >= RELATED_NAME_COSINE; both
+  nodes take the other's keywords that their own text mentions.
+Integration merges nodes into one: a merge keeps the fullest summary plus what the others add;
+a validated conflict keeps the claim the validation supports and sends the other to history.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memory_bank.graph.claims import (
+    Contradiction,
+    TextFacts,
+    find_contradictions,
+    mentions_value,
+    text_facts,
+)
+from memory_bank.text.lexicon import stemmed_search_tokens
+from memory_bank.text.sentences import split_sentences
+
+MERGE_COSINE = 0.92
+MERGE_WORD_SHARE = 0.7  # of the shorter node's distinct stems found in the other
+RELATED_COSINE = 0.5
+RELATED_NAME_COSINE = 0.3
+MAX_KEYWORDS = 12
+NEAR_DUPLICATE_SENTENCE = 0.8  # stem overlap above which a sentence adds nothing
+_RELATION_NOTE = re.compile(r"\s*\(related to: [^)]*\)$")
+
+
+@dataclass
+class NodeView:
+    """What analysis reads of a node (never written back): its text and its vectors."""
+
+    id: str
+    summary: str
+    context: str
+    keywords: list[str]
+    timestamp: float
+    vector: np.ndarray
+    text: str  # the text claims are read from: the summary and the raw content or chunk
+    title: str | None = None
+    sentence_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    # The stored document a memory node comes from: one document does not contradict itself
+    # (its chunks are parts of one account, with no order between them).
+    document: str = ""
+    _facts: TextFacts | None = None
+
+    @property
+    def facts(self) -> TextFacts:
+        if self._facts is None:
+            self._facts = text_facts(self.text, self.title)
+        return self._facts
+
+
+@dataclass
+class Relationship:
+    existing_node_id: str
+    relationship: str  # "conflict" | "merge" | "related" | "unrelated"
+    confidence: float
+    reasoning: str
+    contradictions: list[Contradiction] = field(default_factory=list)
+    merge_strategy: str | None = None
+    context_update_new: str | None = None
+    context_update_existing: str | None = None
+    keywords_update_new: list[str] | None = None
+    keywords_update_existing: list[str] | None = None
+
+    @property
+    def conflict_description(self) -> str | None:
+        if not self.contradictions:
+            return None
+        return "; ".join(c.describe() for c in self.contradictions)
+
+
+@dataclass
+class Integration:
+    summary: str
+    context: str
+    keywords: list[str]
+    neighbour_updates: dict[str, tuple[str, list[str]]]  # node id -> (context, keywords)
+    description: str
+    current: str | None = None  # a conflict's node whose claim holds
+
+
+def judge_conflict_or_merge(new: NodeView, candidates: Sequence[NodeView]) -> list[Relationship]:
+    """Phase one: conflict (or merge) of `new` with each candidate; others are left out."""
+    found = []
+    for candidate in candidates:
+        older, newer = (
+            (candidate, new) if candidate.timestamp <= new.timestamp else (new, candidate)
+        )
+        contradictions = find_contradictions(
+            older.facts, newer.facts, cosine=_sentence_cosine(older, newer)
+        )
+        if contradictions:
+            found.append(
+                Relationship(
+                    existing_node_id=candidate.id,
+                    relationship="conflict",
+                    confidence=0.9,
+                    reasoning=contradictions[0].describe(),
+                    contradictions=contradictions,
+                )
+            )
+            continue
+        cosine = float(new.vector @ candidate.vector)
+        if cosine >= MERGE_COSINE and word_share(new.text, candidate.text) >= MERGE_WORD_SHARE:
+            found.append(
+                Relationship(
+                    existing_node_id=candidate.id,
+                    relationship="merge",
+                    confidence=round(cosine, 3),
+                    reasoning=f"near-duplicates (cosine {cosine:.2f})",
+                    merge_strategy="keep the fuller summary, add what the other adds",
+                )
+            )
+    return found
+
+
+def judge_related(new: NodeView, candidates: Sequence[NodeView]) -> list[Relationship]:
+    """Phase two: which candidates are related, with both nodes' keyword updates."""
+    found = []
+    new_names = _names(new)
+    for candidate in candidates:
+        cosine = float(new.vector @ candidate.vector)
+        shares_name = bool(new_names & _names(candidate))
+        if cosine < RELATED_COSINE and not (shares_name and cosine >= RELATED_NAME_COSINE):
+            continue
+        found.append(
+            Relationship(
+                existing_node_id=candidate.id,
+                relationship="related",
+                confidence=round(max(cosine, 0.0), 3),
+                reasoning=f"cosine {cosine:.2f}" + (", a shared name" if shares_name else ""),
+                keywords_update_new=_borrow_keywords(new, candidate),
+                keywords_update_existing=_borrow_keywords(candidate, new),
+            )
+        )
+    return found
+
+
+def analyze_offline(
+    new: NodeView, candidates: Sequence[NodeView], judge: Sequence[str]
+) -> list[Relationship]:
+    """One call of the analysis role: `judge` is ["conflict", "merge"] or ["related"]."""
+    if "related" in judge:
+        return judge_related(new, candidates)
+    return judge_conflict_or_merge(new, candidates)
+
+
+def two_phase(
+    analyze: Callable[[NodeView, Sequence[NodeView], Sequence[str]], list[Relationship]],
+    new: NodeView,
+    candidates: Sequence[NodeView],
+) -> list[Relationship]:
+    """Seed 001 §3.2.3: conflict/merge first; related only if neither was found."""
+    if not candidates:
+        return []
+    first = [
+        r
+        for r in analyze(new, candidates, ["conflict", "merge"])
+        if r.relationship in ("conflict", "merge")
+    ]
+    if first:
+        return first
+    return [r for r in analyze(new, candidates, ["related"]) if r.relationship == "related"]
+
+
+def integrate_offline(
+    nodes: Sequence[NodeView],
+    neighbours: dict[str, tuple[str, list[str]]],
+    trigger: str,
+    validation: str | None = None,
+    contradictions: Sequence[Contradiction] = (),
+) -> Integration:
+    """Merge `nodes` into one (seed 001 §3.2.4). For a conflict, the node whose claims the
+    validation text supports is current; the other's contradicted sentences go to history."""
+    ordered = sorted(nodes, key=lambda node: (-node.timestamp, node.id))  # newest first
+    current: NodeView | None = None
+    dropped: set[str] = set()
+    if trigger == "conflict":
+        current = _validated(ordered, validation or "", contradictions)
+        for contradiction in contradictions:
+            losing_value, losing_sentence = (
+                (contradiction.old_value, contradiction.old_sentence)
+                if _holds(current, contradiction.new_sentence)
+                else (contradiction.new_value, contradiction.new_sentence)
+            )
+            dropped.add(losing_sentence)
+            dropped.update(
+                s
+                for node in ordered
+                for s in split_sentences(node.summary)
+                if mentions_value(s, losing_value)
+            )
+        base = current
+    else:
+        base = max(ordered, key=lambda node: len(node.summary))
+    sentences = [s for s in split_sentences(base.summary) if s not in dropped]
+    for node in ordered:
+        if node is base:
+            continue
+        for sentence in split_sentences(node.summary):
+            if sentence not in dropped and not _near_duplicate(sentence, sentences):
+                sentences.append(sentence)
+    summary = " ".join(sentences) or base.summary
+    keywords = list(dict.fromkeys(k for node in [base, *ordered] for k in node.keywords))[
+        :MAX_KEYWORDS
+    ]
+    context = _RELATION_NOTE.sub("", base.context)
+    if trigger == "merge":  # the merged node is about all it merged
+        others = [_RELATION_NOTE.sub("", n.context) for n in ordered if n is not base]
+        context = "; ".join(dict.fromkeys(c for c in [context, *others] if c))[:200]
+    updates = {
+        node_id: (with_relation(neighbour_context, context), neighbour_keywords)
+        for node_id, (neighbour_context, neighbour_keywords) in neighbours.items()
+    }
+    ids = ", ".join(node.id for node in ordered)
+    if trigger == "conflict" and current is not None:
+        held = ", ".join(dict.fromkeys(_held_values(current, contradictions)))
+        description = f"merged {ids} after cross-validation: {held or current.id} holds; the contradicted claims are history"
+    else:
+        description = f"merged near-duplicates {ids}"
+    return Integration(
+        summary=summary,
+        context=context,
+        keywords=keywords,
+        neighbour_updates=updates,
+        description=description,
+        current=current.id if current is not None else None,
+    )
+
+
+def with_relation(context: str, other_context: str) -> str:
+    """A context that says what it relates to, replacing any earlier note of that kind."""
+    base = _RELATION_NOTE.sub("", context).strip()
+    other = _RELATION_NOTE.sub("", other_context).strip()
+    if not other or other == base:
+        return base
+    return f"{base} (related to: {other[:80]})"
+
+
+def word_share(first: str, second: str) -> float:
+    a, b = set(stemmed_search_tokens(first)), set(stemmed_search_tokens(second))
+    if not a or not b:
+        return 0.0
+    return len(a & b) / min(len(a), len(b))
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _validated(
+    nodes: Sequence[NodeView], validation: str, contradictions: Sequence[Contradiction]
+) -> NodeView:
+    """The node the validation text supports: it states that node's values and not the
+    others'; when the text decides nothing, the newest node (the later claim) holds."""
+    scores = {}
+    for node in nodes:
+        score = 0
+        for contradiction in contradictions:
+            for value, sentence in (
+                (contradiction.old_value, contradiction.old_sentence),
+                (contradiction.new_value, contradiction.new_sentence),
+            ):
+                if sentence in node.text or _holds(node, sentence):
+                    score += 1 if mentions_value(validation, value) else 0
+                    score -= 1 if _contradicted_by(sentence, validation) else 0
+        scores[node.id] = score
+    best = max(scores.values())
+    winners = [node for node in nodes if scores[node.id] == best]
+    return winners[0]  # nodes come newest first: a tie keeps the later claim
+
+
+def _holds(node: NodeView, sentence: str) -> bool:
+    return sentence in node.text or sentence in node.summary
+
+
+def _contradicted_by(sentence: str, validation: str) -> bool:
+    return bool(find_contradictions(text_facts(sentence), text_facts(validation), limit=1))
+
+
+def _held_values(node: NodeView, contradictions: Sequence[Contradiction]) -> list[str]:
+    values = []
+    for contradiction in contradictions:
+        values.append(
+            contradiction.new_value
+            if _holds(node, contradiction.new_sentence)
+            else contradiction.old_value
+        )
+    return values
+
+
+def _near_duplicate(sentence: str, kept: Sequence[str]) -> bool:
+    return any(word_share(sentence, other) >= NEAR_DUPLICATE_SENTENCE for other in kept)
+
+
+def _names(node: NodeView) -> set[str]:
+    return {v.key for facts in node.facts.sentences for v in facts.values if v.kind == "name"}
+
+
+def _borrow_keywords(node: NodeView, other: NodeView) -> list[str] | None:
+    """`node`'s keywords plus those of `other` that `node`'s own text mentions."""
+    text = node.text.lower()
+    added = [k for k in other.keywords if k not in node.keywords and k.lower() in text]
+    if not added:
+        return None
+    return [*node.keywords, *added][:MAX_KEYWORDS]
+
+
+def _sentence_cosine(older: NodeView, newer: NodeView) -> Callable[[str, str], float | None] | None:
+    if not older.sentence_vectors or not newer.sentence_vectors:
+        return None
+
+    def cosine(old_sentence: str, new_sentence: str) -> float | None:
+        a = older.sentence_vectors.get(old_sentence)
+        b = newer.sentence_vectors.get(new_sentence)
+        return None if a is None or b is None else float(a @ b)
+
+    return cosine

@@ -1,0 +1,241 @@
+"""The Query Graph at batch scale: what an ingest's commit does to the graph.
+
+New memories become memory nodes (id = chunk id). Each is analysed against its candidates --
+the hybrid top-k of the graph plus their one-hop neighbours, each pair once (the later node
+judges the earlier) -- in independent tasks (`analyze_tasks`, fanned out by a `TaskMap`: Ray
+tasks under Ray). The verdicts are then applied in order by the graph's one writer:
+- conflict: a `Conflict` record; against a memory of an earlier commit it is validated by
+  recency at once (the later source holds; the earlier claim stays, superseded, with both
+  timestamps); between documents of one commit, which have no order, it stays open;
+- merge: a "merge" edge (memory nodes stand for stored files, so near-duplicates are linked,
+  not folded into one node);
+- related: an edge, and both nodes' keywords and vectors updated.
+Pairs are judged in two phases each: related only when neither conflict nor merge.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memory_bank.graph.analysis import NodeView, Relationship, analyze_offline, two_phase
+from memory_bank.graph.graph import QueryGraph, compose_embedding, query_terms
+from memory_bank.graph.model import Conflict, GraphNode
+from memory_bank.tasks import TaskMap, run_serially
+
+TASKS_PER_CALL = 64  # analysis tasks per fanned-out call
+Analyze = Callable[[NodeView, Sequence[NodeView], Sequence[str]], list[Relationship]]
+
+
+@dataclass
+class MemoryInput:
+    """A memory being committed, as the graph needs it."""
+
+    chunk_id: str
+    summary: str
+    context: str
+    keywords: list[str]
+    vector: np.ndarray
+    source: str
+    title: str | None
+    text: str
+    sentence_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    timestamp: float = 0.0
+
+
+@dataclass
+class GraphCommit:
+    """What a store commit changes in the graph."""
+
+    added: list[MemoryInput]
+    removed: list[str]  # chunk ids leaving the store
+    chunk_ids_after: set[str]  # every chunk id the store holds after the commit
+
+
+@dataclass
+class AnalyzeTask:
+    new: NodeView
+    candidates: list[NodeView]
+
+
+@dataclass
+class BatchOutcome:
+    nodes_added: int = 0
+    nodes_removed: int = 0
+    pairs: int = 0
+    related: int = 0
+    merges: int = 0
+    conflicts: list[str] = field(default_factory=list)  # conflict ids
+
+
+def analyze_tasks(
+    tasks: Sequence[AnalyzeTask], analyze: Analyze = analyze_offline
+) -> list[list[Relationship]]:
+    """Each task's relationships, pair by pair in two phases (a fanned-out unit of work)."""
+    results = []
+    for task in tasks:
+        found = []
+        for candidate in task.candidates:
+            found.extend(two_phase(analyze, task.new, [candidate]))
+        results.append(found)
+    return results
+
+
+def candidate_tasks(
+    graph: QueryGraph,
+    new_nodes: Sequence[GraphNode],
+    view: Callable[[str], NodeView],
+    k: int,
+) -> list[AnalyzeTask]:
+    """Add `new_nodes` to the graph, oldest first, each after looking up its candidates (the
+    hybrid top-k and their neighbours among the nodes already there): each pair once, the
+    later node judging the earlier."""
+    tasks = []
+    for node in sorted(new_nodes, key=lambda n: (n.timestamp, n.id)):
+        found = graph.retrieve(node.embedding, query_terms(node), k)
+        graph.add_node(node)
+        if found:
+            tasks.append(AnalyzeTask(view(node.id), [view(other.id) for other in found]))
+    return tasks
+
+
+def run_tasks(
+    tasks: Sequence[AnalyzeTask],
+    map_calls: TaskMap = run_serially,
+    analyze_call: Callable[[Sequence[AnalyzeTask]], list[list[Relationship]]] = analyze_tasks,
+) -> list[list[Relationship]]:
+    """Fan the tasks out in groups of TASKS_PER_CALL; results in task order."""
+    groups = [list(tasks[i : i + TASKS_PER_CALL]) for i in range(0, len(tasks), TASKS_PER_CALL)]
+    results: list[list[Relationship]] = []
+    for group_result in map_calls(analyze_call, [(group,) for group in groups]):
+        results.extend(group_result)
+    return results
+
+
+def apply_verdicts(
+    graph: QueryGraph,
+    tasks: Sequence[AnalyzeTask],
+    results: Sequence[list[Relationship]],
+    encode: Callable[[list[str]], np.ndarray] | None,
+    now: float,
+    outcome: BatchOutcome,
+    resolve_by_recency: bool = True,
+    new_ids: Sequence[str] | None = None,
+) -> None:
+    """Apply analysed relationships to the graph (see the module docstring)."""
+    keyword_updates: dict[str, list[str]] = {}
+    batch_ids = set(new_ids) if new_ids is not None else {task.new.id for task in tasks}
+    for task, relationships in zip(tasks, results, strict=True):
+        new_id = task.new.id
+        by_id = {view.id: view for view in task.candidates}
+        for relationship in relationships:
+            other = relationship.existing_node_id
+            if other not in graph.nodes or new_id not in graph.nodes:
+                continue
+            outcome.pairs += 1
+            if relationship.relationship == "conflict":
+                conflict = conflict_record(task.new, by_id[other], relationship, now)
+                if graph.conflict_between(conflict.older, conflict.newer) is None:
+                    graph.add_conflict(conflict)
+                    # Only a later commit is a later source: documents committed together
+                    # have no order, so their conflict stays open (for a validation).
+                    if resolve_by_recency and conflict.older not in batch_ids:
+                        graph.resolve_conflict(
+                            conflict.id, conflict.newer, now, "the later source holds"
+                        )
+                    outcome.conflicts.append(conflict.id)
+            elif relationship.relationship == "merge":
+                if graph.add_edge(new_id, other, "merge"):
+                    outcome.merges += 1
+            elif relationship.relationship == "related":
+                if graph.add_edge(new_id, other, "related"):
+                    outcome.related += 1
+                if relationship.keywords_update_new:
+                    keyword_updates[new_id] = relationship.keywords_update_new
+                if relationship.keywords_update_existing:
+                    keyword_updates[other] = relationship.keywords_update_existing
+    refresh_contexts(
+        graph,
+        {i: (graph.nodes[i].context, k) for i, k in keyword_updates.items() if i in graph.nodes},
+        encode,
+        now,
+    )
+
+
+def refresh_contexts(
+    graph: QueryGraph,
+    updates: dict[str, tuple[str, list[str]]],
+    encode: Callable[[list[str]], np.ndarray] | None,
+    now: float,
+) -> None:
+    """New contexts and keywords for several nodes, their vectors recomputed in one encode."""
+    changed = {
+        node_id: (context, keywords)
+        for node_id, (context, keywords) in updates.items()
+        if (graph.nodes[node_id].context, list(graph.nodes[node_id].keywords))
+        != (context, list(keywords))
+    }
+    if not changed:
+        return
+    texts = [context_text(context, keywords) for context, keywords in changed.values()]
+    vectors = encode(texts) if encode is not None else [None] * len(texts)
+    for (node_id, (context, keywords)), vector in zip(changed.items(), vectors, strict=True):
+        graph.update_context(node_id, context, keywords, vector, now)
+
+
+def context_text(context: str, keywords: Sequence[str]) -> str:
+    return f"{context}. {', '.join(keywords)}".strip(". ")
+
+
+def conflict_record(
+    new: NodeView,
+    other: NodeView,
+    relationship: Relationship,
+    now: float,
+    session_id: str | None = None,
+) -> Conflict:
+    older, newer = (
+        (other, new) if (other.timestamp, other.id) <= (new.timestamp, new.id) else (new, other)
+    )
+    first = relationship.contradictions[0] if relationship.contradictions else None
+    return Conflict(
+        id="c-" + uuid.uuid4().hex[:16],
+        older=older.id,
+        newer=newer.id,
+        description=relationship.conflict_description or relationship.reasoning,
+        subject=first.subject if first else "",
+        attribute=first.attribute if first else "",
+        old_value=first.old_value if first else "",
+        new_value=first.new_value if first else "",
+        old_sentence=first.old_sentence if first else "",
+        new_sentence=first.new_sentence if first else "",
+        detected_at=now,
+        session_id=session_id,
+    )
+
+
+def memory_node(
+    node_id: str,
+    summary: str,
+    context: str,
+    keywords: Sequence[str],
+    vector: np.ndarray,
+    timestamp: float,
+    source: str,
+) -> GraphNode:
+    """The node of a stored memory: its vector is the memory's own until its context changes."""
+    vector = np.asarray(vector, dtype=np.float32)
+    return GraphNode(
+        id=node_id,
+        kind="memory",
+        summary=summary,
+        context=context,
+        keywords=list(keywords),
+        timestamp=timestamp,
+        embedding=compose_embedding(vector, None),
+        summary_vector=vector,
+        source=source,
+    )

@@ -1,0 +1,479 @@
+"""The Query Graph, the Interaction Tree and the sessions on disk: Parquet tables, never pickle.
+
+One format for two places:
+- a *snapshot*, in each store version's `.bank/graph/` (written by the commit that made the
+  version): every record, and `graph.json` with the number of the last checkpoint it holds;
+- a *checkpoint*, in the store's graph log `.<store>.graph/<seq>/` beside the versions: the
+  records one batch of changes touched (upserts, and the ids it deleted). A checkpoint is
+  written into a temporary directory and renamed into place, so it is there whole or not.
+
+A graph is the live version's snapshot with every checkpoint numbered above the snapshot's
+`seq` applied in order (`load_graph_state`). Records are upserted whole, so applying a
+checkpoint twice gives the same graph.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from memory_bank.errors import StoreError
+from memory_bank.graph.graph import QueryGraph
+from memory_bank.graph.interaction import InteractionTree
+from memory_bank.graph.model import (
+    Attachment,
+    Conflict,
+    GraphNode,
+    HistoryEntry,
+    InteractionEntry,
+    MergeEvent,
+    SessionRecord,
+)
+from memory_bank.store.atomic import fsync_directory
+from memory_bank.store.tables import EMBEDDING_TYPE, embedding_array
+
+GRAPH_DIR = "graph"  # under a version's .bank/
+GRAPH_META = "graph.json"
+FORMAT = 1
+_CHECKPOINT_NAME = re.compile(r"\d{9}")
+
+NODES_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("kind", pa.string()),
+        ("status", pa.string()),
+        ("summary", pa.string()),
+        ("context", pa.string()),
+        ("keywords", pa.list_(pa.string())),
+        ("timestamp", pa.float64()),
+        ("links", pa.string()),  # JSON {neighbour id: relation}
+        ("history", pa.string()),  # JSON list of HistoryEntry
+        ("superseded_by", pa.string()),
+        ("content", pa.string()),
+        ("source", pa.string()),
+        ("session_id", pa.string()),
+        ("embedding", EMBEDDING_TYPE),
+        ("summary_vector", EMBEDDING_TYPE),
+    ]
+)
+CONFLICTS_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("older", pa.string()),
+        ("newer", pa.string()),
+        ("description", pa.string()),
+        ("subject", pa.string()),
+        ("attribute", pa.string()),
+        ("old_value", pa.string()),
+        ("new_value", pa.string()),
+        ("old_sentence", pa.string()),
+        ("new_sentence", pa.string()),
+        ("detected_at", pa.float64()),
+        ("status", pa.string()),
+        ("current", pa.string()),
+        ("resolved_at", pa.float64()),
+        ("resolution", pa.string()),
+        ("session_id", pa.string()),
+    ]
+)
+ENTRIES_SCHEMA = pa.schema(
+    [
+        ("entry_id", pa.string()),
+        ("text", pa.string()),
+        ("timestamp", pa.float64()),
+        ("metadata", pa.string()),  # JSON
+        ("attachments", pa.string()),  # JSON list of {id, type, path}
+    ]
+)
+NODE_ENTRIES_SCHEMA = pa.schema([("node_id", pa.string()), ("entry_ids", pa.list_(pa.string()))])
+MERGE_EVENTS_SCHEMA = pa.schema(
+    [
+        ("event_id", pa.string()),
+        ("merged_node_ids", pa.list_(pa.string())),
+        ("new_node_id", pa.string()),
+        ("timestamp", pa.float64()),
+        ("description", pa.string()),
+        ("trigger", pa.string()),
+    ]
+)
+SESSIONS_SCHEMA = pa.schema(
+    [
+        ("session_id", pa.string()),
+        ("insight_doc", pa.string()),  # JSON
+        ("created_at", pa.float64()),
+        ("updated_at", pa.float64()),
+        ("open", pa.bool_()),
+        ("pending_conflicts", pa.list_(pa.string())),
+    ]
+)
+DELETED_SCHEMA = pa.schema([("kind", pa.string()), ("id", pa.string())])
+TABLES = {
+    "nodes": NODES_SCHEMA,
+    "conflicts": CONFLICTS_SCHEMA,
+    "entries": ENTRIES_SCHEMA,
+    "node_entries": NODE_ENTRIES_SCHEMA,
+    "merge_events": MERGE_EVENTS_SCHEMA,
+    "sessions": SESSIONS_SCHEMA,
+    "deleted": DELETED_SCHEMA,
+}
+
+
+@dataclass
+class GraphState:
+    """Everything the graph keeper holds for one store."""
+
+    graph: QueryGraph = field(default_factory=QueryGraph)
+    tree: InteractionTree = field(default_factory=InteractionTree)
+    sessions: dict[str, SessionRecord] = field(default_factory=dict)
+    seq: int = 0  # the last checkpoint applied
+    changed_sessions: set[str] = field(default_factory=set)
+
+
+@dataclass
+class GraphRecords:
+    """Records to write: a whole state (snapshot) or one batch of changes (checkpoint)."""
+
+    nodes: list[GraphNode] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    entries: list[InteractionEntry] = field(default_factory=list)
+    node_entries: dict[str, list[str]] = field(default_factory=dict)
+    merge_events: list[MergeEvent] = field(default_factory=list)
+    sessions: list[SessionRecord] = field(default_factory=list)
+    deleted: list[tuple[str, str]] = field(default_factory=list)  # (kind, id)
+
+    def __bool__(self) -> bool:
+        return any(
+            (
+                self.nodes,
+                self.conflicts,
+                self.entries,
+                self.node_entries,
+                self.merge_events,
+                self.sessions,
+                self.deleted,
+            )
+        )
+
+
+def all_records(state: GraphState) -> GraphRecords:
+    return GraphRecords(
+        nodes=list(state.graph.nodes.values()),
+        conflicts=list(state.graph.conflicts.values()),
+        entries=list(state.tree.entries.values()),
+        node_entries={k: list(v) for k, v in state.tree.node_to_entries.items()},
+        merge_events=list(state.tree.merge_events.values()),
+        sessions=list(state.sessions.values()),
+    )
+
+
+def take_changes(state: GraphState) -> GraphRecords:
+    """The records changed since the last call, as a checkpoint's content."""
+    graph_changes = state.graph.take_changes()
+    tree_changes = state.tree.take_changes()
+    sessions = sorted(state.changed_sessions)
+    state.changed_sessions = set()
+    graph, tree = state.graph, state.tree
+    return GraphRecords(
+        nodes=[graph.nodes[i] for i in sorted(graph_changes.nodes) if i in graph.nodes],
+        conflicts=[
+            graph.conflicts[i] for i in sorted(graph_changes.conflicts) if i in graph.conflicts
+        ],
+        entries=[tree.entries[i] for i in sorted(tree_changes.entries)],
+        node_entries={i: list(tree.node_to_entries[i]) for i in sorted(tree_changes.links)},
+        merge_events=[tree.merge_events[i] for i in sorted(tree_changes.merge_events)],
+        sessions=[state.sessions[i] for i in sessions if i in state.sessions],
+        deleted=[("node", i) for i in sorted(graph_changes.deleted_nodes)]
+        + [("conflict", i) for i in sorted(graph_changes.conflicts) if i not in graph.conflicts],
+    )
+
+
+# --- writing --------------------------------------------------------------------------------
+
+
+def write_records(directory: Path, records: GraphRecords, seq: int) -> None:
+    """Write `records` as Parquet tables into `directory` (created), with `graph.json`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tables = {
+        "nodes": _nodes_table(records.nodes),
+        "conflicts": _rows_table([_conflict_row(c) for c in records.conflicts], CONFLICTS_SCHEMA),
+        "entries": _rows_table([_entry_row(e) for e in records.entries], ENTRIES_SCHEMA),
+        "node_entries": _rows_table(
+            [{"node_id": k, "entry_ids": v} for k, v in sorted(records.node_entries.items())],
+            NODE_ENTRIES_SCHEMA,
+        ),
+        "merge_events": _rows_table(
+            [_merge_row(m) for m in records.merge_events], MERGE_EVENTS_SCHEMA
+        ),
+        "sessions": _rows_table([_session_row(s) for s in records.sessions], SESSIONS_SCHEMA),
+        "deleted": _rows_table([{"kind": k, "id": i} for k, i in records.deleted], DELETED_SCHEMA),
+    }
+    for name, table in tables.items():
+        if table.num_rows:
+            pq.write_table(table, directory / f"{name}.parquet")
+    (directory / GRAPH_META).write_text(
+        json.dumps({"format": FORMAT, "seq": seq}), encoding="utf-8"
+    )
+
+
+def write_checkpoint(log_dir: Path, records: GraphRecords, seq: int) -> Path:
+    """One checkpoint, whole or not at all: written aside, synced, renamed into place."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    temporary = log_dir / f".tmp-{secrets.token_hex(6)}"
+    try:
+        write_records(temporary, records, seq)
+        for path in temporary.iterdir():
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+        fsync_directory(temporary)
+        final = log_dir / f"{seq:09d}"
+        os.rename(temporary, final)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    fsync_directory(log_dir)
+    return final
+
+
+def checkpoints(log_dir: Path, after: int = 0) -> list[tuple[int, Path]]:
+    """The checkpoints in `log_dir` numbered above `after`, in order."""
+    if not log_dir.is_dir():
+        return []
+    found = [
+        (int(path.name), path)
+        for path in log_dir.iterdir()
+        if _CHECKPOINT_NAME.fullmatch(path.name)
+    ]
+    return sorted(item for item in found if item[0] > after)
+
+
+def drop_checkpoints(log_dir: Path, upto: int) -> None:
+    """Remove checkpoints a snapshot holds (numbered `upto` or below) and dead temporaries."""
+    if not log_dir.is_dir():
+        return
+    for path in log_dir.iterdir():
+        if (
+            _CHECKPOINT_NAME.fullmatch(path.name) and int(path.name) <= upto
+        ) or path.name.startswith(".tmp-"):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def read_seq(directory: Path) -> int:
+    meta = directory / GRAPH_META
+    if not meta.is_file():
+        return 0
+    try:
+        return int(json.loads(meta.read_text(encoding="utf-8"))["seq"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise StoreError(f"unreadable graph metadata {meta}: {exc}") from exc
+
+
+def apply_records(state: GraphState, directory: Path) -> None:
+    """Upsert every record stored in `directory` into `state` (a snapshot or a checkpoint)."""
+    tables = {name: _read(directory / f"{name}.parquet", schema) for name, schema in TABLES.items()}
+    graph, tree = state.graph, state.tree
+    for row, vectors in _node_rows(tables["nodes"]):
+        graph.put_node(_node(row, *vectors))
+    for row in _rows(tables["conflicts"]):
+        graph.put_conflict(_conflict(row))
+    for row in _rows(tables["entries"]):
+        entry = _entry(row)
+        tree.entries.setdefault(entry.entry_id, entry)
+    for row in _rows(tables["node_entries"]):
+        tree.node_to_entries[row["node_id"]] = list(row["entry_ids"])
+    for row in _rows(tables["merge_events"]):
+        event = _merge_event(row)
+        tree.merge_events[event.event_id] = event
+    for row in _rows(tables["sessions"]):
+        record = _session(row)
+        state.sessions[record.session_id] = record
+    for row in _rows(tables["deleted"]):
+        if row["kind"] == "node":
+            node = graph.nodes.get(row["id"])
+            if node is not None:
+                graph.delete_node(row["id"])
+        elif row["kind"] == "conflict":
+            graph.forget_conflict(row["id"])
+    graph.take_changes()
+    tree.take_changes()
+
+
+def load_graph_state(snapshot_dir: Path | None, log_dir: Path, alpha: float = 0.5) -> GraphState:
+    """The snapshot in `snapshot_dir` (None or missing: empty) with every later checkpoint."""
+    state = GraphState(graph=QueryGraph(alpha=alpha))
+    if snapshot_dir is not None and snapshot_dir.is_dir():
+        apply_records(state, snapshot_dir)
+        state.seq = read_seq(snapshot_dir)
+    for seq, path in checkpoints(log_dir, after=state.seq):
+        apply_records(state, path)
+        state.seq = seq
+    return state
+
+
+# --- rows -----------------------------------------------------------------------------------
+
+
+def _rows_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def _nodes_table(nodes: Iterable[GraphNode]) -> pa.Table:
+    nodes = list(nodes)
+    rows = [
+        {
+            "id": n.id,
+            "kind": n.kind,
+            "status": n.status,
+            "summary": n.summary,
+            "context": n.context,
+            "keywords": list(n.keywords),
+            "timestamp": n.timestamp,
+            "links": json.dumps(n.links, sort_keys=True),
+            "history": json.dumps([h.to_dict() for h in n.history]),
+            "superseded_by": n.superseded_by,
+            "content": n.content,
+            "source": n.source,
+            "session_id": n.session_id,
+        }
+        for n in nodes
+    ]
+    base = pa.Table.from_pylist(rows, schema=NODES_SCHEMA.remove(14).remove(13))
+    embedding = np.stack([n.embedding for n in nodes]) if nodes else np.zeros((0, 384), np.float32)
+    summary = (
+        np.stack([n.summary_vector for n in nodes]) if nodes else np.zeros((0, 384), np.float32)
+    )
+    return base.append_column("embedding", embedding_array(embedding)).append_column(
+        "summary_vector", embedding_array(summary)
+    )
+
+
+def _read(path: Path, schema: pa.Schema) -> pa.Table:
+    if not path.is_file():
+        return schema.empty_table()
+    try:
+        return pq.read_table(path).cast(schema)
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreError(f"graph table {path} is unreadable: {exc}") from exc
+
+
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    return table.to_pylist()
+
+
+def _node_rows(table: pa.Table) -> list[tuple[dict[str, Any], tuple[np.ndarray, np.ndarray]]]:
+    if not table.num_rows:
+        return []
+    embeddings = _matrix(table, "embedding")
+    summaries = _matrix(table, "summary_vector")
+    rows = table.drop_columns(["embedding", "summary_vector"]).to_pylist()
+    return [(row, (embeddings[i], summaries[i])) for i, row in enumerate(rows)]
+
+
+def _matrix(table: pa.Table, column: str) -> np.ndarray:
+    values = table.column(column).combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    return np.asarray(values, dtype=np.float32).reshape(table.num_rows, -1).copy()
+
+
+def _node(row: dict[str, Any], embedding: np.ndarray, summary_vector: np.ndarray) -> GraphNode:
+    return GraphNode(
+        id=row["id"],
+        kind=row["kind"],
+        summary=row["summary"],
+        context=row["context"],
+        keywords=list(row["keywords"] or []),
+        timestamp=row["timestamp"],
+        embedding=embedding,
+        summary_vector=summary_vector,
+        links=json.loads(row["links"] or "{}"),
+        history=[HistoryEntry.from_dict(h) for h in json.loads(row["history"] or "[]")],
+        status=row["status"],
+        superseded_by=row["superseded_by"],
+        content=row["content"] or "",
+        source=row["source"] or "",
+        session_id=row["session_id"],
+    )
+
+
+def _conflict_row(conflict: Conflict) -> dict[str, Any]:
+    return {name: getattr(conflict, name) for name in CONFLICTS_SCHEMA.names}
+
+
+def _conflict(row: dict[str, Any]) -> Conflict:
+    return Conflict(**row)
+
+
+def _entry_row(entry: InteractionEntry) -> dict[str, Any]:
+    return {
+        "entry_id": entry.entry_id,
+        "text": entry.text,
+        "timestamp": entry.timestamp,
+        "metadata": json.dumps(entry.metadata, sort_keys=True, default=str),
+        "attachments": json.dumps([a.__dict__ for a in entry.attachments]),
+    }
+
+
+def _entry(row: dict[str, Any]) -> InteractionEntry:
+    return InteractionEntry(
+        entry_id=row["entry_id"],
+        text=row["text"],
+        timestamp=row["timestamp"],
+        metadata=json.loads(row["metadata"] or "{}"),
+        attachments=tuple(Attachment(**a) for a in json.loads(row["attachments"] or "[]")),
+    )
+
+
+def _merge_row(event: MergeEvent) -> dict[str, Any]:
+    return {
+        "event_id": event.event_id,
+        "merged_node_ids": list(event.merged_node_ids),
+        "new_node_id": event.new_node_id,
+        "timestamp": event.timestamp,
+        "description": event.description,
+        "trigger": event.trigger,
+    }
+
+
+def _merge_event(row: dict[str, Any]) -> MergeEvent:
+    return MergeEvent(
+        event_id=row["event_id"],
+        merged_node_ids=tuple(row["merged_node_ids"]),
+        new_node_id=row["new_node_id"],
+        timestamp=row["timestamp"],
+        description=row["description"],
+        trigger=row["trigger"],
+    )
+
+
+def _session_row(record: SessionRecord) -> dict[str, Any]:
+    return {
+        "session_id": record.session_id,
+        "insight_doc": json.dumps(record.insight_doc),
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "open": record.open,
+        "pending_conflicts": list(record.pending_conflicts),
+    }
+
+
+def _session(row: dict[str, Any]) -> SessionRecord:
+    return SessionRecord(
+        session_id=row["session_id"],
+        insight_doc=json.loads(row["insight_doc"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        open=row["open"],
+        pending_conflicts=list(row["pending_conflicts"] or []),
+    )

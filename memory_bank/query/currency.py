@@ -1,0 +1,244 @@
+"""What is current: the answer and the search prefer the claims that replaced others.
+
+The Query Graph records, for every validated conflict, which memory's claim holds and which is
+history (`graph.view.Supersession`). At answer time, a sentence of a memory read that states a
+superseded value -- the conflict's own sentence, or another one naming the old value for the
+same subject without the new one -- leaves the evidence; where such a sentence would have
+been part of the answer, the sentence stating the current value takes its place (read from
+the current memory, pulled in if the agent did not read it), and the replaced claim is
+reported as history with both timestamps. Search does the same by rank: the current memory
+is placed above a hit whose matching claim was superseded, which carries the history note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+
+import numpy as np
+
+from memory_bank.graph.claims import mentions_value, same_frame
+from memory_bank.graph.view import GraphView, Supersession
+from memory_bank.index.corpus import StoreCorpus
+from memory_bank.index.embedding import TextEncoder
+from memory_bank.llm.roles import ClaimHistory
+from memory_bank.query.question import stem_all, term_coverage
+from memory_bank.schemas import HistoryNote, SearchHit
+from memory_bank.text.lexicon import search_tokens
+
+
+class Currency:
+    def __init__(self, view: GraphView, corpus: StoreCorpus, embedder: TextEncoder | None) -> None:
+        self.view = view
+        self.corpus = corpus
+        self.embedder = embedder
+        self._index_of_chunk = {chunk_id: i for i, chunk_id in enumerate(corpus.chunk_ids)}
+
+    def supersessions(self, indices: Iterable[int]) -> dict[int, list[Supersession]]:
+        found = {}
+        for index in indices:
+            if 0 <= index < len(self.corpus.chunk_ids):
+                claims = self.view.superseded_claims(self.corpus.chunk_ids[index])
+                if claims:
+                    found[index] = claims
+        return found
+
+    # --- answers ----------------------------------------------------------------------------
+
+    def claims(self, indices: Iterable[int]) -> list[ClaimHistory]:
+        """The superseded and current claims of the memories read (by memory index), as the
+        answer role takes them."""
+        indices = list(indices)
+        self.view.refresh()
+        found: list[ClaimHistory] = []
+        for index, supersessions in self.supersessions(indices).items():
+            for claim in supersessions:
+                found.append(self._superseded(index, claim))
+        graph = self.view.state.graph
+        for index in indices:
+            if not 0 <= index < len(self.corpus.chunk_ids):
+                continue
+            node_id = self.corpus.chunk_ids[index]
+            for conflict in graph.conflicts_of(node_id):
+                superseded = graph.nodes.get(conflict.superseded or "")
+                current = self.view.standing(node_id)
+                if (
+                    conflict.status != "resolved"
+                    or conflict.current != node_id
+                    or superseded is None
+                    or current is None
+                ):
+                    continue
+                found.append(
+                    ClaimHistory(
+                        kind="current",
+                        chunk=index,
+                        sentence=conflict.new_sentence,
+                        old_value=conflict.old_value,
+                        new_value=conflict.new_value,
+                        note=self.note(Supersession(conflict, superseded, current)),
+                    )
+                )
+        return found
+
+    def _superseded(self, index: int, claim: Supersession) -> ClaimHistory:
+        conflict = claim.conflict
+        current_chunk, text, vector = self._current_sentence(claim)
+        return ClaimHistory(
+            kind="superseded",
+            chunk=index,
+            sentence=conflict.old_sentence,
+            old_value=conflict.old_value,
+            new_value=conflict.new_value,
+            current_sentence=text,
+            current_chunk=current_chunk,
+            current_path=self.corpus.chunk_path(current_chunk)
+            if current_chunk is not None
+            else None,
+            current_vector=vector,
+            note=self.note(claim),
+        )
+
+    def _current_sentence(self, claim: Supersession) -> tuple[int | None, str, np.ndarray | None]:
+        """Where the current claim is stated: a sentence of the current memory's chunk (with its
+        stored vector), or of a session memory's summary (embedded here)."""
+        conflict = claim.conflict
+        node = claim.current_node
+        wanted = conflict.new_sentence.strip()
+        index = self._index_of_chunk.get(node.id)
+        if index is not None:
+            texts, vectors = self.corpus.chunk_sentences(index)
+            for text, vector in zip(texts, vectors, strict=True):
+                if text.strip() == wanted or (
+                    mentions_value(text, conflict.new_value) and same_frame(text, wanted)
+                ):
+                    return index, text, np.asarray(vector, dtype=np.float32)
+            return index, "", None
+        text = (
+            wanted
+            if wanted and wanted in f"{node.summary} {node.content}"
+            else _stating(node.summary, conflict.new_value) or wanted
+        )
+        if not text or self.embedder is None:
+            return None, text, None
+        return None, text, np.asarray(self.embedder.encode([text])[0], dtype=np.float32)
+
+    def note(self, claim: Supersession) -> HistoryNote:
+        conflict = claim.conflict
+        return HistoryNote(
+            subject=conflict.subject,
+            attribute=conflict.attribute,
+            superseded_value=conflict.old_value,
+            current_value=conflict.new_value,
+            superseded_text=conflict.old_sentence,
+            current_text=conflict.new_sentence,
+            superseded_source=self._source(claim.superseded_node.id),
+            current_source=self._source(claim.current_node.id),
+            recorded_at=_iso(claim.superseded_node.timestamp),
+            superseded_at=_iso(conflict.resolved_at or claim.current_node.timestamp),
+            conflict_id=conflict.id,
+        )
+
+    def _source(self, node_id: str) -> str:
+        index = self._index_of_chunk.get(node_id)
+        return self.corpus.chunk_path(index) if index is not None else f"memory:{node_id}"
+
+    def tool_note(self, tool: str, arguments: dict) -> str:
+        """For an agent that reads a memory file (`cat`) or a chunk (`deep_retrieval`): what of
+        it a later memory superseded, to append to the tool's output."""
+        self.view.refresh()
+        index = None
+        if tool == "cat":
+            index = self.corpus.index_of_path(
+                str(arguments.get("file", arguments.get("path", ""))).lstrip("/")
+            )
+        elif tool == "deep_retrieval":
+            index = self._index_of_chunk.get(str(arguments.get("chunk_id", "")))
+        if index is None:
+            return ""
+        lines = [
+            f"\n[memory note: {claim.conflict.old_sentence!r} was superseded on "
+            f"{_iso(claim.conflict.resolved_at or claim.current_node.timestamp)} by "
+            f"{claim.conflict.new_sentence!r} ({self._source(claim.current_node.id)}); "
+            "state the current value]"
+            for claim in self.supersessions([index]).get(index, [])
+        ]
+        return "".join(lines)
+
+    # --- search -----------------------------------------------------------------------------
+
+    def session_hits(self, query: str, query_vector: np.ndarray, k: int) -> list[SearchHit]:
+        """The current session memories (graph nodes no stored file stands for) that match
+        `query`, scored like the store's hybrid search (alpha * BM25 / best + (1 - alpha) *
+        cosine over the graph), as hits of kind "memory"."""
+        graph = self.view.state.graph
+        if not any(n.kind == "session" and n.is_current for n in graph.nodes.values()):
+            return []
+        from memory_bank.text.lexicon import stemmed_search_tokens
+
+        ranked = graph.top_k(query_vector, stemmed_search_tokens(query), k * 4)
+        hits = []
+        for node_id, score in ranked:
+            node = graph.nodes[node_id]
+            if node.kind != "session":
+                continue
+            hits.append(
+                SearchHit(
+                    chunk_path="",
+                    chunk_id=node.id,
+                    source=node.source,
+                    document_id="",
+                    score=float(score),
+                    text=node.summary,
+                    kind="memory",
+                )
+            )
+        return hits[:k]
+
+    def rerank(
+        self, hits: list[SearchHit], query: str, hit_for: Callable[[int, float], SearchHit]
+    ) -> list[SearchHit]:
+        """Hits with history notes; the current memory of a superseded matching claim right
+        above the hit that states the old one."""
+        self.view.refresh()
+        terms = list(stem_all(search_tokens(query)))
+        indices = [self._index_of_chunk.get(h.chunk_id) for h in hits if h.kind == "chunk"]
+        claims = self.supersessions(i for i in indices if i is not None)
+        if not claims:
+            return hits
+        ranked: list[SearchHit] = []
+        for hit in hits:
+            index = self._index_of_chunk.get(hit.chunk_id) if hit.kind == "chunk" else None
+            relevant = [
+                c
+                for c in claims.get(index, [])
+                if term_coverage(terms, stem_all(search_tokens(c.conflict.old_sentence))) > 0
+            ]
+            for claim in relevant:
+                current_index = self._index_of_chunk.get(claim.current_node.id)
+                if current_index is None:
+                    continue
+                ranked = [h for h in ranked if h.chunk_id != claim.current_node.id]
+                ranked.append(hit_for(current_index, hit.score))
+            notes = [self.note(c) for c in relevant]
+            if any(h.chunk_id == hit.chunk_id for h in ranked):
+                continue
+            ranked.append(hit.model_copy(update={"history": notes}) if notes else hit)
+        seen: set[str] = set()
+        unique = []
+        for hit in ranked:
+            key = f"{hit.kind}:{hit.chunk_id}:{hit.chunk_path}"
+            if key not in seen:
+                seen.add(key)
+                unique.append(hit)
+        return unique[: len(hits)]
+
+
+def _stating(summary: str, value: str) -> str | None:
+    from memory_bank.text.sentences import split_sentences
+
+    return next((s for s in split_sentences(summary) if mentions_value(s, value)), None)
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

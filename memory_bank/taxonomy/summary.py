@@ -1,0 +1,130 @@
+"""Extractive directory summaries: the central and diverse memories of each subtree.
+
+A directory's summary is the TL;DR (the most central sentence, see `memorize.extractive`) of a
+few of its subtree's memories, chosen by maximal marginal relevance over the memory vectors:
+close to the leaf's mean direction (what most of it is about) and unlike the memories already
+chosen (what else it holds), then put in reading order (memory index: the order of the
+documents and of the chunks within them). The README shows it as the directory's summary;
+collapsed-tree search and the navigation agent read it (README text and vector), so a question
+about a whole topic ("what happened to the king?", "what did the meeting decide?") can be
+answered from it.
+
+Leaves choose among their own memories (`LEAF_SENTENCES` of them); a parent takes its
+children's choices in turns, largest child first: a whole tree costs about n * `LEAF_SENTENCES`
+dot products.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from memory_bank.schemas import DirectoryNode
+from memory_bank.text.lexicon import name_words
+
+LEAF_KEY_TERMS = 12
+PARENT_KEY_TERMS = 20
+LEAF_SENTENCES = 3
+PARENT_SENTENCES = 5
+# Weight of closeness to the subtree's mean against unlikeness to the memories already chosen
+# (as in memorize's MMR over a chunk's sentences).
+RELEVANCE = 0.7
+# A memory this close to one already chosen says the same thing (a repeated boilerplate
+# paragraph, the same passage in two files): never chosen.
+NEAR_DUPLICATE = 0.95
+
+
+def choose_central(vectors: np.ndarray, count: int) -> list[int]:
+    """Positions (rows of `vectors`, unit length) of up to `count` central and diverse rows, in
+    the order chosen (ties: the lower position); near-duplicates of a chosen row are skipped."""
+    if not len(vectors) or count < 1:
+        return []
+    data = vectors.astype(np.float64)
+    mean = data.sum(axis=0)
+    relevance = data @ (mean / max(float(np.linalg.norm(mean)), 1e-12))
+    closest_chosen = np.full(len(data), -np.inf)
+    chosen: list[int] = []
+    for _ in range(min(count, len(data))):
+        redundancy = np.where(np.isfinite(closest_chosen), closest_chosen, 0.0)
+        scores = RELEVANCE * relevance - (1.0 - RELEVANCE) * redundancy
+        scores[chosen] = -np.inf
+        scores[closest_chosen > NEAR_DUPLICATE] = -np.inf
+        best = int(np.argmax(scores))
+        if not np.isfinite(scores[best]):
+            break
+        chosen.append(best)
+        closest_chosen = np.maximum(closest_chosen, data @ data[best])
+    return chosen
+
+
+def subtree_highlights(
+    tree: DirectoryNode, vectors: np.ndarray, row_of: Mapping[int, int]
+) -> dict[str, list[int]]:
+    """The summary memories (indices, in reading order) of every directory of `tree`;
+    `vectors[row_of[index]]` is memory `index`'s vector.
+
+    A leaf's are chosen among its memories; a parent's are its children's, taken in turns from
+    the largest child down (each child's best first), so a parent's summary speaks of its main
+    subdirectories as RAPTOR's summary of summaries does, in a pass over each vector only once
+    per level."""
+    chosen_order: dict[str, list[int]] = {}
+
+    def visit(node: DirectoryNode) -> int:
+        if not node.children:
+            members = list(node.chunk_indices)
+            rows = np.fromiter((row_of[index] for index in members), dtype=np.int64)
+            picked = choose_central(vectors[rows], LEAF_SENTENCES) if members else []
+            chosen_order[node.path] = [members[position] for position in picked]
+            return len(members)
+        sizes = [visit(child) for child in node.children]
+        by_size = sorted(range(len(sizes)), key=lambda i: (-sizes[i], i))
+        queues = [list(chosen_order[node.children[i].path]) for i in by_size]
+        picked: list[int] = []
+        while len(picked) < PARENT_SENTENCES and any(queues):
+            for queue in queues:
+                if queue and len(picked) < PARENT_SENTENCES:
+                    picked.append(queue.pop(0))
+        chosen_order[node.path] = picked
+        return sum(sizes) + len(node.chunk_indices)
+
+    visit(tree)
+    return {path: sorted(indices) for path, indices in chosen_order.items()}
+
+
+def subtree_key_terms(
+    tree: DirectoryNode, keywords: Mapping[int, Sequence[str]]
+) -> dict[str, list[str]]:
+    """The key terms of every directory (memorize's keywords of its subtree's memories, those
+    with a word fit for a name: no dates, months or fillers), the most telling first: how many
+    of its memories have the term, weighted by how rare the term is in the whole tree (idf);
+    `keywords[index]` are memory `index`'s. The README lists them,
+    so a reader (or `grep`) sees what a directory holds beyond its summary's few sentences."""
+    telling = {
+        index: {term.lower() for term in terms if name_words(term)}
+        for index, terms in keywords.items()
+    }
+    document_frequency: Counter[str] = Counter()
+    for terms in telling.values():
+        document_frequency.update(terms)
+    total = max(len(keywords), 1)
+    found: dict[str, list[str]] = {}
+
+    def visit(node: DirectoryNode) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for index in node.chunk_indices:
+            counts.update(telling.get(index, ()))
+        for child in node.children:
+            counts.update(visit(child))
+        limit = PARENT_KEY_TERMS if node.children else LEAF_KEY_TERMS
+        ranked = sorted(
+            counts,
+            key=lambda term: (-counts[term] * math.log(1 + total / document_frequency[term]), term),
+        )
+        found[node.path] = ranked[:limit]
+        return counts
+
+    visit(tree)
+    return found

@@ -1,0 +1,103 @@
+"""The offline contradiction rules (memory_bank/graph/claims.py): one subject and attribute with
+two values is a contradiction; two subjects, two times, lists and aliases are not."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_bank.graph.claims import extract_values, find_contradictions, text_facts
+
+
+def contradictions(old: str, new: str, old_title: str | None = None, new_title: str | None = None):
+    return find_contradictions(text_facts(old, old_title), text_facts(new, new_title))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "values"),
+    [
+        ("The CEO of Acme is Alice.", "The CEO of Acme is Bob.", ("Alice", "Bob")),
+        ("Alice is the CEO of Acme.", "Bob is the CEO of Acme.", ("Alice", "Bob")),
+        (
+            "The mother tongue of Danielle Darrieux is French.",
+            "Danielle Darrieux's mother tongue is English.",
+            ("French", "English"),
+        ),
+        (
+            "The population of Tralee is 23,000.",
+            "The population of Tralee is now 26,000 people.",
+            ("23,000", "26,000"),
+        ),
+        (
+            "Joseph Stella (born June 13, 1877 – November 5, 1946) was an American painter.",
+            "Joseph Stella was born on June 13, 1879.",
+            ("June 13, 1877", "June 13, 1879"),
+        ),
+        (
+            "Two Dollar Radio is a publishing house based in Columbus, Ohio.",
+            "Two Dollar Radio is now based in Cleveland, Ohio.",
+            ("Columbus, Ohio", "Cleveland, Ohio"),
+        ),
+        (
+            "Acme makes anvils. The CEO of Acme is Alice Moreno.",
+            "Acme Corporation announced that Bob Tanaka is now the CEO of Acme, replacing Alice Moreno.",
+            ("Alice Moreno", "Bob Tanaka"),
+        ),
+    ],
+)
+def test_one_subject_and_attribute_with_two_values_contradict(old, new, values):
+    found = contradictions(old, new)
+
+    assert found, f"no contradiction between {old!r} and {new!r}"
+    assert (found[0].old_value, found[0].new_value) == values
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # two subjects with one property
+        ("Alice was born in Paris.", "Bob was born in Paris."),
+        # a date in the value's clause makes each a fact of its time
+        (
+            "In 2019 the population of Tralee was 23,000.",
+            "In 2021 the population of Tralee was 26,000.",
+        ),
+        # different subjects whose sentences refer back ("It ...") to their own texts
+        (
+            "The Simpsons episode aired widely. It originally aired on Fox on February 9, 1997.",
+            "Another episode, When Flanders Failed, was popular. It originally aired on Fox on October 3, 1991.",
+        ),
+        # a list of values assigns none of them
+        (
+            "Starring Rajendra Prasad, Sumalatha and Chandra Mohan in the lead roles.",
+            "Starring Rajendra Prasad, Gautami and Chandra Mohan in the lead roles.",
+        ),
+        # aliases
+        (
+            "Cotula australis is a plant also known as Bachelor's Buttons.",
+            "Cotula australis is a plant also known as Southern Waterbuttons.",
+        ),
+        # the same date told more or less precisely
+        ("Boomiverse was released in June 2017.", "Boomiverse was released on June 16, 2017."),
+    ],
+)
+def test_different_subjects_times_lists_and_aliases_do_not_contradict(old, new):
+    assert contradictions(old, new) == []
+
+
+def test_values_are_dates_numbers_and_names_with_their_units():
+    values = {
+        v.text: v.kind
+        for v in extract_values("Nine Inch Nails sold 2.5 million records in Boston on 5 May 1990.")
+    }
+
+    assert values["Nine Inch Nails"] == "name"  # a number word opening a name is the name
+    assert values["2.5 million"] == "number:record"
+    assert values["5 May 1990"] == "date"
+    assert values["Boston"] == "name"
+
+
+def test_a_heading_states_nothing():
+    old = "# United States presidential election, 1964\n\nIt was held on November 3, 1964."
+    new = "# United States presidential election, 1996\n\nIt was held on November 5, 1996."
+
+    assert contradictions(old, new) == []

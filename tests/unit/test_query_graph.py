@@ -1,0 +1,134 @@
+"""The Query Graph (retrieval, edges, retiring), its Parquet snapshots and checkpoints, and the
+read-only Interaction Tree."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from memory_bank.graph.graph import QueryGraph, compose_embedding
+from memory_bank.graph.interaction import InteractionTree, ReadOnlyEntryError
+from memory_bank.graph.model import Conflict, GraphNode, InteractionEntry, MergeEvent
+from memory_bank.graph.persist import (
+    GraphState,
+    all_records,
+    checkpoints,
+    load_graph_state,
+    take_changes,
+    write_checkpoint,
+    write_records,
+)
+
+
+def _vector(seed: int) -> np.ndarray:
+    vector = np.random.default_rng(seed).normal(size=384).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def _node(node_id: str, text: str, seed: int, timestamp: float) -> GraphNode:
+    vector = _vector(seed)
+    return GraphNode(
+        id=node_id,
+        kind="session",
+        summary=text,
+        context=text[:30],
+        keywords=text.lower().split()[:3],
+        timestamp=timestamp,
+        embedding=compose_embedding(vector, None),
+        summary_vector=vector,
+    )
+
+
+def test_retrieval_is_hybrid_top_k_plus_neighbours_newest_first_without_excluded():
+    graph = QueryGraph(alpha=0.5)
+    for number in range(6):
+        graph.add_node(_node(f"n{number}", f"topic {number} words", seed=number, timestamp=number))
+    graph.add_edge("n0", "n5")
+    query = graph.nodes["n0"].embedding
+
+    found = graph.retrieve(query, ["topic"], k=1)
+
+    assert [node.id for node in found] == ["n5", "n0"]  # the best and its neighbour, newest first
+    assert [n.id for n in graph.retrieve(query, ["topic"], k=1, exclude={"n5"})] == ["n0"]
+
+
+def test_bm25_side_finds_a_node_by_its_words():
+    graph = QueryGraph(alpha=1.0)
+    graph.add_node(_node("a", "sourdough starter feeding", seed=1, timestamp=1))
+    graph.add_node(_node("b", "kubernetes pods scheduling", seed=2, timestamp=2))
+
+    assert graph.top_k(_vector(9), ["kubernet"], k=1)[0][0] == "b"
+
+
+def test_a_retired_node_leaves_retrieval_and_edges_but_keeps_its_record():
+    graph = QueryGraph()
+    graph.add_node(_node("a", "alpha", 1, 1))
+    graph.add_node(_node("b", "beta", 2, 2))
+    graph.add_edge("a", "b")
+
+    graph.retire("a", "merged", "h", at=3.0, detail="merged into h")
+
+    assert "a" in graph.nodes and graph.nodes["a"].status == "merged"
+    assert graph.nodes["a"].superseded_by == "h"
+    assert graph.nodes["b"].links == {}
+    assert [n.id for n in graph.retrieve(_vector(1), [], k=5)] == ["b"]
+    assert graph.nodes["a"].history[-1].summary == "alpha"
+
+
+def test_snapshot_and_checkpoints_reload_to_the_same_graph(tmp_path):
+    state = GraphState()
+    state.graph.add_node(_node("a", "alpha", 1, 1))
+    state.graph.add_node(_node("b", "beta", 2, 2))
+    state.graph.add_edge("a", "b", "related")
+    take_changes(state)
+    write_records(tmp_path / "snapshot", all_records(state), seq=1)
+    state.seq = 1
+    # a batch of changes after the snapshot: a conflict, a new node, an entry
+    state.graph.add_node(_node("c", "gamma", 3, 3))
+    state.graph.add_conflict(
+        Conflict("c1", "a", "c", "ceo: x vs y", "Acme", "ceo", "x", "y", "s1", "s2", 4.0)
+    )
+    state.graph.resolve_conflict("c1", "c", 5.0, "the later source holds")
+    state.tree.add_entry(InteractionEntry("e1", "raw text", 6.0, {"k": "v"}), ["c"])
+    write_checkpoint(tmp_path / "log", take_changes(state), seq=2)
+
+    loaded = load_graph_state(tmp_path / "snapshot", tmp_path / "log")
+
+    assert loaded.seq == 2
+    assert set(loaded.graph.nodes) == {"a", "b", "c"}
+    assert loaded.graph.nodes["a"].links == {"b": "related"}
+    np.testing.assert_array_equal(
+        loaded.graph.nodes["c"].embedding, state.graph.nodes["c"].embedding
+    )
+    conflict = loaded.graph.conflicts["c1"]
+    assert (conflict.status, conflict.current, conflict.superseded) == ("resolved", "c", "a")
+    assert loaded.tree.entries_for("c")[0].text == "raw text"
+    assert [seq for seq, _ in checkpoints(tmp_path / "log")] == [2]
+
+
+def _tree_digest(tree: InteractionTree) -> str:
+    rows = sorted(
+        (e.entry_id, e.text, e.timestamp, json.dumps(e.metadata, sort_keys=True))
+        for e in tree.entries.values()
+    )
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+
+
+def test_interaction_entries_are_never_modified_or_replaced():
+    tree = InteractionTree()
+    tree.add_entry(InteractionEntry("e1", "first context", 1.0), ["a"])
+    tree.add_entry(InteractionEntry("e2", "second context", 2.0), ["b"])
+    before = _tree_digest(tree)
+
+    tree.record_merge(MergeEvent("m1", ("a", "b"), "h", 3.0, "merged a and b"))
+    tree.add_entry(InteractionEntry("e1", "first context", 1.0), ["h"])  # the same entry: a link
+    with pytest.raises(ReadOnlyEntryError):
+        tree.add_entry(InteractionEntry("e1", "rewritten", 9.0), ["a"])
+    with pytest.raises(AttributeError):
+        tree.entries["e1"].text = "changed"  # type: ignore[misc]  # frozen record
+
+    assert _tree_digest(tree) == before
+    assert [e.entry_id for e in tree.entries_for("h")] == ["e1", "e2"]

@@ -1,0 +1,227 @@
+"""The session mode of the Memory Bank in one process: merges with their cascade, conflicts with
+cross-validation, planning, prompt enhancement, the read-only Interaction Tree, persistence
+across keepers, and the ReAct loop driven offline."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from memory_bank.app.bank import MemoryBank
+from memory_bank.config import AppConfig
+from memory_bank.graph.analysis import NodeView, Relationship, integrate_offline
+from memory_bank.session.agents import ClusterDraft
+from memory_bank.session.keeper import GraphKeeper
+from memory_bank.session.models import PlanRequest, PlanResult
+from memory_bank.session.planning import plan_offline, should_terminate
+from memory_bank.session.session import run_session
+from memory_bank.store.layout import is_store
+
+
+class ScriptedAgents:
+    """Classification and structure as given; analysis as scripted by node content; the
+    offline integration and planning. Records every analysis call."""
+
+    def __init__(self, relations: dict[tuple[str, str], str]) -> None:
+        self.relations = relations  # (new tag, candidate tag) -> relationship
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def classify(self, context: str, task_goal: str | None) -> list[ClusterDraft]:
+        tag, text = context.split(":", 1)
+        return [ClusterDraft(tag, f"{tag.strip()} topic", text.strip(), [tag.strip()])]
+
+    def structure(self, cluster: ClusterDraft) -> str:
+        return cluster.content
+
+    def analyze(
+        self, new: NodeView, candidates: Sequence[NodeView], judge: Sequence[str]
+    ) -> list[Relationship]:
+        self.calls.append((new.id, [c.id for c in candidates]))
+        found = []
+        for candidate in candidates:
+            relation = self.relations.get((new.keywords[0], candidate.keywords[0]))
+            if relation is not None and relation in judge:
+                found.append(Relationship(candidate.id, relation, 0.9, "scripted"))
+        return found
+
+    def integrate(self, nodes, neighbours, trigger, validation, contradictions):
+        return integrate_offline(nodes, neighbours, trigger, validation, contradictions)
+
+    def plan(self, request: PlanRequest) -> PlanResult:
+        return plan_offline(request)
+
+
+def _keeper(store: Path, embedder, agents=None) -> GraphKeeper:
+    return GraphKeeper(store, AppConfig(), embedder, agents=(lambda _: agents) if agents else None)
+
+
+def test_a_merge_inherits_the_edges_updates_the_neighbours_and_cascades(tmp_path, embedder):
+    """Seed 001 §3.2.4: A and B merge into H; B's neighbours C and D become H's and are
+    updated; H re-enters retrieval without C and D."""
+    agents = ScriptedAgents({("B", "C"): "related", ("B", "D"): "related", ("A", "B"): "merge"})
+    keeper = _keeper(tmp_path / "store", embedder, agents)
+    session = keeper.open_session("What happened in quantum computing from 2020 to 2023?").doc_id
+    ids = {}
+    for tag, text in [
+        ("C", "Quantum entanglement research in 2020 linked distant qubits."),
+        ("D", "Quantum algorithm optimisation in 2020 cut circuit depth."),
+        ("B", "Quantum computing progress in 2020: larger superconducting processors."),
+        ("E", "Classical supercomputers in 2023 still beat quantum machines on most tasks."),
+    ]:
+        ids[tag] = keeper.intercept(session, f"{tag}: {text}").new_nodes[0].id
+    graph = keeper.state.graph
+    assert set(graph.nodes[ids["B"]].links) == {ids["C"], ids["D"]}
+    contexts_before = {tag: graph.nodes[ids[tag]].context for tag in "CD"}
+
+    result = keeper.intercept(session, "A: IBM quantum chips in 2023 extend the 2020 progress.")
+
+    merged_id = result.merged[0]
+    assert result.new_nodes[0].id == merged_id
+    merged = graph.nodes[merged_id]
+    assert set(merged.links) == {ids["C"], ids["D"]}  # inherited, once each
+    event = next(iter(keeper.state.tree.merge_events.values()))
+    assert event.new_node_id == merged_id and ids["B"] in event.merged_node_ids
+    new_a = next(i for i in event.merged_node_ids if i != ids["B"])
+    for old in (new_a, ids["B"]):
+        assert graph.nodes[old].status == "merged" and graph.nodes[old].superseded_by == merged_id
+        assert old not in graph.nodes[ids["C"]].links
+    for tag in "CD":  # the inherited neighbours' context now names the merged node
+        assert graph.nodes[ids[tag]].context != contexts_before[tag]
+        assert "related to" in graph.nodes[ids[tag]].context
+    # The cascade: H analysed again, against candidates other than C and D.
+    after_merge = [candidates for node, candidates in agents.calls if node == merged_id]
+    assert after_merge and all(ids["C"] not in c and ids["D"] not in c for c in after_merge)
+    assert ids["E"] in after_merge[0]
+    # The merged node's raw contexts are both intercepted texts.
+    texts = [entry.text for entry in keeper.deep_retrieval(merged_id)]
+    assert any(t.startswith("A:") for t in texts) and any(t.startswith("B:") for t in texts)
+
+
+def _entries_digest(keeper: GraphKeeper) -> dict[str, str]:
+    return {
+        entry_id: hashlib.sha256(
+            json.dumps([e.text, e.timestamp, e.metadata], sort_keys=True, default=str).encode()
+        ).hexdigest()
+        for entry_id, e in keeper.state.tree.entries.items()
+    }
+
+
+def test_a_conflict_puts_cross_validation_first_then_keeps_one_current_node(tmp_path, embedder):
+    bank = MemoryBank(tmp_path / "store", AppConfig())
+    session = bank.session("Who is the CEO of Acme?")
+    assert is_store(tmp_path / "store")  # made empty for the session
+
+    first = session.intercept(
+        "Acme Corporation makes anvils and rocket skates. The CEO of Acme is Alice."
+    )
+    entries_before = _entries_digest(bank.keeper())
+    second = session.intercept("The CEO of Acme is Bob, according to the company register.")
+
+    assert [c.old_value for c in second.conflicts] == ["Alice"]
+    pending = second.insight_doc.pending_tasks
+    assert len(pending) == 1 and pending[0].startswith("Cross-validate")
+    assert first.new_nodes[0].id in pending[0] and second.new_nodes[0].id in pending[0]
+    assert not second.done
+    prompt = session.enhance_prompt()
+    assert prompt.startswith("<task>\n") and "</task>\n\n<memory>\n" in prompt
+    assert "Cross-validate" in prompt and "Memory 1 (id:" in prompt
+
+    validated = session.intercept("The 2024 annual report confirms that Bob is the CEO of Acme.")
+
+    assert validated.task_type == "cross_validate"
+    assert [(c.status, c.current) for c in validated.resolved] == [
+        ("resolved", second.new_nodes[0].id)
+    ]
+    current = bank.keeper().node(validated.new_nodes[0].id)
+    assert (
+        current.status == "current" and "Bob" in current.summary and "Alice" not in current.summary
+    )
+    assert {h.summary for h in current.history} >= {
+        "Acme Corporation makes anvils and rocket skates. The CEO of Acme is Alice.",
+        "The CEO of Acme is Bob, according to the company register.",
+    }
+    superseded = bank.keeper().node(first.new_nodes[0].id)
+    assert superseded.status == "superseded" and superseded.superseded_by == current.id
+    assert validated.insight_doc.completed_tasks[-1].type == "cross_validate"
+    # Entries are only ever added: those recorded before are exactly as they were.
+    entries_after = _entries_digest(bank.keeper())
+    assert {k: entries_after[k] for k in entries_before} == entries_before
+    assert len(entries_after) == len(entries_before) + 2
+
+
+def test_another_keeper_sees_every_acknowledged_change(tmp_path, embedder):
+    store = tmp_path / "store"
+    writer = _keeper(store, embedder)
+    session = writer.open_session("Where is the Louvre?")
+    writer.intercept(session.doc_id, "The Louvre is a museum in Paris, France.")
+    reader = _keeper(store, embedder)
+    assert reader.insight_doc(session.doc_id).completed_tasks
+
+    later = writer.intercept(session.doc_id, "The Louvre opened as a museum in 1793.")
+
+    assert reader.node(later.new_nodes[0].id).summary == "The Louvre opened as a museum in 1793."
+    assert reader.summary().checkpoint == writer.summary().checkpoint
+
+
+def test_the_termination_rule_and_incremental_planning():
+    from memory_bank.session.models import CompletedTask, InsightDoc
+
+    doc = InsightDoc(doc_id="s", task_goal="goal")
+    planned = plan_offline(
+        PlanRequest(insight_doc=doc, goal_coverage=0.2, missing_terms=["louvre"])
+    )
+    assert planned.pending_tasks == ["Find information on: louvre"]
+    done = InsightDoc(
+        doc_id="s",
+        task_goal="goal",
+        completed_tasks=[
+            CompletedTask(type="normal", description="x", status="success", context="y")
+        ],
+    )
+    failed = done.model_copy(
+        update={
+            "completed_tasks": [
+                *done.completed_tasks,
+                CompletedTask(type="normal", description="z", status="failure", context=""),
+            ]
+        }
+    )
+    assert should_terminate(done) and not should_terminate(failed)
+
+
+def test_a_closed_session_refuses_intercepts_and_its_graph_serves_later_questions(
+    tmp_path, embedder
+):
+    from memory_bank.errors import SessionError
+
+    bank = MemoryBank(tmp_path / "store", AppConfig())
+    bank._embedder = embedder
+    session = bank.session("Where is the Louvre?")
+    session.intercept("The Louvre is a museum in Paris, France. It opened in 1793.")
+    exported = session.close()
+
+    assert not exported.open and exported.nodes and exported.entries
+    with pytest.raises(SessionError):
+        session.intercept("more")
+    assert bank.graph().session_nodes == 1
+    [hit] = bank.search("When did the Louvre open?")  # the empty store's only memory
+    assert hit.kind == "memory" and "1793" in hit.text and hit.chunk_id == exported.nodes[0].id
+
+
+def test_the_react_loop_runs_a_session_offline(tmp_path, embedder):
+    bank = MemoryBank(tmp_path / "store", AppConfig())
+    bank._embedder = embedder
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "louvre.md").write_text("# The Louvre\n\nThe Louvre is a museum in Paris, France.\n")
+    bank.add(files=[str(notes)])
+    session = bank.session("In which city is the Louvre?")
+
+    run = run_session(session, bank.react_agent(roots=[notes]), max_rounds=3)
+
+    assert "Paris" in run.answer
+    assert run.insight_doc.completed_tasks and run.rounds <= 3

@@ -1,0 +1,122 @@
+"""Directory summaries (central and diverse memories), the README-only descent, and the tree
+measures of the benchmark."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory_bank.evaluation.tree_metrics import leaf_of, nmi, purity, top_level_of
+from memory_bank.index.corpus import DirectoryIndex
+from memory_bank.index.descent import descend
+from memory_bank.schemas import DirectoryNode
+from memory_bank.taxonomy.summary import LEAF_SENTENCES, choose_central, subtree_highlights
+
+
+def _unit(*values: float) -> np.ndarray:
+    vector = np.array(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def test_central_memories_come_first_and_repeats_are_passed_over():
+    vectors = np.stack(
+        [_unit(1, 0.1, 0), _unit(1, 0.1, 0), _unit(1, 0, 0.05), _unit(0.2, 1, 0), _unit(1, 0, 0)]
+    )
+    chosen = choose_central(vectors, 3)
+    assert chosen[0] in (0, 1, 2, 4)
+    assert 3 in chosen  # the odd one out is the diverse pick
+    assert not {0, 1} <= set(chosen)  # two identical memories are never both chosen
+    assert choose_central(vectors[:0], 3) == [] and sorted(choose_central(vectors, 9))[-1] == 3
+
+
+TREE = DirectoryNode(
+    path="/",
+    name="",
+    children=[
+        DirectoryNode(
+            path="/a",
+            name="a",
+            children=[
+                DirectoryNode(path="/a/x", name="x", chunk_indices=[0, 1, 2, 3]),
+                DirectoryNode(path="/a/y", name="y", chunk_indices=[4, 5]),
+            ],
+        ),
+        DirectoryNode(path="/b", name="b", chunk_indices=[6, 7, 8]),
+    ],
+)
+
+
+def test_parents_summarize_with_their_childrens_choices_largest_child_first():
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((9, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    highlights = subtree_highlights(TREE, vectors, {i: i for i in range(9)})
+    assert len(highlights["/a/x"]) == LEAF_SENTENCES and set(highlights["/a/x"]) <= {0, 1, 2, 3}
+    assert set(highlights["/a"]) <= set(highlights["/a/x"]) | set(highlights["/a/y"])
+    assert {4, 5} & set(highlights["/a"])  # the smaller child is heard too
+    assert highlights["/a"] == sorted(highlights["/a"])  # reading order
+    assert set(highlights["/"]) <= set(range(9)) and len(highlights["/"]) == 5
+
+
+def test_descent_follows_the_best_readme_down_to_the_leaves():
+    paths = ["/a", "/a/x", "/a/y", "/b"]
+    vectors = np.stack([_unit(1, 1, 0), _unit(1, 0, 0), _unit(0, 1, 0), _unit(0, 0, 1)])
+    terms = [frozenset({"alpha"}), frozenset({"alpha", "xylophone"}), frozenset(), frozenset()]
+    directories = DirectoryIndex(paths, vectors, [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3], [4, 5]], terms)
+    directories.subtree_chunks.append([6, 7, 8])
+    query = _unit(0.9, 0.1, 0.2)
+    assert [leaf.path for leaf in descend(TREE, directories, "alpha", query, 0.5, 1)] == ["/a/x"]
+    reached = [leaf.path for leaf in descend(TREE, directories, "alpha", query, 0.5, 3)]
+    assert reached[0] == "/a/x" and set(reached) == {"/a/x", "/a/y", "/b"}
+    with pytest.raises(ValueError):
+        descend(TREE, directories, "alpha", query, 0.5, 0)
+
+
+def test_purity_nmi_and_leaf_purity():
+    top = top_level_of(TREE)
+    assert top == {0: "a", 1: "a", 2: "a", 3: "a", 4: "a", 5: "a", 6: "b", 7: "b", 8: "b"}
+    labels = {i: "one" if i < 5 else "two" for i in range(9)}
+    assert purity(top, labels) == pytest.approx(8 / 9)
+    assert purity(leaf_of(TREE), labels) == pytest.approx(8 / 9)
+    assert nmi(top, {i: "p" if i < 6 else "q" for i in range(9)}) == pytest.approx(1.0)
+    only_some = {6: "s", 7: "s", 0: "t"}
+    assert purity(leaf_of(TREE), only_some) == 1.0
+
+
+def test_readme_quotes_are_evidence_but_no_ranked_passage(tmp_path):
+    from memory_bank.evaluation.metrics import Passage, cut_to_budget, whitespace_token_count
+    from memory_bank.evaluation.store_index import StoreIndex
+
+    index = StoreIndex.__new__(StoreIndex)  # only what readme_passages reads
+    index.source_of_document = {"d1": "one.txt", "d2": "two.txt"}
+    index._tldrs = ["The king lost his crown.", "The queen found it again."]
+    index._documents = ["d1", "d2"]
+    index._subtree = {"/tales": [0, 1]}
+    text = "# Tales\n\nThe king lost his crown. The queen found it again."
+    passages = index.readme_passages("/tales", text)
+    assert passages == [
+        Passage(None, "# Tales"),
+        Passage("one.txt", "The king lost his crown.", quoted=True),
+        Passage("two.txt", "The queen found it again.", quoted=True),
+    ]
+    assert index.readme_passages("/other", text) == [Passage(None, " ".join(text.split()))]
+    kept = cut_to_budget(passages, 4, whitespace_token_count)
+    assert kept[-1] == Passage("one.txt", "The king", quoted=True)
+
+
+def test_key_terms_rank_the_subtrees_telling_keywords_and_skip_dates():
+    from memory_bank.taxonomy.summary import subtree_key_terms
+
+    keywords = {
+        0: ["Mars", "year", "dust storms"],
+        1: ["mars", "april 2025", "co2"],
+        2: ["mars", "olympus mons"],
+        3: ["jazz"],
+        4: ["jazz", "mars"],
+        5: ["bebop"],
+    }
+    terms = subtree_key_terms(TREE, keywords)
+    assert terms["/a/x"][0] == "mars" and "year" not in terms["/a/x"]
+    assert "april 2025" not in terms["/"]
+    assert terms["/a/y"] == ["bebop", "jazz", "mars"]  # one memory each: the rarest first
+    assert terms["/b"] == []
