@@ -1,8 +1,14 @@
 """The HTTP API: a Ray Serve deployment with a FastAPI ingress over one memory store.
 
-    POST /query   {"question": ..., "max_iterations"?, "system_prompt"?} -> ChatResult
+    POST /query   {"question": ..., "mode"?: "navigate" | "research", "max_iterations"?,
+                   "system_prompt"?}                               -> ChatResult
     POST /search  {"query": ..., "top_k"?, "mode": "hybrid"}         -> list[SearchHit]
     GET  /tree                                                     -> DirectoryNode
+    POST /conversations/{id}/turns  {"speaker", "text", "timestamp"?}  -> TurnRecord
+    POST /conversations/{id}/recall {"query", "max_tokens"?}          -> RecallResult
+    POST /conversations/{id}/consolidate                  -> {"consolidated": N}
+    GET  /conversations/{id}                                       -> ConversationInfo
+    GET  /conversations                                            -> list of ids
     GET  /tools                                  -> the store tools as OpenAI function schemas
     GET  /healthz                                                  -> {"status", "store_version"}
     POST /sessions            {"task_goal": ...}                    -> InsightDoc (doc_id = id)
@@ -38,6 +44,7 @@ from ray import serve
 from ray.serve import Application
 
 from memory_bank.config import AppConfig, load_config
+from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.errors import ConfigError, MemoryBankError, SessionError, StoreError, ToolError
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 from memory_bank.session.models import (
@@ -62,11 +69,17 @@ class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, description="The question to answer from the store.")
+    mode: Literal["navigate", "research"] = Field(
+        "navigate",
+        description="navigate: the agent explores the tree; research: plan -> search -> "
+        "integrate -> reflect rounds for multi-hop questions.",
+    )
     max_iterations: int | None = Field(
         None,
         ge=1,
         le=50,
-        description="Navigation steps at most (default: retrieval.max_iterations).",
+        description="Navigation steps, or research rounds, at most (default: "
+        "retrieval.max_iterations / research.max_iterations).",
     )
     system_prompt: str | None = Field(
         None,
@@ -88,6 +101,27 @@ class SearchRequest(BaseModel):
     query: str = Field(description="Search text; a blank query finds nothing.")
     top_k: int | None = Field(None, ge=1, le=100, description="Hits (default: retrieval.top_k).")
     mode: Literal["hybrid", "bm25", "vector", "tree"] = "hybrid"
+
+
+class TurnRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    speaker: str = Field(min_length=1, max_length=200)
+    text: str = Field(min_length=1, max_length=100_000)
+    timestamp: str | None = Field(
+        None, description="ISO 8601; relative dates in the text are resolved against it."
+    )
+
+
+class RecallRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1)
+    max_tokens: int | None = Field(None, ge=16, le=100_000)
+
+
+class Consolidated(BaseModel):
+    consolidated: int
 
 
 class SessionRequest(BaseModel):
@@ -175,6 +209,7 @@ class MemoryBankServer:
         self._service = QueryService(Path(store), self._config)
         self._keeper = None
         self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
+        self._conversations = self._service.conversations()
         # FastAPI runs these handlers on a thread pool; the embedding model's tokenizer must not
         # be entered by two threads at once, so domain calls take turns within a replica (the
         # work is CPU-bound on one core anyway). Scale out with num_replicas instead.
@@ -183,6 +218,10 @@ class MemoryBankServer:
     @app.post("/query", response_model=ChatResult, responses=_ERROR_RESPONSES)
     def query(self, request: QueryRequest) -> ChatResult:
         with self._turn:
+            if request.mode == "research":
+                return self._service.research(
+                    request.question, max_iterations=request.max_iterations
+                )
             return self._service.ask(
                 request.question,
                 max_iterations=request.max_iterations,
@@ -193,6 +232,48 @@ class MemoryBankServer:
     def search(self, request: SearchRequest) -> list[SearchHit]:
         with self._turn:
             return self._service.search(request.query, top_k=request.top_k, mode=request.mode)
+
+    @app.post(
+        "/conversations/{conversation_id}/turns",
+        response_model=TurnRecord,
+        responses=_ERROR_RESPONSES,
+    )
+    def add_turn(self, conversation_id: str, request: TurnRequest) -> TurnRecord:
+        with self._turn:
+            memory = self._conversations.get(conversation_id)
+            return memory.add_turn(request.speaker, request.text, request.timestamp)
+
+    @app.post(
+        "/conversations/{conversation_id}/recall",
+        response_model=RecallResult,
+        responses=_ERROR_RESPONSES,
+    )
+    def recall(self, conversation_id: str, request: RecallRequest) -> RecallResult:
+        with self._turn:
+            memory = self._conversations.get(conversation_id)
+            return memory.recall(request.query, max_tokens=request.max_tokens)
+
+    @app.post(
+        "/conversations/{conversation_id}/consolidate",
+        response_model=Consolidated,
+        responses=_ERROR_RESPONSES,
+    )
+    def consolidate(self, conversation_id: str) -> Consolidated:
+        with self._turn:
+            return Consolidated(consolidated=self._conversations.get(conversation_id).consolidate())
+
+    @app.get(
+        "/conversations/{conversation_id}",
+        response_model=ConversationInfo,
+        responses=_ERROR_RESPONSES,
+    )
+    def conversation(self, conversation_id: str) -> ConversationInfo:
+        with self._turn:
+            return self._conversations.get(conversation_id).info()
+
+    @app.get("/conversations", response_model=list[str])
+    def conversations(self) -> list[str]:
+        return self._conversations.ids()
 
     @app.get("/tree", response_model=DirectoryNode, responses=_ERROR_RESPONSES)
     def tree(self) -> DirectoryNode:

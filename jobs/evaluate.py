@@ -21,7 +21,7 @@ What is scored is what each mode hands a reader:
   the rest (heading, what the directory holds) to no source.
 - descent1 / descent3: every memory of the leaves reached from the root by README scores alone
   (beam 1 / beam 3), best hybrid score first; `hit` counts a gold source among them.
-- ask: the agent's answer. Each cited chunk file becomes one passage holding the answer sentences
+- ask and research: the answer. Each cited chunk file becomes one passage holding the answer sentences
   quoted from that chunk (so the answer's tokens count once against a budget); a cited chunk the
   answer does not quote carries the whole answer. R@k ranks the cited files' sources in citation
   order, and the answer itself is matched against the gold answers.
@@ -65,7 +65,17 @@ from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
 from memory_bank.text.sources import load_sources
 
-EVAL_MODES: tuple[str, ...] = ("bm25", "vector", "hybrid", "tree", "ask", "descent1", "descent3")
+EVAL_MODES: tuple[str, ...] = (
+    "bm25",
+    "vector",
+    "hybrid",
+    "tree",
+    "ask",
+    "research",
+    "descent1",
+    "descent3",
+)
+ANSWER_MODES = ("ask", "research")  # modes that answer (a ChatResult) rather than rank hits
 # Descent modes: the memories of the leaves a README-only descent from the root reaches with a
 # beam of this many directories per level (`MemoryBank.descend`); scored like a search result,
 # plus `hit`, whether any of them comes from a gold source.
@@ -326,6 +336,8 @@ def run_questions(
     for mode in modes:
         if mode == "ask":
             bank.request("warm up", max_iterations=max_iterations)
+        elif mode == "research":
+            bank.research("warm up")
         elif mode in DESCENT_BEAMS:
             bank.descend("warm up", beam_width=DESCENT_BEAMS[mode])
         else:
@@ -337,8 +349,11 @@ def run_questions(
         for mode in modes:
             generated_answer = None
             began = time.perf_counter()
-            if mode == "ask":
-                answered = bank.request(question.question, max_iterations=max_iterations)
+            if mode in ANSWER_MODES:
+                if mode == "ask":
+                    answered = bank.request(question.question, max_iterations=max_iterations)
+                else:
+                    answered = bank.research(question.question)
                 elapsed = time.perf_counter() - began
                 passages = index.answer_passages(answered.answer, answered.sources)
                 generated_answer = answered.answer

@@ -148,6 +148,35 @@ class RetrievalConfig(StrictModel):
     beam_width: int = Field(3, ge=1)
 
 
+class ResearchConfig(StrictModel):
+    """The research loop (`memory-bank ask --mode research`): plan, search, integrate, reflect."""
+
+    max_iterations: int = Field(3, ge=1, le=10)  # rounds at most
+    # Follow-up queries per round (bridge entities), as GAM's reflection asks for 1-5.
+    follow_ups: int = Field(5, ge=1, le=10)  # follow-up queries per round (bridge entities)
+    leading_passages: int = Field(3, ge=1)  # passages the abstract and the coverage test read
+
+
+class ConversationConfig(StrictModel):
+    """Live conversation memory (seed 004): working / episodic / semantic tiers."""
+
+    working_tokens: int = Field(4000, ge=16)  # the working memory's budget
+    evict_fraction: float = Field(0.25, gt=0.0, le=1.0)  # of the working turns, oldest first
+    summary_tokens: int = Field(400, ge=16)  # the recursive summary never grows past this
+    recall_tokens: int = Field(1024, ge=16)  # default budget of a recall (summary included)
+    summary_share: float = Field(0.25, ge=0.0, le=1.0)  # of a recall's budget, at most
+    context_turns: int = Field(
+        int(__import__("os").environ.get("CT", "2")), ge=0, le=20
+    )  # neighbours each side of a recalled turn
+    alpha: float = Field(0.5, ge=0.0, le=1.0)  # lexical share of a turn's score
+    contiguity: float = Field(0.2, ge=0.0, le=1.0)  # share of the best neighbour's score
+    recency: float = Field(0.05, ge=0.0, le=1.0)  # bonus of the newest turn
+    recency_half_life: float = Field(500.0, gt=0.0)  # turns
+    # Evicted turns handed to the store's add path (the semantic tier) once this many are
+    # waiting; None: only on `consolidate` (the chat command does it when it ends).
+    consolidate_turns: int | None = Field(None, ge=1)
+
+
 class StageResources(StrictModel):
     concurrency: int = Field(1, ge=1)
     batch_size: int = Field(64, ge=1)
@@ -171,6 +200,8 @@ class AppConfig(StrictModel):
     store: StoreConfig = StoreConfig()
     llm: LLMConfig = LLMConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
+    research: ResearchConfig = ResearchConfig()
+    conversation: ConversationConfig = ConversationConfig()
     ray: RayConfig = RayConfig()
 
 

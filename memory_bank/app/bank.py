@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memory_bank.config import AppConfig
+from memory_bank.conversation.memory import ConversationMemory, Conversations
 from memory_bank.errors import StoreError
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.executor import Executor, LocalExecutor
@@ -70,12 +71,15 @@ class MemoryBank:
         store: str | Path,
         config: AppConfig | None = None,
         executor: ExecutorFactory | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
+        """`embedder`: an embedding model to share (else one is loaded on first use)."""
         self.store = Path(store)
         self.config = config or AppConfig()
         self._executor_factory = executor
         self._query = None
-        self._embedder: Embedder | None = None
+        self._embedder: Embedder | None = embedder
+        self._conversations: Conversations | None = None
         self._keeper: GraphKeeper | None = None
 
     def add(
@@ -112,6 +116,24 @@ class MemoryBank:
         return self._query_service().ask(
             question, max_iterations=max_iterations, system_prompt=system_prompt
         )
+
+    def research(self, question: str, max_iterations: int | None = None) -> ChatResult:
+        """Answer a multi-hop `question` by iterative research: plan, search, integrate the
+        evidence, reflect on what is missing and search again, for at most `max_iterations`
+        rounds (default `research.max_iterations`). The trajectory shows each round."""
+        return self._query_service().research(question, max_iterations=max_iterations)
+
+    def conversation(self, conversation_id: str) -> ConversationMemory:
+        """A live conversation kept beside this store (created on first use): `add_turn`,
+        `recall`, `consolidate` (the evicted turns into the store by `add`), `info`."""
+        if self._conversations is None:
+            self._conversations = Conversations(
+                self.store,
+                self._shared_embedder(),
+                self.config.conversation,
+                add_to_store=lambda files: self.add(files=files),
+            )
+        return self._conversations.get(conversation_id)
 
     def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
         """The best `top_k` hits (default `retrieval.top_k`) for `query`, best first."""

@@ -283,14 +283,30 @@ def ask(
         str | None,
         typer.Option("--system-prompt", help="Extra instructions for an LLM navigation agent."),
     ] = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="navigate (the agent explores the tree) or research (plan -> search -> "
+            "integrate -> reflect rounds, for multi-hop questions; --max-iterations counts "
+            "rounds, default research.max_iterations).",
+        ),
+    ] = "navigate",
+    show_trajectory: Annotated[
+        bool, typer.Option("--trajectory", help="Also print each step taken.")
+    ] = False,
     config: ConfigOption = None,
     backend: BackendOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Answer a question from the store, citing the memory files used."""
-    result = _bank(store, config, backend=backend).request(
-        question, max_iterations=max_iterations, system_prompt=system_prompt
-    )
+    if mode not in ("navigate", "research"):
+        _fail(f"unknown mode {mode!r}; choose navigate or research")
+    bank = _bank(store, config, backend=backend)
+    if mode == "research":
+        result = bank.research(question, max_iterations=max_iterations)
+    else:
+        result = bank.request(question, max_iterations=max_iterations, system_prompt=system_prompt)
     if as_json:
         print(result.model_dump_json())
         return
@@ -306,6 +322,32 @@ def ask(
             f"{note.current_value!r} on {note.superseded_at} ({note.current_source})[/]",
             highlight=False,
         )
+    if show_trajectory:
+        _out.print(f"[dim]{result.trajectory}[/]", highlight=False)
+
+
+@app.command()
+@_reports_errors
+def chat(
+    store: StoreOption,
+    conversation: Annotated[
+        str, typer.Option("--conversation", help="Conversation id (kept beside the store).")
+    ] = "chat",
+    speaker: Annotated[str, typer.Option("--speaker", help="Your name in the turns.")] = "user",
+    consolidate: Annotated[
+        bool,
+        typer.Option(
+            "--consolidate/--no-consolidate",
+            help="On leaving, add the evicted turns to the store (the semantic tier).",
+        ),
+    ] = True,
+    config: ConfigOption = None,
+) -> None:
+    """An interactive conversation with live memory: working memory, evicted turns kept in
+    full with a running summary, recall by meaning and time (type /help)."""
+    from memory_bank.app.chat import run_chat
+
+    run_chat(_bank(store, config), conversation, speaker, consolidate, _out)
 
 
 @app.command()

@@ -5,9 +5,10 @@ extractive memories (MMR over sentence vectors, `memorize.extractive`); organize
 hierarchical clustering with terms-based names (`taxonomy`); place: descent to the closest
 directory (`taxonomy.placement`); readme: the extractive summary of the subtree
 (`taxonomy.summary`) and the children (`taxonomy.readme`); navigate: retrieval-guided tree
-descent (`query.navigation`); answer: the extractive answer (`query.answering`). The session
-roles: classify (paragraph clusters by embedding), structure (the extractive memory), analyze
-and integrate (`graph.analysis`: contradiction rules, near-duplicates, similarity), plan
+descent (`query.navigation`); answer: the extractive answer (`query.answering`); research: names
+read in retrieved text as bridges, residual terms and coverage tests (`research.agent`). The
+session roles: classify (paragraph clusters by embedding), structure (the extractive memory),
+analyze and integrate (`graph.analysis`: contradiction rules, near-duplicates, similarity), plan
 (`session.planning`).
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memory_bank.config import RetrievalConfig
+from memory_bank.config import ResearchConfig, RetrievalConfig
 from memory_bank.errors import LLMError
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.llm.roles import (
@@ -31,6 +32,7 @@ from memory_bank.llm.roles import (
     PlaceResult,
     ReadmeRequest,
     ReadmeResult,
+    Researcher,
     SplitRequest,
     SplitResult,
 )
@@ -137,3 +139,10 @@ class OfflineBackend:
         from memory_bank.query.navigation import NavigationAgent
 
         return NavigationAgent(tools, search, embedder, config)
+
+    def researcher(
+        self, search: Any, config: ResearchConfig, retrieval: RetrievalConfig
+    ) -> Researcher:
+        from memory_bank.research.agent import ResearchAgent
+
+        return ResearchAgent(search, config, retrieval)

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from memory_bank.config import LLMConfig, RetrievalConfig
+from memory_bank.config import LLMConfig, ResearchConfig, RetrievalConfig
 from memory_bank.errors import LLMError
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.llm.ledger import Ledger
@@ -42,6 +42,7 @@ from memory_bank.llm.roles import (
     PlaceResult,
     ReadmeRequest,
     ReadmeResult,
+    Researcher,
     SplitRequest,
     SplitResult,
 )
@@ -324,3 +325,12 @@ class OpenAIBackend:
         return ToolCallingNavigator(
             self.client, tools, config, model, temperature, answer=self.answer, search=search
         )
+
+    # --- research -------------------------------------------------------------------------------
+
+    def researcher(
+        self, search: Any, config: ResearchConfig, retrieval: RetrievalConfig
+    ) -> Researcher:
+        from memory_bank.llm.openai_research import LLMResearcher
+
+        return LLMResearcher(self, search, config, retrieval)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 
-from memory_bank.config import MemorizeConfig, RetrievalConfig, TaxonomyConfig
+from memory_bank.config import MemorizeConfig, ResearchConfig, RetrievalConfig, TaxonomyConfig
 from memory_bank.index.embedding import ChunkEncoding, TextEncoder
 from memory_bank.schemas import ChatResult, Chunk, DirectoryNode, HistoryNote, MemorizedChunk
 from memory_bank.tasks import TaskMap, run_serially
@@ -204,6 +204,13 @@ class Navigator(Protocol):
         """`system_prompt` adds instructions for a model; the offline agent has none to add."""
 
 
+class Researcher(Protocol):
+    """Answers multi-hop questions by iterative research over one opened store (seed 003)."""
+
+    def research(self, question: str, max_iterations: int | None = None) -> ChatResult:
+        """At most `max_iterations` rounds of plan -> search -> integrate -> reflect."""
+
+
 class LLMBackend(Protocol):
     """Every role, filled by one backend (see the module docstring)."""
 
@@ -245,6 +252,11 @@ class LLMBackend(Protocol):
     ) -> Navigator:
         """The navigation agent over one store's tools (`query.tools.StoreTools`) and search
         (`index.hybrid.HybridSearch`)."""
+
+    def researcher(
+        self, search: Any, config: ResearchConfig, retrieval: RetrievalConfig
+    ) -> Researcher:
+        """The research loop over one store's search (`index.hybrid.HybridSearch`)."""
 
 
 def readme_requests(

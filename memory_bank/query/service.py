@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from memory_bank.config import AppConfig
+from memory_bank.conversation.memory import Conversations
 from memory_bank.errors import StoreError
 from memory_bank.graph.view import GraphView
 from memory_bank.index.corpus import StoreCorpus
@@ -43,6 +44,7 @@ class _OpenStore:
         self.currency = Currency(graph, corpus, embedder)
         backend = backend_for(config.llm)
         self.agent = backend.navigator(self.tools, self.hybrid, embedder, config.retrieval)
+        self.researcher = backend.researcher(self.hybrid, config.research, config.retrieval)
         if hasattr(self.agent, "currency"):
             self.agent.currency = self.currency
 
@@ -107,6 +109,11 @@ class QueryService:
             question, max_iterations=iterations, system_prompt=system_prompt
         )
 
+    def research(self, question: str, max_iterations: int | None = None) -> ChatResult:
+        """The research loop (plan -> search -> integrate -> reflect) for at most
+        `max_iterations` rounds (default `research.max_iterations`)."""
+        return self._current().researcher.research(question, max_iterations=max_iterations)
+
     def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
         """Hits best first; a memory whose claim replaced a matching hit's is ranked above it
         and the hit carries the history (`query.currency`); in hybrid mode, session memories
@@ -125,6 +132,17 @@ class QueryService:
     def descend(self, query: str, beam_width: int | None = None) -> list[SearchHit]:
         width = beam_width or self.config.retrieval.beam_width
         return self._current().searcher.descend(query, width)
+
+    def conversations(self) -> Conversations:
+        """The store's live conversations, sharing this service's embedding model; their
+        evicted turns are consolidated into the store by an in-process add."""
+
+        def add_to_store(files: list[Path]) -> object:
+            from memory_bank.app.bank import MemoryBank
+
+            return MemoryBank(self.store, config=self.config).add(files=files)
+
+        return Conversations(self.store, self.embedder, self.config.conversation, add_to_store)
 
     def tree(self) -> DirectoryNode:
         return self._current().reader.tree()

@@ -17,7 +17,10 @@ A `.jsonl` conversation holds one turn object per line. ``role`` / ``content`` a
 ``{"type": "text", "text": ...}`` parts, ``timestamp`` is optional and turns with blank text are
 dropped. The document text renders each turn as ``[timestamp] speaker: text`` (or
 ``speaker: text``), turns separated by a blank line; in the session forms every session starts
-with a ``## Session <id>`` header line. `Document.turns` / `turn_offsets` record the turns and
+with a ``## Session <id>`` header line. A session object may carry its date (``timestamp``,
+``date_time``, ``date`` or ``session_date``): its turns without a timestamp of their own keep it.
+Relative dates said in a turn with a readable timestamp are resolved against it and written
+after them ("yesterday (2023-05-07)", `text.dates`), so the memories hold the dates. `Document.turns` / `turn_offsets` record the turns and
 where each starts, so chunking can cut on turn boundaries.
 
 Text is normalized on the way in: line breaks become ``\\n`` and control characters other than
@@ -33,6 +36,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,7 @@ from pypdf import PdfReader
 
 from memory_bank.errors import SourceError
 from memory_bank.schemas import Document, DocumentKind, Turn
+from memory_bank.text.dates import annotate_dates, parse_timestamp
 from memory_bank.text.lexicon import markdown_title
 
 logger = logging.getLogger(__name__)
@@ -360,7 +365,7 @@ def _load_conversation(text: str, source: str, *, jsonl: bool) -> Document:
             length += len(blocks[-1]) + 2
         for turn in session_turns:
             prefix = f"[{turn.timestamp}] " if turn.timestamp else ""
-            blocks.append(f"{prefix}{turn.speaker}: {turn.text}")
+            blocks.append(f"{prefix}{turn.speaker}: {annotate_dates(turn.text, _turn_date(turn))}")
             turns.append(turn)
             offsets.append(length)
             length += len(blocks[-1]) + 2
@@ -377,6 +382,8 @@ def _load_conversation(text: str, source: str, *, jsonl: bool) -> Document:
 
 
 _Session = tuple[str | None, Any, str]  # (session id, raw turns, where it is, for messages)
+# Keys a session object may give its date under (LoCoMo-style exports say "date_time").
+_SESSION_TIME_KEYS = ("timestamp", "date_time", "date", "session_date")
 
 
 def _parse_json(text: str) -> tuple[list[_Session], bool]:
@@ -409,7 +416,19 @@ def _parse_sessions(raw_sessions: Any) -> list[_Session]:
     for number, raw in enumerate(raw_sessions, start=1):
         if not isinstance(raw, dict) or "turns" not in raw:
             raise _NotAConversation(f'session {number} is not an object with "turns"')
-        sessions.append((_optional_str(raw.get("session_id")), raw["turns"], f"session {number}, "))
+        session_time = next(
+            (raw[key] for key in _SESSION_TIME_KEYS if _optional_str(raw.get(key))), None
+        )
+        turns = raw["turns"]
+        if session_time is not None and isinstance(turns, list):
+            # Turns keep their session's timestamp unless they carry their own.
+            turns = [
+                {**turn, "timestamp": session_time}
+                if isinstance(turn, dict) and not _optional_str(turn.get("timestamp"))
+                else turn
+                for turn in turns
+            ]
+        sessions.append((_optional_str(raw.get("session_id")), turns, f"session {number}, "))
     return sessions
 
 
@@ -463,6 +482,17 @@ def _content_text(content: Any) -> str | None:
         if all(isinstance(part, str) for part in parts):
             return "\n".join(parts)
     return None
+
+
+def _turn_date(turn: Turn) -> datetime | None:
+    """The date a turn was said, when its timestamp can be read (else None: its relative dates
+    stay as said)."""
+    if not turn.timestamp:
+        return None
+    try:
+        return parse_timestamp(turn.timestamp)
+    except ValueError:
+        return None
 
 
 def _optional_str(value: Any) -> str | None:

@@ -175,6 +175,7 @@ def test_openapi_schema_and_docs_are_served(client):
         ("/query", {"question": ""}, "question"),
         ("/query", {"question": "   "}, "question"),
         ("/query", {"question": "gil?", "max_iterations": 0}, "max_iterations"),
+        ("/query", {"question": "gil?", "mode": "deep"}, "mode"),
         ("/search", {"query": "gil", "mode": "fuzzy"}, "mode"),
         ("/search", {"query": "gil", "top_k": 1000}, "top_k"),
     ],
@@ -214,6 +215,58 @@ def test_a_second_ingest_is_picked_up_by_the_next_request(client, bank, tmp_path
     assert after == StoreReader(bank.store).store_version
     assert response.status_code == 200, response.text
     assert response.json()[0]["source"] == str(added)
+
+
+def test_query_in_research_mode_returns_its_rounds(client):
+    response = client.post(
+        "/query",
+        json={"question": "What does the Global Interpreter Lock allow?", "mode": "research"},
+    )
+
+    assert response.status_code == 200, response.text
+    result = ChatResult.model_validate(response.json())
+    assert result.sources and "python_concurrency" in " ".join(result.sources)
+    actions = [step.action for step in result.steps]
+    assert actions[0] == "plan" and "reflect" in actions
+    assert "thread" in result.answer.lower()
+
+
+def test_a_conversation_over_http(client, bank):
+    base = "/conversations/serve-talk"
+    turns = [
+        (
+            "Caroline",
+            "I went to a LGBTQ support group yesterday, it was powerful.",
+            "2023-05-08T13:56:00",
+        ),
+        ("Melanie", "The sourdough starter doubled in six hours this morning.", None),
+        ("Caroline", "My cat knocked the plant off the windowsill again.", None),
+    ]
+    for number, (speaker, text, timestamp) in enumerate(turns):
+        body = {"speaker": speaker, "text": text}
+        if timestamp:
+            body["timestamp"] = timestamp
+        response = client.post(f"{base}/turns", json=body)
+        assert response.status_code == 200, response.text
+        assert response.json()["turn_id"] == number
+    assert response.json()["tokens"] > 0
+
+    recalled = client.post(f"{base}/recall", json={"query": "When was the support group?"})
+    assert recalled.status_code == 200, recalled.text
+    best = recalled.json()["turns"][0]
+    assert best["turn_id"] == 0 and "yesterday (2023-05-07)" in best["text"]
+
+    info = client.get(base).json()
+    assert info["turns"] == 3 and info["working_turns"] == 3
+    assert "serve-talk" in client.get("/conversations").json()
+    assert client.post(f"{base}/consolidate").json() == {"consolidated": 0}  # nothing evicted
+
+    bad = client.post(
+        f"{base}/turns", json={"speaker": "Ana", "text": "hi", "timestamp": "soonish"}
+    )
+    assert bad.status_code == 400 and "timestamp" in bad.json()["detail"]
+    assert client.post("/conversations/..bad/recall", json={"query": "x"}).status_code == 400
+    assert client.post(f"{base}/turns", json={"speaker": "", "text": "x"}).status_code == 422
 
 
 def test_an_outside_agent_runs_a_session_over_http(client, bank):

@@ -113,3 +113,59 @@ def test_rebuild_of_a_missing_store_fails_with_a_message(tmp_path):
     result = CliRunner().invoke(app, ["rebuild", "--store", str(tmp_path / "nowhere"), "--local"])
     assert result.exit_code != 0
     assert "no memory store" in result.output
+
+
+def test_ask_in_research_mode_shows_its_rounds(store):
+    result = CliRunner().invoke(
+        app,
+        [
+            "ask",
+            "What does the Global Interpreter Lock allow?",
+            "--store",
+            str(store),
+            "--mode",
+            "research",
+            "--max-iterations",
+            "2",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    answered = _json_stdout(result)
+    assert answered["sources"] and "thread" in answered["answer"].lower()
+    actions = [step["action"] for step in answered["steps"]]
+    assert actions[0] == "plan" and "integrate" in actions and "reflect" in actions
+    assert actions.count("plan") <= 2
+
+    bad = CliRunner().invoke(app, ["ask", "x?", "--store", str(store), "--mode", "deep"])
+    assert bad.exit_code == 1 and "unknown mode" in bad.output
+
+
+def test_chat_keeps_turns_and_recalls_them(store):
+    lines = "\n".join(
+        [
+            "I went to the sourdough workshop yesterday and fed the starter twice.",
+            "/as Sam",
+            "The workshop teacher said the dough must double within six hours.",
+            "/recall workshop dough",
+            "/info",
+            "/bogus",
+            "/quit",
+        ]
+    )
+    result = CliRunner().invoke(
+        app,
+        ["chat", "--store", str(store), "--conversation", "cli-test", "--no-consolidate"],
+        input=lines + "\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert "yesterday = " in result.output  # the resolved date is shown as it is stored
+    assert "#1" in result.output and "Sam:" in result.output
+    assert '"turns": 2' in result.output and "unknown command /bogus" in result.output
+
+    again = CliRunner().invoke(
+        app,
+        ["chat", "--store", str(store), "--conversation", "cli-test", "--no-consolidate"],
+        input="/quit\n",
+    )
+    assert "(2 turns, 0 evicted)" in again.output  # kept on disk beside the store
