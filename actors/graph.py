@@ -35,7 +35,7 @@ from memory_bank.session.models import (
     SessionExport,
     TaskType,
 )
-from pipeline.runtime import map_on_tasks
+from pipeline.runtime import encode_on_task, map_on_tasks
 
 NAMESPACE = "memory-bank"
 
@@ -99,6 +99,11 @@ def _keeper(store: str, config: AppConfig) -> GraphKeeper:
         Path(store),
         config,
         map_calls=lambda function, calls: map_on_tasks(function, calls, cpus),
+        # Commits re-embed in a task (whose worker keeps the model for the next one); the actor
+        # loads the model only when a session needs it.
+        encode_texts=lambda texts: encode_on_task(
+            texts, config.embedding, config.ray.embed.num_cpus
+        ),
     )
 
 

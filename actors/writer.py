@@ -8,7 +8,9 @@ store, its checkpoint. The store's file lock is still taken inside, so a writer 
 (`memory-bank ingest --local`) is serialized with it too.
 
 The actor is detached (it outlives the driver that created it, so the next job finds the warm
-state) and uses no CPU of its own: planning and README embedding run as Ray tasks.
+state) and reserves no CPU: planning groups, README parts and graph analysis fan out as Ray tasks
+when there is more than one of them (a single one runs in the actor), README embedding runs in
+a task whose worker keeps the model for the next one.
 """
 
 from __future__ import annotations

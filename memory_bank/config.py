@@ -190,6 +190,12 @@ class RayConfig(StrictModel):
     embed: StageResources = StageResources(concurrency=1, batch_size=32, num_cpus=1)
     memorize: StageResources = StageResources(concurrency=2, batch_size=64, num_cpus=1)
     plan_task_cpus: float = Field(1.0, gt=0)
+    # `--runner auto` (the CLI default) ingests in-process below this many new tokens when it
+    # would start its own local Ray (see `ingest.runner_choice`; measured by bench/runners.py).
+    in_process_below_tokens: int = Field(300_000, ge=0)
+    # The Ray runner reads files in the driver below this many bytes of input (a read task's
+    # worker start costs seconds; reading small text files costs milliseconds).
+    read_in_tasks_from_bytes: int = Field(32 * 1024 * 1024, ge=0)
 
 
 class AppConfig(StrictModel):

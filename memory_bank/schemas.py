@@ -226,3 +226,6 @@ class IngestSummary(BaseModel):
     llm: dict[str, Any] = Field(default_factory=dict)
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     total_seconds: float = 0.0
+    # Where the work ran ("local": in-process, "ray") and why, when the CLI chose it.
+    runner: str | None = None
+    runner_reason: str | None = None

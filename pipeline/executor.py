@@ -46,6 +46,10 @@ class RayExecutor:
             ensure_ray(self.config.ray, self.config.llm)
 
     def read_files(self, paths: Sequence[Path]) -> list[FileOutcome]:
+        # The driver lists the inputs, so it can read them; tasks pay off only where parsing
+        # (large inputs, PDFs) outweighs starting workers that import the readers.
+        if _total_bytes(paths) < self.config.ray.read_in_tasks_from_bytes:
+            return read_files_serially(paths)
         read = _read_files_task.options(num_cpus=self.config.ray.chunk.num_cpus)
         batches = [
             list(paths[start : start + FILES_PER_READ_TASK])
@@ -183,6 +187,16 @@ def ray_runner(config: AppConfig) -> IngestRunner:
 @ray.remote
 def _read_files_task(paths: list[Path]) -> list[FileOutcome]:
     return read_files_serially(paths)
+
+
+def _total_bytes(paths: Sequence[Path]) -> int:
+    total = 0
+    for path in paths:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            pass  # unreadable: reported as skipped by the read itself
+    return total
 
 
 def _blocks(rows: int, rows_per_block: int) -> int:

@@ -80,7 +80,10 @@ def _quiet_ray_data() -> None:
 def map_on_tasks(
     function: Callable[..., R], calls: Sequence[tuple[Any, ...]], num_cpus: float
 ) -> list[R]:
-    """Each call of `function` as a Ray task; results in call order."""
+    """Each call of `function` as a Ray task; results in call order. A single call runs
+    here: a task would add a worker's start and the transfers, and no parallelism."""
+    if len(calls) <= 1:
+        return [function(*arguments) for arguments in calls]
     import ray
 
     task = ray.remote(function).options(num_cpus=num_cpus)
@@ -95,9 +98,19 @@ def encode_on_task(texts: list[str], config: EmbeddingConfig, num_cpus: float) -
     return ray.get(task.remote(texts, config))
 
 
+# The embedder of this worker process per embedding config: Ray reuses idle workers for later
+# tasks of the same job, so README embedding and the graph step's re-embedding load the model
+# once per worker rather than once per task.
+_WORKER_EMBEDDERS: dict[str, Any] = {}
+
+
 def _encode_texts(texts: list[str], config: EmbeddingConfig) -> np.ndarray:
     from memory_bank.index.embedding import Embedder
 
-    # Ray sets OMP_NUM_THREADS=1 in workers; like the embedding actors, use the task's cores.
-    threads = config.num_threads or os.cpu_count() or 1
-    return Embedder(config.model_copy(update={"num_threads": threads})).encode(texts)
+    key = config.model_dump_json()
+    if key not in _WORKER_EMBEDDERS:
+        # Ray sets OMP_NUM_THREADS=1 in workers; like the embedding actors, use the task's cores.
+        threads = config.num_threads or os.cpu_count() or 1
+        _WORKER_EMBEDDERS.clear()  # one model per worker at most
+        _WORKER_EMBEDDERS[key] = Embedder(config.model_copy(update={"num_threads": threads}))
+    return _WORKER_EMBEDDERS[key].encode(texts)

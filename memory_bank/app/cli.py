@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from memory_bank.errors import MemoryBankError
+from memory_bank.ingest.runner_choice import choose_runner, estimated_tokens
 from memory_bank.schemas import IngestSummary
 
 if TYPE_CHECKING:
@@ -48,8 +49,14 @@ BackendOption = Annotated[
         "OPENAI_API_KEY). Default: llm.backend of the config.",
     ),
 ]
-LocalOption = Annotated[
-    bool, typer.Option("--local", help="Run in-process without Ray (small inputs, debugging).")
+LocalOption = Annotated[bool, typer.Option("--local", help="Same as --runner local.")]
+RunnerOption = Annotated[
+    str,
+    typer.Option(
+        "--runner",
+        help="auto (default): Ray when joining a cluster or for a corpus of at least "
+        "ray.in_process_below_tokens, else in this process; ray; local (in-process).",
+    ),
 ]
 
 
@@ -84,24 +91,11 @@ def _settings(config: Path | None, backend: str | None = None):
     return settings
 
 
-def _bank(
-    store: Path,
-    config: Path | None,
-    on_ray: bool = False,
-    address: str | None = None,
-    backend: str | None = None,
-):
-    """The store's facade; with `on_ray`, ingests run on Ray (imported here, at the edge)."""
+def _bank(store: Path, config: Path | None, backend: str | None = None):
+    """The store's facade for queries and in-process changes."""
     from memory_bank.app.bank import MemoryBank
 
-    settings = _settings(config, backend)
-    if address:
-        settings.ray.address = address
-    if not on_ray:
-        return MemoryBank(store, config=settings)
-    from pipeline.executor import RayExecutor
-
-    return MemoryBank(store, config=settings, executor=RayExecutor)
+    return MemoryBank(store, config=_settings(config, backend))
 
 
 @app.command()
@@ -112,6 +106,7 @@ def ingest(
     config: ConfigOption = None,
     address: AddressOption = None,
     local: LocalOption = False,
+    runner: RunnerOption = "auto",
     backend: BackendOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -120,8 +115,7 @@ def ingest(
     _build(
         store,
         (config, backend),
-        address,
-        local,
+        (address, "local" if local else runner, paths),
         as_json,
         "ingested into",
         lambda bank, progress: bank.add(files=files, progress=progress),
@@ -136,6 +130,7 @@ def add(
     config: ConfigOption = None,
     address: AddressOption = None,
     local: LocalOption = False,
+    runner: RunnerOption = "auto",
     backend: BackendOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -149,8 +144,7 @@ def add(
     _build(
         store,
         (config, backend),
-        address,
-        local,
+        (address, "local" if local else runner, paths),
         as_json,
         "added to",
         lambda bank, progress: bank.add(files=files, progress=progress),
@@ -189,6 +183,7 @@ def rebuild(
     config: ConfigOption = None,
     address: AddressOption = None,
     local: LocalOption = False,
+    runner: RunnerOption = "auto",
     backend: BackendOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -196,8 +191,7 @@ def rebuild(
     _build(
         store,
         (config, backend),
-        address,
-        local,
+        (address, "local" if local else runner, None),
         as_json,
         "rebuilt",
         lambda bank, progress: bank.rebuild(progress=progress),
@@ -207,20 +201,55 @@ def rebuild(
 def _build(
     store: Path,
     config: tuple[Path | None, str | None],
-    address: str | None,
-    local: bool,
+    where: tuple[str | None, str, list[Path] | None],
     as_json: bool,
     verb: str,
     work: Callable[[MemoryBank, ProgressSink], IngestSummary],
 ) -> None:
-    """Run an ingest-like `work` with the per-stage display, then print its summary."""
+    """Run an ingest-like `work` with the per-stage display, then print its summary. `where`:
+    the Ray address, the requested runner and the inputs (None: the stored documents)."""
+    from memory_bank.app.bank import MemoryBank
     from memory_bank.app.progress_display import IngestProgress
 
     config_file, backend = config
-    bank = _bank(store, config_file, on_ray=not local, address=address, backend=backend)
+    address, requested, inputs = where
+    if requested not in ("auto", "ray", "local"):
+        _fail(f"--runner must be auto, ray or local, not {requested!r}")
+    settings = _settings(config_file, backend)
+    if address:
+        settings.ray.address = address
+    choice = choose_runner(
+        requested,
+        _work_tokens(store, inputs),
+        joins_cluster=bool(settings.ray.address or os.environ.get("RAY_ADDRESS")),
+        in_process_below_tokens=settings.ray.in_process_below_tokens,
+    )
+    executor = None
+    if choice.runner == "ray":
+        from pipeline.executor import RayExecutor
+
+        executor = RayExecutor
+    bank = MemoryBank(store, config=settings, executor=executor)
+    if not as_json:
+        _err.print(f"[dim]runner: {choice.runner} ({choice.reason})[/]", highlight=False)
     with IngestProgress(_err, enabled=not as_json) as progress:
         summary = work(bank, progress)
+    summary = summary.model_copy(update={"runner": choice.runner, "runner_reason": choice.reason})
     _print_summary(summary, as_json, f"{verb} {summary.store}")
+
+
+def _work_tokens(store: Path, inputs: list[Path] | None) -> int:
+    """About how many tokens an ingest of `inputs` (None: a rebuild of `store`) handles."""
+    from memory_bank.store.layout import is_store
+    from memory_bank.text.sources import discover_files
+
+    if inputs is not None:
+        return estimated_tokens(discover_files(inputs))
+    if not is_store(store):
+        return 0
+    from memory_bank.store.reader import StoreReader
+
+    return sum(StoreReader(store).documents().column("token_count").to_pylist())
 
 
 def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:

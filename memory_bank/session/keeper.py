@@ -35,6 +35,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+
 from memory_bank.config import AppConfig
 from memory_bank.errors import SessionError, StoreError
 from memory_bank.graph.batch import (
@@ -93,7 +95,10 @@ class GraphKeeper:
         agents: Callable[[Embedder], SessionAgents] | None = None,
         map_calls: TaskMap = run_serially,
         analyze_call: Callable[[Sequence[AnalyzeTask]], list] = analyze_tasks,
+        encode_texts: Callable[[list[str]], np.ndarray] | None = None,
     ) -> None:
+        """`encode_texts`: how a commit's graph step re-embeds the nodes it updates (default:
+        this keeper's embedder; on Ray a task, so the actor need not load the model)."""
         self.store = Path(store)
         self.location = StoreLocation(store)
         self.config = config or AppConfig()
@@ -104,6 +109,7 @@ class GraphKeeper:
         self._agents: SessionAgents | None = None
         self.map_calls = map_calls
         self.analyze_call = analyze_call
+        self._encode_texts = encode_texts
         self._state: GraphState | None = None
         self._version: str | None = None
         self._memories = MemorySource(None)
@@ -465,7 +471,13 @@ class GraphKeeper:
             outcome.nodes_added = len(new_ids)
             results = run_tasks(tasks, self.map_calls, self.analyze_call)
             apply_verdicts(
-                graph, tasks, results, self.embedder.encode, time.time(), outcome, new_ids=new_ids
+                graph,
+                tasks,
+                results,
+                self._encode_texts or self.embedder.encode,
+                time.time(),
+                outcome,
+                new_ids=new_ids,
             )
         return all_records(state), state.seq, outcome
 

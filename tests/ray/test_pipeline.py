@@ -91,6 +91,22 @@ def test_distributed_planning_covers_a_large_corpus(ray_cluster):
     assert readmes == compose_readmes(tree, memories, paths, config, OfflineBackend())
 
 
+def test_read_tasks_and_the_driver_read_the_same_documents(ray_cluster, tmp_path):
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 truncated")
+    paths = [*SMALL_CORPUS, tmp_path / "broken.pdf"]
+    in_tasks = AppConfig.model_validate({"ray": {"read_in_tasks_from_bytes": 0}})
+
+    from_tasks = RayExecutor(in_tasks).read_files(paths)
+    from_driver = RayExecutor(AppConfig()).read_files(paths)
+
+    assert [outcome.model_dump() for outcome in from_tasks] == [
+        outcome.model_dump() for outcome in from_driver
+    ]
+    assert [type(outcome).__name__ for outcome in from_tasks] == ["Document"] * 4 + [
+        "SkippedSource"
+    ]
+
+
 def test_both_runners_skip_the_same_sources(ray_cluster, tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
