@@ -27,7 +27,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
 
 from memory_bank.config import AppConfig  # noqa: E402
 from memory_bank.evaluation.dataset_files import development_eval_dir  # noqa: E402
@@ -57,7 +56,7 @@ def stories_corpus() -> Path:
 def corpus_for(size: str) -> Path:
     if size == "stories":
         return stories_corpus()
-    from ingest import build_corpus  # bench/ingest.py
+    from bench.ingest import build_corpus
 
     return build_corpus(int(size)).directory
 
