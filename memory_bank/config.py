@@ -220,7 +220,7 @@ class ServeConfig(StrictModel):
 
     num_replicas: int = Field(1, ge=1)  # query replicas, one CPU each; ignored with autoscaling
     autoscaling: AutoscalingConfig | None = None
-    max_ongoing_requests: int = Field(32, ge=1)  # per query replica
+    max_ongoing_requests: int = Field(64, ge=1)  # per query replica
     max_queued_requests: int = Field(16, ge=0)  # waiting beyond them, then 503
     retry_after_s: int = Field(1, ge=1)  # the Retry-After of a 503
     batch_size: int = Field(32, ge=1)  # questions embedded in one forward pass, at most
