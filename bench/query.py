@@ -456,11 +456,18 @@ def main() -> None:
     parser.add_argument("--sweep-clients", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument("--sweep-replicas", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--sweep-seconds", type=float, default=20.0, help="per row")
+    parser.add_argument(
+        "--sweep-config", help="YAML config (its serve: section); default: built-in"
+    )
     args = parser.parse_args()
     if args.sweep:
         from bench.serve_load import print_sweep, sweep
+        from memory_bank.config import load_config
 
-        rows = sweep(args.sweep_clients, args.sweep_replicas, args.sweep_seconds, free_port())
+        settings = load_config(args.sweep_config)
+        rows = sweep(
+            args.sweep_clients, args.sweep_replicas, args.sweep_seconds, free_port(), settings
+        )
         print_sweep(rows, args.sweep_seconds)
         return
 

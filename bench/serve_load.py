@@ -61,7 +61,7 @@ def question_bodies(store: Path) -> Callable[[], dict]:
 
 
 def sweep(
-    clients: list[int], replicas: list[int], seconds: float, port: int
+    clients: list[int], replicas: list[int], seconds: float, port: int, config: AppConfig
 ) -> list[tuple[int, LoadResult, tuple[float, float]]]:
     """(replicas, result, (load average before, after)) for every pair, in order."""
     import ray
@@ -71,7 +71,6 @@ def sweep(
 
     store = sample_store()
     body = question_bodies(store)
-    config = AppConfig()
     ray.init(
         num_cpus=2,
         include_dashboard=False,
