@@ -1,4 +1,4 @@
-"""The HTTP API: a Ray Serve deployment with a FastAPI ingress over one memory store.
+"""The HTTP API: a light FastAPI ingress in front of the query replicas, on Ray Serve.
 
     POST /query   {"question": ..., "mode"?: "navigate" | "research", "max_iterations"?,
                    "system_prompt"?}                               -> ChatResult
@@ -19,13 +19,22 @@
     GET  /memory/{id}          -> NodeDetail: a memory, its neighbours, history, raw entries
     GET  /docs, /openapi.json                                      (FastAPI defaults)
 
-Each replica opens the store read-only through one `QueryService`, built and warmed up in the
-constructor, so the model and the indexes load once per replica; a new ingest is picked up by
-the service itself when the store version on disk changes. Sessions and memories go to the
-store's graph actor (`actors/graph.py`): every replica sees the same sessions.
+Two deployments (Serve model composition):
+- `MemoryBankIngress` (no CPU reserved, never loads the model) validates requests, checks the
+  API key, answers /healthz, /tree and /tools from the store on disk and the session endpoints
+  through the store's graph actor (`actors/graph.py`), and hands the rest to
+- `MemoryBank` (`actors/serve_model.py`), the query replicas, through a DeploymentHandle.
+  Each replica admits `serve.max_ongoing_requests`; beyond them up to `serve.max_queued_requests`
+  wait at the ingress, and the next request gets 503 with Retry-After at once instead of
+  piling up (a long queue in Serve's router, which probes replicas with backoff, is what made
+  throughput collapse). So health and tree never wait behind the model, and load is shed early.
+
+An API key, when given, is required as `Authorization: Bearer <key>` on every path but
+/healthz; only its SHA-256 reaches Ray. `memory-bank serve` refuses a non-loopback address
+without one.
 
 Three ways to run it:
-- `memory-bank serve --store DIR` (`run_blocking` below),
+- `memory-bank serve --store DIR` (`actors/serve_run.py`),
 - `serve run actors.serve_app:build_app store=DIR [config=FILE] [num_replicas=N]`,
 - `serve deploy configs/serve.yaml`.
 """
@@ -33,155 +42,69 @@ Three ways to run it:
 # No `from __future__ import annotations` here: Serve's ingress rebuilds the handler signatures
 # outside this module, so FastAPI could not resolve string annotations and would take the
 # request models for query parameters.
-import threading
+import hashlib
+import hmac
+import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.datastructures import Headers
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ray import serve
+from ray.exceptions import RayTaskError
 from ray.serve import Application
+from ray.serve.config import BackpressureConfig
+from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
+from ray.serve.handle import DeploymentHandle
 
+from actors.serve_api import (
+    ERROR_RESPONSES,
+    Consolidated,
+    ErrorBody,
+    Health,
+    InterceptRequest,
+    Prompt,
+    QueryRequest,
+    RecallRequest,
+    SearchRequest,
+    SessionRequest,
+    TurnRequest,
+    error_status,
+)
+from actors.serve_model import MemoryBankModel
 from memory_bank.config import AppConfig, load_config
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
-from memory_bank.errors import ConfigError, MemoryBankError, SessionError, StoreError, ToolError
+from memory_bank.errors import ConfigError, MemoryBankError, StoreError
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
-from memory_bank.session.models import (
-    InsightDoc,
-    InterceptResult,
-    NodeDetail,
-    SessionExport,
-)
+from memory_bank.session.models import InsightDoc, InterceptResult, NodeDetail, SessionExport
+from memory_bank.store.layout import is_store
+from memory_bank.store.reader import StoreReader
+
+__all__ = ["APP_NAME", "AppArgs", "build_app", "build_app_for", "error_status", "start"]
 
 APP_NAME = "memory-bank"
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
-# A query embeds a handful of words: one torch thread is as fast as two here and leaves the
-# other core to the Serve proxy and to a second replica (see bench/query.py).
-REPLICA_TORCH_THREADS = 1
+# The ingress only awaits the replicas: thousands in flight cost it little, and its own queue
+# (at the proxy) should never be the one that fills first.
+INGRESS_MAX_ONGOING_REQUESTS = 1000
+# Paths answered without the API key: a load balancer's health probe carries none.
+OPEN_PATHS = frozenset({"/healthz"})
 
 
-# --- request and response models ----------------------------------------------------------------
+class Overloaded(Exception):
+    """Every query replica is busy and the queue in front of them is full."""
 
+    def __init__(self, detail: str, retry_after_s: int) -> None:
+        super().__init__(detail)
+        self.retry_after_s = retry_after_s
 
-class QueryRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    question: str = Field(min_length=1, description="The question to answer from the store.")
-    mode: Literal["navigate", "research"] = Field(
-        "navigate",
-        description="navigate: the agent explores the tree; research: plan -> search -> "
-        "integrate -> reflect rounds for multi-hop questions.",
-    )
-    max_iterations: int | None = Field(
-        None,
-        ge=1,
-        le=50,
-        description="Navigation steps, or research rounds, at most (default: "
-        "retrieval.max_iterations / research.max_iterations).",
-    )
-    system_prompt: str | None = Field(
-        None,
-        max_length=8000,
-        description="Extra instructions for the navigation agent (LLM backend only).",
-    )
-
-    @field_validator("question")
-    @classmethod
-    def _not_blank(cls, question: str) -> str:
-        if not question.strip():
-            raise ValueError("question must not be blank")
-        return question
-
-
-class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    query: str = Field(description="Search text; a blank query finds nothing.")
-    top_k: int | None = Field(None, ge=1, le=100, description="Hits (default: retrieval.top_k).")
-    mode: Literal["hybrid", "bm25", "vector", "tree"] = "hybrid"
-
-
-class TurnRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    speaker: str = Field(min_length=1, max_length=200)
-    text: str = Field(min_length=1, max_length=100_000)
-    timestamp: str | None = Field(
-        None, description="ISO 8601; relative dates in the text are resolved against it."
-    )
-
-
-class RecallRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    query: str = Field(min_length=1)
-    max_tokens: int | None = Field(None, ge=16, le=100_000)
-
-
-class Consolidated(BaseModel):
-    consolidated: int
-
-
-class SessionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    task_goal: str = Field(min_length=1, description="The task or question of the session.")
-
-
-class InterceptRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    context: str = Field(min_length=1, description="The context of the task just carried out.")
-    task_type: Literal["normal", "cross_validate"] | None = Field(
-        None, description="Default: from the pending task (a cross-validation settles conflicts)."
-    )
-    attachments: list[tuple[str, str]] = Field(
-        default_factory=list, description="(type, path) pairs: files kept with the raw context."
-    )
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-class Prompt(BaseModel):
-    prompt: str
-
-
-class Health(BaseModel):
-    status: Literal["ok"] = "ok"
-    store_version: str
-
-
-class ErrorBody(BaseModel):
-    error: str  # the error class, e.g. "StoreError"
-    detail: str  # a message meant for the caller
-
-
-# --- domain errors as JSON ----------------------------------------------------------------------
 
 app = FastAPI(
     title="memory-bank",
     summary="Ask and search a hierarchical memory store.",
     version="0.1.0",
 )
-
-# A store being replaced or missing is the server's problem and may pass (503); bad arguments
-# are the caller's (400). Anything else from the domain is still reported, without a traceback.
-_ERROR_STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
-    (SessionError, 404),
-    (StoreError, 503),
-    (ToolError, 400),
-    (ConfigError, 400),
-)
-_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorBody, "description": "Invalid arguments."},
-    404: {"model": ErrorBody, "description": "No such session or memory."},
-    503: {"model": ErrorBody, "description": "The store is missing or being replaced."},
-}
-
-
-def error_status(exc: MemoryBankError) -> int:
-    return next((status for kind, status in _ERROR_STATUS if isinstance(exc, kind)), 500)
 
 
 @app.exception_handler(MemoryBankError)
@@ -190,94 +113,140 @@ async def _domain_error(_: Request, exc: MemoryBankError) -> JSONResponse:
     return JSONResponse(status_code=error_status(exc), content=body.model_dump())
 
 
-# --- the deployment -----------------------------------------------------------------------------
+@app.exception_handler(Overloaded)
+async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:
+    body = ErrorBody(error="Overloaded", detail=str(exc))
+    headers = {"Retry-After": str(exc.retry_after_s)}
+    return JSONResponse(status_code=503, content=body.model_dump(), headers=headers)
 
 
-@serve.deployment(name="MemoryBank", ray_actor_options={"num_cpus": 1})
+class _RequireApiKey:
+    """Pure ASGI (Starlette's BaseHTTPMiddleware costs about a millisecond per request): a
+    request without the key, on any path but OPEN_PATHS, is answered 401 here."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        # Set per replica by MemoryBankIngress.__init__; None means no key was configured.
+        expected = getattr(scope["app"].state, "api_key_sha256", None) if "app" in scope else None
+        if expected is None or scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            return await self.app(scope, receive, send)
+        scheme, _, token = Headers(scope=scope).get("authorization", "").partition(" ")
+        presented = hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
+        if scheme.lower() == "bearer" and hmac.compare_digest(presented, expected):
+            return await self.app(scope, receive, send)
+        body = ErrorBody(error="Unauthorized", detail="a valid 'Authorization: Bearer <key>'")
+        refusal = JSONResponse(
+            status_code=401, content=body.model_dump(), headers={"WWW-Authenticate": "Bearer"}
+        )
+        await refusal(scope, receive, send)
+
+
+app.add_middleware(_RequireApiKey)
+
+
+class _StoreView:
+    """The live version of the store, read without the model: a commit moves the store link
+    to a new version directory, and the next request opens that one."""
+
+    def __init__(self, store: str) -> None:
+        self._store = Path(store)
+        self._reader: StoreReader | None = None
+
+    def reader(self) -> StoreReader:
+        version_dir = self._store.resolve()
+        if not is_store(version_dir):
+            raise StoreError(f"no memory store at {self._store} (run `memory-bank ingest` first)")
+        if self._reader is None or self._reader.root != version_dir:
+            self._reader = StoreReader(version_dir)
+        return self._reader
+
+
+@serve.deployment(name="MemoryBankIngress", ray_actor_options={"num_cpus": 0})
 @serve.ingress(app)
-class MemoryBankServer:
-    """One replica: a warmed-up QueryService over an absolute store path."""
-
-    def __init__(self, store: str, config: dict[str, Any] | None = None) -> None:
-        import torch
-
-        from memory_bank.query.service import QueryService
-
-        torch.set_num_threads(REPLICA_TORCH_THREADS)
-        self._config = AppConfig.model_validate(config or {})
+class MemoryBankIngress:
+    def __init__(
+        self,
+        model: DeploymentHandle,
+        store: str,
+        config: dict[str, Any],
+        api_key_sha256: str | None = None,
+    ) -> None:
+        app.state.api_key_sha256 = api_key_sha256
+        self._model = model
         self._store = store
-        self._service = QueryService(Path(store), self._config)
+        self._config = AppConfig.model_validate(config)
+        self._view = _StoreView(store)
         self._keeper = None
-        self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
-        self._conversations = self._service.conversations()
-        # FastAPI runs these handlers on a thread pool; the embedding model's tokenizer must not
-        # be entered by two threads at once, so domain calls take turns within a replica (the
-        # work is CPU-bound on one core anyway). Scale out with num_replicas instead.
-        self._turn = threading.Lock()
 
-    @app.post("/query", response_model=ChatResult, responses=_ERROR_RESPONSES)
-    def query(self, request: QueryRequest) -> ChatResult:
-        with self._turn:
-            if request.mode == "research":
-                return self._service.research(
-                    request.question, max_iterations=request.max_iterations
-                )
-            return self._service.ask(
-                request.question,
-                max_iterations=request.max_iterations,
-                system_prompt=request.system_prompt,
-            )
+    async def _model_call(self, method: str, *args: Any) -> Any:
+        try:
+            return await getattr(self._model, method).remote(*args)
+        except (BackPressureError, DeploymentUnavailableError) as exc:
+            raise Overloaded(
+                f"every query replica is busy ({exc}); try again shortly",
+                self._config.serve.retry_after_s,
+            ) from None
+        except RayTaskError as exc:
+            # The domain's own error, as raised in the replica (its class, a clear message).
+            if isinstance(exc.cause, MemoryBankError):
+                raise exc.cause from None
+            raise
 
-    @app.post("/search", response_model=list[SearchHit], responses=_ERROR_RESPONSES)
-    def search(self, request: SearchRequest) -> list[SearchHit]:
-        with self._turn:
-            return self._service.search(request.query, top_k=request.top_k, mode=request.mode)
+    @app.post("/query", response_model=ChatResult, responses=ERROR_RESPONSES)
+    async def query(self, request: QueryRequest) -> ChatResult:
+        return await self._model_call("query", request)
+
+    @app.post("/search", response_model=list[SearchHit], responses=ERROR_RESPONSES)
+    async def search(self, request: SearchRequest) -> list[SearchHit]:
+        return await self._model_call("search", request)
 
     @app.post(
         "/conversations/{conversation_id}/turns",
         response_model=TurnRecord,
-        responses=_ERROR_RESPONSES,
+        responses=ERROR_RESPONSES,
     )
-    def add_turn(self, conversation_id: str, request: TurnRequest) -> TurnRecord:
-        with self._turn:
-            memory = self._conversations.get(conversation_id)
-            return memory.add_turn(request.speaker, request.text, request.timestamp)
+    async def add_turn(self, conversation_id: str, request: TurnRequest) -> TurnRecord:
+        return await self._model_call("add_turn", conversation_id, request)
 
     @app.post(
         "/conversations/{conversation_id}/recall",
         response_model=RecallResult,
-        responses=_ERROR_RESPONSES,
+        responses=ERROR_RESPONSES,
     )
-    def recall(self, conversation_id: str, request: RecallRequest) -> RecallResult:
-        with self._turn:
-            memory = self._conversations.get(conversation_id)
-            return memory.recall(request.query, max_tokens=request.max_tokens)
+    async def recall(self, conversation_id: str, request: RecallRequest) -> RecallResult:
+        return await self._model_call("recall", conversation_id, request)
 
     @app.post(
         "/conversations/{conversation_id}/consolidate",
         response_model=Consolidated,
-        responses=_ERROR_RESPONSES,
+        responses=ERROR_RESPONSES,
     )
-    def consolidate(self, conversation_id: str) -> Consolidated:
-        with self._turn:
-            return Consolidated(consolidated=self._conversations.get(conversation_id).consolidate())
+    async def consolidate(self, conversation_id: str) -> Consolidated:
+        return await self._model_call("consolidate", conversation_id)
 
     @app.get(
         "/conversations/{conversation_id}",
         response_model=ConversationInfo,
-        responses=_ERROR_RESPONSES,
+        responses=ERROR_RESPONSES,
     )
-    def conversation(self, conversation_id: str) -> ConversationInfo:
-        with self._turn:
-            return self._conversations.get(conversation_id).info()
+    async def conversation(self, conversation_id: str) -> ConversationInfo:
+        return await self._model_call("conversation", conversation_id)
 
-    @app.get("/conversations", response_model=list[str])
-    def conversations(self) -> list[str]:
-        return self._conversations.ids()
+    @app.get("/conversations", response_model=list[str], responses=ERROR_RESPONSES)
+    async def conversations(self) -> list[str]:
+        return await self._model_call("conversation_ids")
 
-    @app.get("/tree", response_model=DirectoryNode, responses=_ERROR_RESPONSES)
+    # --- answered here, never behind the model -------------------------------------------------
+
+    @app.get("/healthz", response_model=Health, responses=ERROR_RESPONSES)
+    def healthz(self) -> Health:
+        return Health(store_version=self._view.reader().store_version)
+
+    @app.get("/tree", response_model=DirectoryNode, responses=ERROR_RESPONSES)
     def tree(self) -> DirectoryNode:
-        return self._service.tree()
+        return self._view.reader().tree()
 
     @app.get("/tools")
     def tools(self) -> list[dict]:
@@ -295,18 +264,18 @@ class MemoryBankServer:
             self._keeper = RemoteKeeper(graph_actor(self._store, self._config))
         return self._keeper
 
-    @app.post("/sessions", response_model=InsightDoc, responses=_ERROR_RESPONSES)
+    @app.post("/sessions", response_model=InsightDoc, responses=ERROR_RESPONSES)
     def open_session(self, request: SessionRequest) -> InsightDoc:
         return self._graph().open_session(request.task_goal)
 
-    @app.get("/sessions/{session_id}", response_model=InsightDoc, responses=_ERROR_RESPONSES)
+    @app.get("/sessions/{session_id}", response_model=InsightDoc, responses=ERROR_RESPONSES)
     def insight_doc(self, session_id: str) -> InsightDoc:
         return self._graph().insight_doc(session_id)
 
     @app.post(
         "/sessions/{session_id}/intercept",
         response_model=InterceptResult,
-        responses=_ERROR_RESPONSES,
+        responses=ERROR_RESPONSES,
     )
     def intercept(self, session_id: str, request: InterceptRequest) -> InterceptResult:
         from memory_bank.graph.model import Attachment
@@ -319,26 +288,22 @@ class MemoryBankServer:
             session_id, request.context, request.task_type, files, request.metadata
         )
 
-    @app.get("/sessions/{session_id}/prompt", response_model=Prompt, responses=_ERROR_RESPONSES)
+    @app.get("/sessions/{session_id}/prompt", response_model=Prompt, responses=ERROR_RESPONSES)
     def enhance(self, session_id: str) -> Prompt:
         return Prompt(prompt=self._graph().enhance_prompt(session_id))
 
     @app.post(
-        "/sessions/{session_id}/close", response_model=SessionExport, responses=_ERROR_RESPONSES
+        "/sessions/{session_id}/close", response_model=SessionExport, responses=ERROR_RESPONSES
     )
     def close_session(self, session_id: str) -> SessionExport:
         return self._graph().close(session_id)
 
-    @app.get("/memory/{node_id}", response_model=NodeDetail, responses=_ERROR_RESPONSES)
+    @app.get("/memory/{node_id}", response_model=NodeDetail, responses=ERROR_RESPONSES)
     def memory(self, node_id: str) -> NodeDetail:
         return self._graph().node(node_id)
 
-    @app.get("/healthz", response_model=Health, responses=_ERROR_RESPONSES)
-    def healthz(self) -> Health:
-        return Health(store_version=self._service.store_version)
 
-
-# --- building and running the application -------------------------------------------------------
+# --- building the application -------------------------------------------------------------------
 
 
 class AppArgs(BaseModel):
@@ -348,7 +313,10 @@ class AppArgs(BaseModel):
 
     store: str
     config: str | None = None  # YAML validated by AppConfig; None = built-in defaults
-    num_replicas: int = Field(1, ge=1)
+    num_replicas: int | None = Field(None, ge=1)  # None: serve.num_replicas of the config
+    # The environment variable holding the API key (read here, once, in the process that
+    # builds the app); None: no key.
+    api_key_env: str | None = None
 
 
 def build_app(args: dict[str, Any]) -> Application:
@@ -357,54 +325,65 @@ def build_app(args: dict[str, Any]) -> Application:
         parsed = AppArgs.model_validate(args)
     except ValidationError as exc:
         raise ConfigError(f"invalid serve arguments:\n{exc}") from exc
-    return build_app_for(parsed.store, load_config(parsed.config), parsed.num_replicas)
+    api_key = None
+    if parsed.api_key_env is not None:
+        api_key = os.environ.get(parsed.api_key_env)
+        if not api_key:
+            raise ConfigError(f"api_key_env names {parsed.api_key_env}, which is not set")
+    config = load_config(parsed.config)
+    return build_app_for(parsed.store, config, parsed.num_replicas, api_key=api_key)
 
 
-def build_app_for(store: str | Path, config: AppConfig, num_replicas: int = 1) -> Application:
-    from memory_bank.store.layout import is_store
-
+def build_app_for(
+    store: str | Path,
+    config: AppConfig,
+    num_replicas: int | None = None,
+    api_key: str | None = None,
+) -> Application:
+    """The ingress bound to the query replicas, configured by `config.serve`; `num_replicas`
+    (fixed) overrides its replicas or autoscaling."""
     # Replicas may run in another working directory (or on another node): hand them an
     # absolute path, and refuse a missing store here rather than in a crash-looping replica.
     # Not resolve(): the store path is a link that each commit moves to a new version.
     store_path = Path(store).expanduser().absolute()
     if not is_store(store_path):
         raise StoreError(f"no memory store at {store_path} (run `memory-bank ingest` first)")
-    deployment = MemoryBankServer.options(num_replicas=num_replicas)
-    return deployment.bind(str(store_path), config.model_dump(mode="json"))
+    settings = config.serve
+    scaling: dict[str, Any] = {"num_replicas": num_replicas or settings.num_replicas}
+    if num_replicas is None and settings.autoscaling is not None:
+        scaling = {"autoscaling_config": settings.autoscaling.model_dump()}
+    logging = {"enable_access_log": settings.access_log}
+    model = MemoryBankModel.options(
+        max_ongoing_requests=settings.max_ongoing_requests,
+        max_queued_requests=settings.max_queued_requests,
+        logging_config=logging,
+        **scaling,
+    )
+    ingress = MemoryBankIngress.options(
+        max_ongoing_requests=INGRESS_MAX_ONGOING_REQUESTS,
+        max_queued_requests=INGRESS_MAX_ONGOING_REQUESTS,
+        backpressure_config=BackpressureConfig(retry_after_s=settings.retry_after_s),
+        logging_config=logging,
+    )
+    settings_json = config.model_dump(mode="json")
+    key_digest = hashlib.sha256(api_key.encode("utf-8")).hexdigest() if api_key else None
+    return ingress.bind(
+        model.bind(str(store_path), settings_json), str(store_path), settings_json, key_digest
+    )
 
 
-def start(store: str | Path, config: AppConfig, host: str, port: int) -> str:
+def start(
+    store: str | Path,
+    config: AppConfig,
+    host: str,
+    port: int,
+    num_replicas: int | None = None,
+    api_key: str | None = None,
+) -> str:
     """Start Serve's HTTP proxy on host:port and deploy the app; returns the base URL.
 
     Ray must already be initialized (the caller owns it).
     """
     serve.start(http_options={"host": host, "port": port})
-    serve.run(build_app_for(store, config), name=APP_NAME, route_prefix="/")
+    serve.run(build_app_for(store, config, num_replicas, api_key), name=APP_NAME, route_prefix="/")
     return f"http://{host}:{port}"
-
-
-def run_blocking(
-    store: str | Path,
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    config_path: str | Path | None = None,
-    config: AppConfig | None = None,
-) -> None:
-    """`memory-bank serve`: join or start Ray, serve the store, block until Ctrl-C."""
-    import ray
-
-    from pipeline.runtime import ensure_ray
-
-    config = config or load_config(config_path)
-    started_ray = ensure_ray(config.ray, config.llm)
-    try:
-        url = start(store, config, host, port)
-        print(f"memory-bank is serving {Path(store).absolute()} at {url} (API docs: {url}/docs)")
-        print("Press Ctrl-C to stop.")
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        serve.shutdown()
-        if started_ray:
-            ray.shutdown()

@@ -1,6 +1,10 @@
 """Query latency: POST /query and POST /search through Ray Serve, and in-process hybrid search.
 
     python bench/query.py [--sizes 1000 10000] [--requests 200] [--clients 1 8] [--skip-100k]
+    python bench/query.py --sweep [--sweep-clients 1 8 32 64] [--sweep-replicas 1 2]
+
+`--sweep` measures only the behaviour under load instead (bench/serve_load.py): req/s, p50,
+p95, p99 and 503s of POST /query with 1-64 closed-loop clients against 1 and 2 replicas.
 
 Prints one table: p50/p95 latency of /query and /search at each store size with 1 and N
 concurrent clients (threads, one httpx client each, 127.0.0.1 only), next to a trivial Serve
@@ -448,11 +452,28 @@ def main() -> None:
     parser.add_argument(
         "--skip-100k", action="store_true", help="skip the in-process 100k measurement"
     )
+    parser.add_argument("--sweep", action="store_true", help="the concurrency sweep only")
+    parser.add_argument("--sweep-clients", type=int, nargs="+", default=[1, 8, 32, 64])
+    parser.add_argument("--sweep-replicas", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--sweep-seconds", type=float, default=20.0, help="per row")
+    parser.add_argument(
+        "--sweep-config", help="YAML config (its serve: section); default: built-in"
+    )
     args = parser.parse_args()
+    if args.sweep:
+        from bench.serve_load import print_sweep, sweep
+        from memory_bank.config import load_config
+
+        settings = load_config(args.sweep_config)
+        rows = sweep(
+            args.sweep_clients, args.sweep_replicas, args.sweep_seconds, free_port(), settings
+        )
+        print_sweep(rows, args.sweep_seconds)
+        return
 
     import torch
 
-    torch.set_num_threads(1)  # as in a Serve replica (actors/serve_app.py)
+    torch.set_num_threads(1)  # as in a Serve replica (actors/serve_model.py)
     config = AppConfig()
     embedder = Embedder(config.embedding)
     pool = load_pool(embedder)

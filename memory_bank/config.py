@@ -198,6 +198,41 @@ class RayConfig(StrictModel):
     read_in_tasks_from_bytes: int = Field(32 * 1024 * 1024, ge=0)
 
 
+class AutoscalingConfig(StrictModel):
+    """Ray Serve's autoscaling of the query replicas (its `autoscaling_config`, main fields)."""
+
+    min_replicas: int = Field(1, ge=0)
+    max_replicas: int = Field(2, ge=1)
+    # Requests in flight per replica that Serve aims at: near a full batch keeps batching.
+    target_ongoing_requests: float = Field(16.0, gt=0)
+    upscale_delay_s: float = Field(10.0, ge=0)
+    downscale_delay_s: float = Field(300.0, ge=0)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> AutoscalingConfig:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError("min_replicas must not exceed max_replicas")
+        return self
+
+
+class ServeConfig(StrictModel):
+    """The HTTP server under load (`memory-bank serve`, actors/serve_app.py).
+
+    A replica answers one request at a time on its core; more in flight only helps to batch the
+    question embeddings. Beyond `max_ongoing_requests` per replica, up to `max_queued_requests`
+    wait at the ingress, and the next ones get 503 with Retry-After at once: requests left to
+    pile up in Serve's router made throughput collapse (60 -> 7 req/s at 50 clients).
+    """
+
+    num_replicas: int = Field(1, ge=1)  # query replicas, one CPU each; ignored with autoscaling
+    autoscaling: AutoscalingConfig | None = None
+    max_ongoing_requests: int = Field(64, ge=1)  # per query replica
+    max_queued_requests: int = Field(16, ge=0)  # waiting beyond them, then 503
+    retry_after_s: int = Field(1, ge=1)  # the Retry-After of a 503
+    batch_size: int = Field(32, ge=1)  # questions embedded in one forward pass, at most
+    access_log: bool = False  # Serve's per-request log lines: about 2 ms CPU each, per hop
+
+
 class AppConfig(StrictModel):
     chunking: ChunkConfig = ChunkConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
@@ -209,6 +244,7 @@ class AppConfig(StrictModel):
     research: ResearchConfig = ResearchConfig()
     conversation: ConversationConfig = ConversationConfig()
     ray: RayConfig = RayConfig()
+    serve: ServeConfig = ServeConfig()
 
 
 def user_cache_dir() -> Path:

@@ -529,15 +529,29 @@ def verify(store: StoreOption, config: ConfigOption = None, as_json: JsonOption 
 @_reports_errors
 def serve(
     store: StoreOption,
-    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind; off loopback an API key is required.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port")] = 8000,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar="MEMORY_BANK_API_KEY",
+            show_envvar=True,
+            help="Require 'Authorization: Bearer <key>' on every path but /healthz. Prefer the "
+            "environment variable: an option is visible to other users in the process list.",
+        ),
+    ] = None,
     config: ConfigOption = None,
     backend: BackendOption = None,
 ) -> None:
-    """Serve the store over HTTP with Ray Serve (POST /query, POST /search, GET /tree)."""
-    from actors.serve_app import run_blocking
+    """Serve the store over HTTP with Ray Serve (POST /query, POST /search, GET /tree).
 
-    run_blocking(store, host=host, port=port, config=_settings(config, backend))
+    SIGTERM or Ctrl-C stops it cleanly, with every Ray process it started."""
+    from actors.serve_run import run_blocking
+
+    run_blocking(store, host=host, port=port, config=_settings(config, backend), api_key=api_key)
 
 
 def _quiet_libraries() -> None:

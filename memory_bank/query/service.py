@@ -101,6 +101,13 @@ class QueryService:
         # title links) that only a question builds; with everything above loaded it is quick.
         opened.agent.request(WARM_UP_QUESTION, max_iterations=3)
 
+    def encode_queries(self, questions: list[str]) -> None:
+        """Embed these questions (or search texts) in one forward pass ahead of the `ask` or
+        `search` of each, which then finds its vector cached (`HybridSearch.encode_queries`)."""
+        texts = [text for text in questions if text.strip()]
+        if texts:
+            self._current().hybrid.encode_queries(texts)
+
     def ask(
         self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
     ) -> ChatResult:

@@ -91,3 +91,22 @@ def test_a_repeated_query_is_embedded_once(stores):
     assert not vector.flags.writeable  # shared by every caller: nobody may change it
     retriever.search("a different query", mode="vector")
     assert recorder.batch_sizes == [1, 1]
+
+
+def test_questions_embedded_together_are_then_answered_without_the_model(stores):
+    recorder = RecordingEmbedder()
+    retriever = open_search(StoreReader(stores[0]), recorder)
+    questions = ["asyncio event loop", "React hooks useState", "the GIL and threads"]
+
+    retriever.hybrid.encode_queries([*questions, questions[0]])
+    hits = [retriever.search(question, mode="vector") for question in questions]
+
+    assert recorder.batch_sizes == [3]  # one forward pass, duplicates once, none afterwards
+    for question, found in zip(questions, hits, strict=True):
+        alone = open_search(StoreReader(stores[0]), shared_embedder()).search(
+            question, mode="vector"
+        )
+        assert [hit.chunk_path for hit in found] == [hit.chunk_path for hit in alone]
+        batched = retriever.hybrid.encode_query(question)
+        single = shared_embedder().encode([question])[0]
+        assert float(batched @ single) > 0.9999  # padding in a batch changes nothing that counts

@@ -1,0 +1,131 @@
+"""The HTTP API's request and response bodies and how errors become statuses.
+
+Shared by the ingress (`actors/serve_app.py`), which validates requests and answers, and the
+query replicas (`actors/serve_model.py`), which receive the validated requests.
+"""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memory_bank.errors import ConfigError, MemoryBankError, SessionError, StoreError, ToolError
+
+# --- request and response models ----------------------------------------------------------------
+
+
+class QueryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, description="The question to answer from the store.")
+    mode: Literal["navigate", "research"] = Field(
+        "navigate",
+        description="navigate: the agent explores the tree; research: plan -> search -> "
+        "integrate -> reflect rounds for multi-hop questions.",
+    )
+    max_iterations: int | None = Field(
+        None,
+        ge=1,
+        le=50,
+        description="Navigation steps, or research rounds, at most (default: "
+        "retrieval.max_iterations / research.max_iterations).",
+    )
+    system_prompt: str | None = Field(
+        None,
+        max_length=8000,
+        description="Extra instructions for the navigation agent (LLM backend only).",
+    )
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, question: str) -> str:
+        if not question.strip():
+            raise ValueError("question must not be blank")
+        return question
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(description="Search text; a blank query finds nothing.")
+    top_k: int | None = Field(None, ge=1, le=100, description="Hits (default: retrieval.top_k).")
+    mode: Literal["hybrid", "bm25", "vector", "tree"] = "hybrid"
+
+
+class TurnRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    speaker: str = Field(min_length=1, max_length=200)
+    text: str = Field(min_length=1, max_length=100_000)
+    timestamp: str | None = Field(
+        None, description="ISO 8601; relative dates in the text are resolved against it."
+    )
+
+
+class RecallRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1)
+    max_tokens: int | None = Field(None, ge=16, le=100_000)
+
+
+class Consolidated(BaseModel):
+    consolidated: int
+
+
+class SessionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_goal: str = Field(min_length=1, description="The task or question of the session.")
+
+
+class InterceptRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    context: str = Field(min_length=1, description="The context of the task just carried out.")
+    task_type: Literal["normal", "cross_validate"] | None = Field(
+        None, description="Default: from the pending task (a cross-validation settles conflicts)."
+    )
+    attachments: list[tuple[str, str]] = Field(
+        default_factory=list, description="(type, path) pairs: files kept with the raw context."
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Prompt(BaseModel):
+    prompt: str
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+    store_version: str
+
+
+class ErrorBody(BaseModel):
+    error: str  # the error class, e.g. "StoreError"
+    detail: str  # a message meant for the caller
+
+
+# --- errors as statuses -------------------------------------------------------------------------
+
+# A store being replaced or missing is the server's problem and may pass (503); bad arguments
+# are the caller's (400). Anything else from the domain is still reported, without a traceback.
+_ERROR_STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
+    (SessionError, 404),
+    (StoreError, 503),
+    (ToolError, 400),
+    (ConfigError, 400),
+)
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "Invalid arguments."},
+    401: {"model": ErrorBody, "description": "A missing or wrong API key (Authorization: Bearer)."},
+    404: {"model": ErrorBody, "description": "No such session or memory."},
+    503: {
+        "model": ErrorBody,
+        "description": "The store is missing or being replaced, or the server is at capacity "
+        "(then with a Retry-After header: try again after that many seconds).",
+    },
+}
+
+
+def error_status(exc: MemoryBankError) -> int:
+    return next((status for kind, status in _ERROR_STATUS if isinstance(exc, kind)), 500)

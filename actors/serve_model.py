@@ -1,0 +1,104 @@
+"""The query replicas: the work that needs the embedding model, behind the ingress.
+
+Each replica holds one warmed-up `QueryService` (model, indexes, grep corpus loaded once) and
+runs every domain call on its `DomainThread`, which embeds the questions waiting together in
+one forward pass (`HybridSearch.encode_queries`) before the first of their answers; each answer
+then finds its question's vector cached. Requests in flight (`serve.max_ongoing_requests`) wait on the replica's event loop,
+where waiting is cheap, so more load means bigger batches and more answers per second.
+"""
+
+from pathlib import Path
+from typing import Any
+
+from ray import serve
+
+from actors.domain_thread import DomainThread
+from actors.serve_api import (
+    Consolidated,
+    QueryRequest,
+    RecallRequest,
+    SearchRequest,
+    TurnRequest,
+)
+from memory_bank.config import AppConfig
+from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
+from memory_bank.schemas import ChatResult, SearchHit
+
+# A query embeds a handful of words: one torch thread is as fast as two here and leaves the
+# other core to the Serve proxy, the ingress and a second replica (see bench/query.py).
+REPLICA_TORCH_THREADS = 1
+# Search modes that embed the query (bm25 and tree do not).
+_EMBEDDING_MODES = frozenset({"hybrid", "vector"})
+
+
+@serve.deployment(name="MemoryBank", ray_actor_options={"num_cpus": 1})
+class MemoryBankModel:
+    """One query replica over an absolute store path."""
+
+    def __init__(self, store: str, config: dict[str, Any]) -> None:
+        import torch
+
+        from memory_bank.query.service import QueryService
+
+        torch.set_num_threads(REPLICA_TORCH_THREADS)
+        settings = AppConfig.model_validate(config)
+        self._service = QueryService(Path(store), settings)
+        self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
+        self._conversations = self._service.conversations()
+        self._thread = DomainThread(self._service.encode_queries, settings.serve.batch_size)
+
+    async def query(self, request: QueryRequest) -> ChatResult:
+        if request.mode == "research":
+            return await self._thread.run_embedded(
+                request.question,
+                self._service.research,
+                request.question,
+                max_iterations=request.max_iterations,
+            )
+        return await self._thread.run_embedded(
+            request.question,
+            self._service.ask,
+            request.question,
+            max_iterations=request.max_iterations,
+            system_prompt=request.system_prompt,
+        )
+
+    async def search(self, request: SearchRequest) -> list[SearchHit]:
+        search = (self._service.search, request.query)
+        options = {"top_k": request.top_k, "mode": request.mode}
+        if request.mode in _EMBEDDING_MODES and request.query.strip():
+            return await self._thread.run_embedded(request.query, *search, **options)
+        return await self._thread.run(*search, **options)
+
+    async def add_turn(self, conversation_id: str, request: TurnRequest) -> TurnRecord:
+        return await self._thread.run(
+            lambda: self._conversations.get(conversation_id).add_turn(
+                request.speaker, request.text, request.timestamp
+            )
+        )
+
+    async def recall(self, conversation_id: str, request: RecallRequest) -> RecallResult:
+        return await self._thread.run(
+            lambda: self._conversations.get(conversation_id).recall(
+                request.query, max_tokens=request.max_tokens
+            )
+        )
+
+    async def consolidate(self, conversation_id: str) -> Consolidated:
+        consolidated = await self._thread.run(
+            lambda: self._conversations.get(conversation_id).consolidate()
+        )
+        return Consolidated(consolidated=consolidated)
+
+    async def conversation(self, conversation_id: str) -> ConversationInfo:
+        return await self._thread.run(lambda: self._conversations.get(conversation_id).info())
+
+    async def conversation_ids(self) -> list[str]:
+        return await self._thread.run(self._conversations.ids)
+
+    def batch_sizes(self) -> dict[int, int]:
+        """Questions per embedding batch -> batches, since this replica started."""
+        return dict(self._thread.batch_sizes)
+
+    def __del__(self) -> None:
+        self._thread.shutdown()

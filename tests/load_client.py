@@ -1,0 +1,67 @@
+"""Closed-loop HTTP load against the Serve app, for tests/serve/test_serve_load.py and
+bench/query.py: `clients` concurrent clients, each sending its next request as soon as the last
+one is answered, for `seconds`; a 503 with Retry-After is waited out, as a polite client would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+import numpy as np
+
+
+@dataclass
+class LoadResult:
+    clients: int
+    seconds: float = 0.0
+    latencies_s: list[float] = field(default_factory=list)  # of the 200s
+    statuses: Counter[int] = field(default_factory=Counter)
+    unexplained: list[str] = field(default_factory=list)  # transport errors, 503s without header
+
+    @property
+    def answered_per_s(self) -> float:
+        return len(self.latencies_s) / self.seconds if self.seconds else 0.0
+
+    def percentile_ms(self, q: float) -> float:
+        return float(np.percentile(self.latencies_s, q) * 1000) if self.latencies_s else 0.0
+
+
+async def closed_loop(
+    base_url: str,
+    path: str,
+    body: Callable[[], dict],
+    clients: int,
+    seconds: float,
+    headers: dict[str, str] | None = None,
+) -> LoadResult:
+    """POST `body()` (a fresh body per request) to `path` from `clients` clients for `seconds`."""
+    result = LoadResult(clients)
+    deadline = time.perf_counter() + seconds
+
+    async def client() -> None:
+        async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=120.0) as http:
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                try:
+                    response = await http.post(path, json=body())
+                except httpx.HTTPError as exc:
+                    result.unexplained.append(repr(exc))
+                    continue
+                result.statuses[response.status_code] += 1
+                if response.status_code == 200:
+                    result.latencies_s.append(time.perf_counter() - started)
+                elif response.status_code == 503 and "retry-after" in response.headers:
+                    wait = float(response.headers["retry-after"])
+                    await asyncio.sleep(min(wait, max(0.0, deadline - time.perf_counter())))
+                else:
+                    result.unexplained.append(f"{response.status_code}: {response.text[:200]}")
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    result.seconds = time.perf_counter() - started
+    return result
