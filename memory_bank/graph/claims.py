@@ -401,6 +401,8 @@ def text_facts(text: str, title: str | None = None) -> TextFacts:
         heading = MARKDOWN_HEADER.match(line)
         if heading and not title:
             title = heading.group(2).strip()
+    if title and _excerpt_title(title, text):
+        title = None  # a raw text's first sentence, not a name for what the text is about
     principal: Subject = frozenset()
     if title:
         title_values = extract_values(f"About {title}")  # a title's first word is no grammar
@@ -409,6 +411,17 @@ def text_facts(text: str, title: str | None = None) -> TextFacts:
         principal = _subject_of(sentences[0])
     kept = tuple(fact for fact in sentences if fact.values and fact.frame)
     return TextFacts(principal, kept)
+
+
+def _excerpt_title(title: str, text: str) -> bool:
+    """Whether `title` is the opening of a text that has no title of its own: a raw text's
+    first line, a sentence (possibly cut short with "…"), given as its title by ingest."""
+    first = text.lstrip().split("\n", 1)[0].strip()
+    stem = title.strip().rstrip("…").rstrip()
+    is_sentence = title.strip()[-1:] in ".!?…"
+    return (
+        bool(stem) and is_sentence and not MARKDOWN_HEADER.match(first) and first.startswith(stem)
+    )
 
 
 def _subject_of(facts: SentenceFacts) -> Subject:
@@ -680,6 +693,8 @@ def _value_pair(
             continue
         if len(news) > 1 and len(olds) == 1:
             news = _best_by_context(new, news, old, olds[0])
+        elif len(news) > 1:
+            olds, news = _pair_by_context(old, olds, new, news)
         if len(news) != 1:
             continue
         if len(olds) > 1:
@@ -770,6 +785,22 @@ def _best_by_context(
     best = max(scores)
     chosen = [v for v, score in zip(values, scores, strict=True) if score == best]
     return chosen if best > 0 else values
+
+
+def _pair_by_context(
+    old: SentenceFacts, olds: list[Value], new: SentenceFacts, news: list[Value]
+) -> tuple[list[Value], list[Value]]:
+    """Of several values on both sides, the one pair whose preceding words match ("franchise
+    based in Philadelphia, Pennsylvania" / "now based in Camden, New Jersey"); all of them
+    when no single pair does."""
+    scored = [
+        (len(_left_context(old, a) & _left_context(new, b)), a, b) for a in olds for b in news
+    ]
+    best = max(score for score, _, _ in scored)
+    top = [(a, b) for score, a, b in scored if score == best]
+    if best > 0 and len(top) == 1:
+        return [top[0][0]], [top[0][1]]
+    return olds, news
 
 
 def _date_parts_shared(first: str, second: str) -> int:
