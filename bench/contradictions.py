@@ -214,7 +214,7 @@ def main() -> None:
     )
     wrong = spurious(all_facts, summary.conflicts)
     print(
-        f"conflicts detected at ingest: "
+        "conflicts detected at ingest: "
         + ", ".join(f"{s} {detected(f, summary.conflicts)}/{len(f)}" for s, f in facts.items())
         + f" facts; spurious conflicts: {len(wrong)} ({false_before} among the corpus paragraphs "
         f"before any update, open; {len(wrong) - false_before} with the updates)"
@@ -249,9 +249,7 @@ def main() -> None:
         cells = []
         for column in columns:
             rows = [
-                column[1][i]
-                for i in picked
-                if len(column) < 4 or cases[i]["kind"] == column[3]
+                column[1][i] for i in picked if len(column) < 4 or cases[i]["kind"] == column[3]
             ]
             cells.append(share(rows, column[2]))
         print(f"| {label:28} |" + "|".join(f" {cell:>17} " for cell in cells) + "|")
@@ -261,13 +259,15 @@ def main() -> None:
         f"{share(before, lambda r: r['stale'])}; of those, after the update: {share(known, right)}"
     )
     if args.show:
-        for case, row in zip(cases, after, strict=True):
+        for case, row, earlier in zip(cases, after, before, strict=True):
             mark = "ok " if right(row) else "BAD"
             print(
                 f"{mark} [{case['suite']}/{case['split']}/{case['kind']}] {case['question']}"
                 f"  (current {case['current']!r}, stale {case['stale']!r})\n"
                 f"      -> {row['answer'][:300]}"
             )
+            if not right(row):
+                print(f"      before the update: {earlier['answer'][:300]}")
         for conflict in wrong:
             print(
                 f"spurious: {conflict.description} | {conflict.old_sentence[:100]} | "

@@ -305,6 +305,7 @@ def extract_values(sentence: str) -> list[Value]:
 
 
 _PAIR_GAP = re.compile(r",\s*|\s+and\s+|\s*&\s*")
+_AND_GAP = re.compile(r"\s+(?:and|&)\s+")
 
 
 def _joined(sentence: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -319,10 +320,17 @@ def _joined(sentence: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]
             gap = sentence[end:next_start]
             third = spans[position + 2] if position + 2 < len(spans) else None
             continues = third is not None and _PAIR_GAP.fullmatch(sentence[next_end : third[0]])
+            # "New York City and Little Rock, Arkansas": after an "and", a comma joins a
+            # place to its region (a list puts its commas before the "and").
+            region = (
+                gap.strip() == ","
+                and position > 0
+                and _AND_GAP.fullmatch(sentence[spans[position - 1][1] : start]) is not None
+            )
             if (
                 _PAIR_GAP.fullmatch(gap)
                 and not continues
-                and not _starts_list(sentence, start, spans[:position])
+                and (region or not _starts_list(sentence, start, spans[:position]))
             ):
                 joined.append((start, next_end))
                 position += 2
@@ -343,15 +351,16 @@ def sentence_facts(sentence: str) -> SentenceFacts:
     outside = list(sentence)
     for value in values:
         outside[value.start : value.end] = " " * (value.end - value.start)
-    frame = frozenset(stem_words(search_tokens("".join(outside))))
+    words = "".join(outside)  # a cue is a word of the sentence, not of a name ("New Jersey")
+    frame = frozenset(stem_words(search_tokens(words)))
     role = _SINGLE_ROLE.search(sentence)
     subject_end = _SUBJECT_END.search(sentence)
     return SentenceFacts(
         text=sentence,
         values=values,
         frame=frame,
-        replaces=_REPLACEMENT_CUES.search(sentence) is not None,
-        announces=_UPDATE_CUES.search(sentence) is not None,
+        replaces=_REPLACEMENT_CUES.search(words) is not None,
+        announces=_UPDATE_CUES.search(words) is not None,
         single_role=role is not None,
         subject_end=subject_end.start() if subject_end else len(sentence),
         refers_back=_REFERENCE_OPENING.match(sentence) is not None,
@@ -693,7 +702,9 @@ def _value_pair(
             continue
         if len(news) > 1 and len(olds) == 1:
             news = _best_by_context(new, news, old, olds[0])
-        elif len(news) > 1:
+        elif len(news) > 1 and (new.announces or new.replaces):
+            # Several candidates on both sides: only a sentence announcing a change is read
+            # for which of them it changes.
             olds, news = _pair_by_context(old, olds, new, news)
         if len(news) != 1:
             continue
