@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 import unicodedata
+from statistics import median
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,10 +82,13 @@ def write_corpus(corpus: dict[str, list[str]], titles: list[str], directory: Pat
 def ask_all(bank: MemoryBank, cases: list[dict]) -> list[dict]:
     results = []
     for case in cases:
+        started = time.perf_counter()
         result = bank.request(case["question"])
+        seconds = time.perf_counter() - started
         results.append(
             {
                 "answer": result.answer,
+                "seconds": seconds,
                 "current": states(result.answer, case["current"]),
                 "stale": states(result.answer, case["stale"]),
                 "history": any(
@@ -149,6 +153,33 @@ def ingested_corpus(
     return seconds
 
 
+def ask_isolated(
+    corpus: dict[str, list[str]], facts: list[dict], cases: list[dict]
+) -> tuple[list[dict], list[dict]]:
+    """Each fact in a store of its own: its paragraph, then the update as raw text in a later
+    add, then its questions (with and without the graph's preference)."""
+    by_fact: dict[str, list[dict]] = {}
+    for case in cases:
+        by_fact.setdefault(case["fact"], []).append(case)
+    rows: dict[int, tuple[dict, dict]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        embedder = None
+        for number, fact in enumerate(facts):
+            work = Path(scratch) / f"f{number}"
+            write_corpus(corpus, [fact["title"]], work / "fact")
+            bank = MemoryBank(work / "store", AppConfig(), embedder=embedder)
+            bank.add(files=[str(work / "fact")])
+            bank.add(text=fact["update"])
+            embedder = bank._shared_embedder()
+            chosen = by_fact.get(fact["id"], [])
+            after = ask_all(bank, chosen)
+            bank._query_service()._current().agent.currency = None
+            without = ask_all(bank, chosen)
+            for case, a, w in zip(chosen, after, without, strict=True):
+                rows[id(case)] = (a, w)
+    return [rows[id(c)][0] for c in cases], [rows[id(c)][1] for c in cases]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", choices=["all", "facts"], default="all")
@@ -183,6 +214,12 @@ def main() -> None:
     ]
     all_facts = [fact for suite_facts in facts.values() for fact in suite_facts]
     titles = sorted(corpus) if args.corpus == "all" else sorted({f["title"] for f in all_facts})
+
+    isolated: list[dict] = []
+    isolated_without: list[dict] = []
+    isolated_cases = [c for c in cases if c["suite"] == "fact pairs"]
+    if isolated_cases:
+        isolated, isolated_without = ask_isolated(corpus, facts["fact pairs"], isolated_cases)
 
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
@@ -225,8 +262,10 @@ def main() -> None:
         ("updates, all", lambda c: c["suite"] == "updates"),
         ("fact pairs (held-out-like)", lambda c: c["suite"] == "fact pairs"),
     ]
+    # The fact pairs once more, each in a store of its own (fact, later add, question).
+    position = {id(c): i for i, c in enumerate(c for c in cases if c["suite"] == "fact pairs")}
     columns = [
-        ("before graph", without, right),
+        ("before graph", without, lambda r: r["current"] and not r["stale"]),
         ("after", after, right),
         ("after: direct", after, right, "direct"),
         ("after: dependent", after, right, "dependent"),
@@ -237,11 +276,11 @@ def main() -> None:
     print(
         "\nscore = the answer states the current value, not the superseded one, and keeps the "
         "superseded one as history; 'before graph' = the same store without the Query Graph's "
-        "preference"
+        "preference (current value, superseded absent: no history before the graph)"
     )
     header = f"| {'questions':28} |" + "|".join(f" {c[0]:>17} " for c in columns) + "|"
     print(header)
-    print("|" + "|".join("-" * (len(part) + 2) for part in header.strip("|").split("|")) + "|")
+    print(f"|{'-' * 30}|" + "|".join("-" * 19 for _ in columns) + "|")
     for label, chosen in groups:
         picked = [i for i, case in enumerate(cases) if chosen(case)]
         if not picked:
@@ -253,6 +292,22 @@ def main() -> None:
             ]
             cells.append(share(rows, column[2]))
         print(f"| {label:28} |" + "|".join(f" {cell:>17} " for cell in cells) + "|")
+    if isolated:
+        cells = []
+        for column in columns:
+            data = isolated_without if column[1] is without else isolated
+            rows = [
+                data[position[id(case)]]
+                for case in cases
+                if id(case) in position and (len(column) < 4 or case["kind"] == column[3])
+            ]
+            cells.append(share(rows, column[2]))
+        label = "fact pairs, a store each"
+        print(f"| {label:28} |" + "|".join(f" {cell:>17} " for cell in cells) + "|")
+    print(
+        f"\nask p50 {1000 * median(r['seconds'] for r in after):.0f} ms with the graph's "
+        f"preference, {1000 * median(r['seconds'] for r in without):.0f} ms without"
+    )
     known = [a for a, b in zip(after, before, strict=True) if b["stale"]]
     print(
         f"\nbefore the update the answer stated the original value for "

@@ -666,9 +666,10 @@ def same_frame(sentence: str, claim_sentence: str) -> bool:
 def mentions_value(sentence: str, value: str) -> bool:
     """Whether `sentence` states `value` (a value's surface text), as a value of its own."""
     key = _value_key_of(value)
-    return any(v.key == key for v in sentence_facts(sentence).values) or (
-        key is None and value.lower() in sentence.lower()
-    )
+    if key is not None:
+        return any(v.key == key for v in sentence_facts(sentence).values)
+    # A common word ("cello"): as a word of its own, not inside another ("violoncello").
+    return re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", sentence.lower()) is not None
 
 
 # --- helpers --------------------------------------------------------------------------------

@@ -32,16 +32,27 @@ import numpy as np
 from memory_bank.graph.claims import (
     PARAPHRASE_COSINE,
     Contradiction,
+    SentenceFacts,
+    Subject,
     TextFacts,
     find_contradiction,
     mentions_value,
+    same_subject,
     text_facts,
 )
+from memory_bank.text.lexicon import search_tokens, stem_words
 from memory_bank.text.sentences import split_sentences
 
 # Memories added this close together came in with one commit: they have no order between
 # them (a commit stamps its memories `now + position * 1e-6`; two commits are seconds apart).
 ORDER_GAP_SECONDS = 0.05
+# Two sentences about one subject this close (cosine) that differ in one common word each say
+# the same with another value ("plays the violin" / "plays the cello").
+WORD_CHANGE_COSINE = 0.75
+# Words that announce a change rather than state a value.
+_CUE_WORDS = frozenset(
+    ["now", "currently", "current", "new", "newly", "latest", "today", "actually", "still"]
+)
 
 _DATE_QUESTION = re.compile(
     r"\b(?:when|since when|(?:what|which)\s+(?:year|date|day|month|decade|century))\b",
@@ -130,8 +141,6 @@ def _pair_changes(
     found: list[tuple[Contradiction, np.ndarray | None]] = []
     for later in new_facts.sentences:
         later_about = new_facts.about(later)
-        if not later_about:
-            continue
         # The question names the slot: the later sentence needs no update cue of its own.
         cued = replace(later, announces=True)
         new_vector = new_vectors.get(later.text.strip())
@@ -146,18 +155,66 @@ def _pair_changes(
                 cosine is None or cosine < PARAPHRASE_COSINE
             ):
                 continue
-            contradiction = find_contradiction(
-                earlier, cued, cosine, old_facts.about(earlier), later_about
-            )
+            earlier_about = old_facts.about(earlier)
+            contradiction = find_contradiction(earlier, cued, cosine, earlier_about, later_about)
+            if contradiction is None:
+                contradiction = word_change(earlier, later, cosine, earlier_about, later_about)
             if contradiction is not None:
                 found.append((contradiction, new_vector))
     return found
 
 
+def word_change(
+    earlier: SentenceFacts,
+    later: SentenceFacts,
+    cosine: float | None,
+    earlier_about: list[Subject],
+    later_about: list[Subject],
+) -> Contradiction | None:
+    """Two sentences about one subject that say the same in all but one word each ("Marta
+    Ilves plays the violin" / "Marta Ilves now plays the cello"): the value is a common word
+    (an instrument, a sport, a genre), which names and numbers do not cover. Only sentences
+    this close in embedding (WORD_CHANGE_COSINE) and without other values in which they
+    differ."""
+    if cosine is None or cosine < WORD_CHANGE_COSINE or earlier.keys != later.keys:
+        return None
+    shared_name = any(v.kind == "name" for v in earlier.values)  # the same names: one subject
+    if not shared_name and not any(same_subject(a, b) for a in earlier_about for b in later_about):
+        return None
+    old_words = _plain_words(earlier)
+    new_words = _plain_words(later)
+    old_only = {stem: word for stem, word in old_words.items() if stem not in new_words}
+    new_only = {stem: word for stem, word in new_words.items() if stem not in old_words}
+    if len(old_only) != 1 or len(new_only) != 1:
+        return None
+    [old_value] = old_only.values()
+    [new_value] = new_only.values()
+    shared = sorted(set(old_words) & set(new_words))
+    return Contradiction(
+        old_sentence=earlier.text,
+        new_sentence=later.text,
+        subject=", ".join(sorted(v.text for v in earlier.values if v.kind == "name")),
+        attribute=" ".join(shared[:4]) or "(paraphrased)",
+        old_value=old_value,
+        new_value=new_value,
+        kind="word",
+    )
+
+
+def _plain_words(facts: SentenceFacts) -> dict[str, str]:
+    """Stem -> word of a sentence's content words outside its values, cue words left out."""
+    text = list(facts.text)
+    for value in facts.values:
+        text[value.start : value.end] = " " * (value.end - value.start)
+    words = [w for w in search_tokens("".join(text)) if w not in _CUE_WORDS]
+    return dict(zip(stem_words(words), words, strict=True))
+
+
 def _asked(contradiction: Contradiction, kinds: frozenset[str], question: str) -> bool:
-    """The values are of a kind the question asks for, and neither is given by the question."""
+    """The values are of a kind the question asks for (a common word for a question about a
+    name: "which instrument"), and neither is given by the question."""
     kind = contradiction.kind.split(":", 1)[0]
-    if kind not in kinds:
+    if kind not in kinds and not (kind == "word" and "name" in kinds):
         return False
     return not (
         mentions_value(question, contradiction.old_value)

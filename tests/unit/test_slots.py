@@ -149,3 +149,14 @@ def test_without_the_update_the_first_value_stands(tmp_path, embedder):
     result = bank.request("What is the mother tongue of Marta Ilves?")
 
     assert "Estonian" in result.answer and result.history == []
+
+
+def test_a_common_word_can_be_the_value_that_changed(embedder):
+    older = _memory(embedder, 0, "Marta Ilves plays the violin. She lives in Tartu.", 100.0)
+    newer = _memory(embedder, 1, "Marta Ilves now plays the cello.", 200.0)
+
+    [change] = slot_changes("What instrument does Marta Ilves play?", [older, newer])
+
+    found = change.contradiction
+    assert (found.old_value, found.new_value, found.kind) == ("violin", "cello", "word")
+    assert slot_changes("When did Marta Ilves start playing?", [older, newer]) == []
