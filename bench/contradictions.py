@@ -36,8 +36,8 @@ import sys
 import tempfile
 import time
 import unicodedata
-from statistics import median
 from pathlib import Path
+from statistics import median
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
