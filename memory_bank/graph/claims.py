@@ -352,7 +352,7 @@ def sentence_facts(sentence: str) -> SentenceFacts:
     for value in values:
         outside[value.start : value.end] = " " * (value.end - value.start)
     words = "".join(outside)  # a cue is a word of the sentence, not of a name ("New Jersey")
-    frame = frozenset(stem_words(search_tokens(words)))
+    frame = frozenset(stem_words(search_tokens(words))) or _preposition_frame(sentence, values)
     role = _SINGLE_ROLE.search(sentence)
     subject_end = _SUBJECT_END.search(sentence)
     return SentenceFacts(
@@ -365,6 +365,19 @@ def sentence_facts(sentence: str) -> SentenceFacts:
         subject_end=subject_end.start() if subject_end else len(sentence),
         refers_back=_REFERENCE_OPENING.match(sentence) is not None,
         role_objects=_role_objects(sentence, values, role),
+    )
+
+
+_PREPOSITION_BEFORE = re.compile(r"\b(in|at|on|from|of|by|to|near|for)\s*$", re.IGNORECASE)
+
+
+def _preposition_frame(sentence: str, values: tuple[Value, ...]) -> frozenset[str]:
+    """The frame of a sentence with no content word of its own ("The Eiffel Tower is in
+    Paris."): the prepositions that introduce its values ("@in")."""
+    return frozenset(
+        f"@{match.group(1).lower()}"
+        for value in values
+        if (match := _PREPOSITION_BEFORE.search(sentence[max(0, value.start - 8) : value.start]))
     )
 
 
@@ -386,7 +399,7 @@ class TextFacts:
         subjects: list[Subject] = [frozenset({key}) for key in facts.role_objects]
         names = [v.key for v in facts.values if v.kind == "name"]
         principal_names = [k for k in self.principal if k.startswith("e:")]
-        own = _subject_of(facts) if not facts.refers_back else frozenset()
+        own = _subject_of(facts) if not facts.refers_back else _of_subject(facts)
         pronoun = not own and _PRONOUN_SUBJECT.search(facts.text) is not None
         if self.principal and (
             facts.refers_back
@@ -437,8 +450,24 @@ def _subject_of(facts: SentenceFacts) -> Subject:
     """The names (and the dates beside them) of a sentence's subject phrase."""
     opening = [v for v in facts.values if v.start < facts.subject_end]
     if not any(v.kind == "name" for v in opening):
-        return frozenset()
+        return _of_subject(facts)
     return frozenset(v.key for v in opening if v.kind in ("name", "date"))
+
+
+# "The headquarters of Nokia are ...", "The mother tongue of Danielle Darrieux is ...": an
+# opening attribute phrase names what the sentence is about after its "of".
+_OF_OPENING = re.compile(r"\W*(?i:the|a|an)\s+(?:[a-z][\w'’-]*\s+){1,4}?of\s+(?:the\s+)?")
+
+
+def _of_subject(facts: SentenceFacts) -> Subject:
+    """The name right after an opening "The <attribute> of" (empty without one)."""
+    opening = _OF_OPENING.match(facts.text)
+    if opening is None:
+        return frozenset()
+    for value in facts.values:
+        if value.kind == "name" and opening.end() <= value.start <= opening.end() + 1:
+            return frozenset({value.key})
+    return frozenset()
 
 
 def same_subject(first: Subject, second: Subject, strict: bool = False) -> bool:
@@ -530,7 +559,9 @@ def find_contradiction(
     # The attribute: the words next to the values must match; the sentences' words as a
     # whole may stand in for them only when the later one announces a change.
     local_overlap = _overlap(_local_frame(old, old_value), _local_frame(new, new_value))
-    same_predicate = bool(_predicate(old, old_value) & _predicate(new, new_value))
+    same_predicate = bool(_predicate(old, old_value) & _predicate(new, new_value)) or (
+        old.frame == new.frame and all(word.startswith("@") for word in old.frame)
+    )  # "is in Paris" / "is in Rome": the preposition is all the attribute there is
     cued = new.announces or new.replaces
     if (
         not paraphrase
@@ -1003,7 +1034,7 @@ _POSSESSIVE = re.compile(r"['’]s$")
 # capital ("Club historians have ...", "Archival records show ...").
 _NAME_FOLLOWER = re.compile(
     r"(?:is|are|was|were|has|have|had|will|would|can|could|may|might|must|should|said|says|"
-    r"became|becomes|remains|joined|left|took|won|made|[a-z]+ed|[a-z]+s)$"
+    r"became|becomes|remains|joined|left|took|won|made|[a-z]+ed|[a-z]+s|[a-z]{3,}ly)$"
 )
 
 

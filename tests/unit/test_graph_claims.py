@@ -42,6 +42,16 @@ def contradictions(old: str, new: str, old_title: str | None = None, new_title: 
             "Acme Corporation announced that Bob Tanaka is now the CEO of Acme, replacing Alice Moreno.",
             ("Alice Moreno", "Bob Tanaka"),
         ),
+        # "The <attribute> of <name>" opens a sentence about <name>
+        (
+            "The headquarters of Nokia are in Espoo, Finland.",
+            "Nokia has moved its headquarters to Berlin.",
+            ("Espoo, Finland", "Berlin"),
+        ),
+        # a sentence with no content word of its own: its preposition is its attribute
+        ("The Eiffel Tower is in Paris.", "The Eiffel Tower is in Rome.", ("Paris", "Rome")),
+        # a name opening a sentence before an adverb is still a name
+        ("Friends originally aired on NBC.", "Friends originally aired on CBS.", ("NBC", "CBS")),
         # several values on both sides: the announced change pairs those after one predicate
         (
             "The Philadelphia Eagles are a professional American football franchise based in "
