@@ -105,7 +105,11 @@ class HistoryNote(BaseModel):
     current_source: str
     recorded_at: str  # UTC ISO 8601: when the old claim entered the memory
     superseded_at: str  # when the later claim replaced it
-    conflict_id: str
+    conflict_id: str  # "" when the question's slot decided it (`basis`)
+    # "graph": a conflict the Query Graph resolved; "question": two memories of the answer's
+    # evidence give different values for what the question asks, the later add holds
+    # (`query.slots`).
+    basis: Literal["graph", "question"] = "graph"
 
 
 class SearchHit(BaseModel):

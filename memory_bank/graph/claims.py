@@ -305,6 +305,7 @@ def extract_values(sentence: str) -> list[Value]:
 
 
 _PAIR_GAP = re.compile(r",\s*|\s+and\s+|\s*&\s*")
+_AND_GAP = re.compile(r"\s+(?:and|&)\s+")
 
 
 def _joined(sentence: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -319,10 +320,17 @@ def _joined(sentence: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]
             gap = sentence[end:next_start]
             third = spans[position + 2] if position + 2 < len(spans) else None
             continues = third is not None and _PAIR_GAP.fullmatch(sentence[next_end : third[0]])
+            # "New York City and Little Rock, Arkansas": after an "and", a comma joins a
+            # place to its region (a list puts its commas before the "and").
+            region = (
+                gap.strip() == ","
+                and position > 0
+                and _AND_GAP.fullmatch(sentence[spans[position - 1][1] : start]) is not None
+            )
             if (
                 _PAIR_GAP.fullmatch(gap)
                 and not continues
-                and not _starts_list(sentence, start, spans[:position])
+                and (region or not _starts_list(sentence, start, spans[:position]))
             ):
                 joined.append((start, next_end))
                 position += 2
@@ -343,19 +351,33 @@ def sentence_facts(sentence: str) -> SentenceFacts:
     outside = list(sentence)
     for value in values:
         outside[value.start : value.end] = " " * (value.end - value.start)
-    frame = frozenset(stem_words(search_tokens("".join(outside))))
+    words = "".join(outside)  # a cue is a word of the sentence, not of a name ("New Jersey")
+    frame = frozenset(stem_words(search_tokens(words))) or _preposition_frame(sentence, values)
     role = _SINGLE_ROLE.search(sentence)
     subject_end = _SUBJECT_END.search(sentence)
     return SentenceFacts(
         text=sentence,
         values=values,
         frame=frame,
-        replaces=_REPLACEMENT_CUES.search(sentence) is not None,
-        announces=_UPDATE_CUES.search(sentence) is not None,
+        replaces=_REPLACEMENT_CUES.search(words) is not None,
+        announces=_UPDATE_CUES.search(words) is not None,
         single_role=role is not None,
         subject_end=subject_end.start() if subject_end else len(sentence),
         refers_back=_REFERENCE_OPENING.match(sentence) is not None,
         role_objects=_role_objects(sentence, values, role),
+    )
+
+
+_PREPOSITION_BEFORE = re.compile(r"\b(in|at|on|from|of|by|to|near|for)\s*$", re.IGNORECASE)
+
+
+def _preposition_frame(sentence: str, values: tuple[Value, ...]) -> frozenset[str]:
+    """The frame of a sentence with no content word of its own ("The Eiffel Tower is in
+    Paris."): the prepositions that introduce its values ("@in")."""
+    return frozenset(
+        f"@{match.group(1).lower()}"
+        for value in values
+        if (match := _PREPOSITION_BEFORE.search(sentence[max(0, value.start - 8) : value.start]))
     )
 
 
@@ -377,7 +399,7 @@ class TextFacts:
         subjects: list[Subject] = [frozenset({key}) for key in facts.role_objects]
         names = [v.key for v in facts.values if v.kind == "name"]
         principal_names = [k for k in self.principal if k.startswith("e:")]
-        own = _subject_of(facts) if not facts.refers_back else frozenset()
+        own = _subject_of(facts) if not facts.refers_back else _of_subject(facts)
         pronoun = not own and _PRONOUN_SUBJECT.search(facts.text) is not None
         if self.principal and (
             facts.refers_back
@@ -401,6 +423,8 @@ def text_facts(text: str, title: str | None = None) -> TextFacts:
         heading = MARKDOWN_HEADER.match(line)
         if heading and not title:
             title = heading.group(2).strip()
+    if title and _excerpt_title(title, text):
+        title = None  # a raw text's first sentence, not a name for what the text is about
     principal: Subject = frozenset()
     if title:
         title_values = extract_values(f"About {title}")  # a title's first word is no grammar
@@ -411,12 +435,39 @@ def text_facts(text: str, title: str | None = None) -> TextFacts:
     return TextFacts(principal, kept)
 
 
+def _excerpt_title(title: str, text: str) -> bool:
+    """Whether `title` is the opening of a text that has no title of its own: a raw text's
+    first line, a sentence (possibly cut short with "…"), given as its title by ingest."""
+    first = text.lstrip().split("\n", 1)[0].strip()
+    stem = title.strip().rstrip("…").rstrip()
+    is_sentence = title.strip()[-1:] in ".!?…"
+    return (
+        bool(stem) and is_sentence and not MARKDOWN_HEADER.match(first) and first.startswith(stem)
+    )
+
+
 def _subject_of(facts: SentenceFacts) -> Subject:
     """The names (and the dates beside them) of a sentence's subject phrase."""
     opening = [v for v in facts.values if v.start < facts.subject_end]
     if not any(v.kind == "name" for v in opening):
-        return frozenset()
+        return _of_subject(facts)
     return frozenset(v.key for v in opening if v.kind in ("name", "date"))
+
+
+# "The headquarters of Nokia are ...", "The mother tongue of Danielle Darrieux is ...": an
+# opening attribute phrase names what the sentence is about after its "of".
+_OF_OPENING = re.compile(r"\W*(?i:the|a|an)\s+(?:[a-z][\w'’-]*\s+){1,4}?of\s+(?:the\s+)?")
+
+
+def _of_subject(facts: SentenceFacts) -> Subject:
+    """The name right after an opening "The <attribute> of" (empty without one)."""
+    opening = _OF_OPENING.match(facts.text)
+    if opening is None:
+        return frozenset()
+    for value in facts.values:
+        if value.kind == "name" and opening.end() <= value.start <= opening.end() + 1:
+            return frozenset({value.key})
+    return frozenset()
 
 
 def same_subject(first: Subject, second: Subject, strict: bool = False) -> bool:
@@ -508,7 +559,9 @@ def find_contradiction(
     # The attribute: the words next to the values must match; the sentences' words as a
     # whole may stand in for them only when the later one announces a change.
     local_overlap = _overlap(_local_frame(old, old_value), _local_frame(new, new_value))
-    same_predicate = bool(_predicate(old, old_value) & _predicate(new, new_value))
+    same_predicate = bool(_predicate(old, old_value) & _predicate(new, new_value)) or (
+        old.frame == new.frame and all(word.startswith("@") for word in old.frame)
+    )  # "is in Paris" / "is in Rome": the preposition is all the attribute there is
     cued = new.announces or new.replaces
     if (
         not paraphrase
@@ -644,9 +697,10 @@ def same_frame(sentence: str, claim_sentence: str) -> bool:
 def mentions_value(sentence: str, value: str) -> bool:
     """Whether `sentence` states `value` (a value's surface text), as a value of its own."""
     key = _value_key_of(value)
-    return any(v.key == key for v in sentence_facts(sentence).values) or (
-        key is None and value.lower() in sentence.lower()
-    )
+    if key is not None:
+        return any(v.key == key for v in sentence_facts(sentence).values)
+    # A common word ("cello"): as a word of its own, not inside another ("violoncello").
+    return re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", sentence.lower()) is not None
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -680,6 +734,10 @@ def _value_pair(
             continue
         if len(news) > 1 and len(olds) == 1:
             news = _best_by_context(new, news, old, olds[0])
+        elif len(news) > 1 and (new.announces or new.replaces):
+            # Several candidates on both sides: only a sentence announcing a change is read
+            # for which of them it changes.
+            olds, news = _pair_by_context(old, olds, new, news)
         if len(news) != 1:
             continue
         if len(olds) > 1:
@@ -770,6 +828,22 @@ def _best_by_context(
     best = max(scores)
     chosen = [v for v, score in zip(values, scores, strict=True) if score == best]
     return chosen if best > 0 else values
+
+
+def _pair_by_context(
+    old: SentenceFacts, olds: list[Value], new: SentenceFacts, news: list[Value]
+) -> tuple[list[Value], list[Value]]:
+    """Of several values on both sides, the one pair whose preceding words match ("franchise
+    based in Philadelphia, Pennsylvania" / "now based in Camden, New Jersey"); all of them
+    when no single pair does."""
+    scored = [
+        (len(_left_context(old, a) & _left_context(new, b)), a, b) for a in olds for b in news
+    ]
+    best = max(score for score, _, _ in scored)
+    top = [(a, b) for score, a, b in scored if score == best]
+    if best > 0 and len(top) == 1:
+        return [top[0][0]], [top[0][1]]
+    return olds, news
 
 
 def _date_parts_shared(first: str, second: str) -> int:
@@ -960,7 +1034,7 @@ _POSSESSIVE = re.compile(r"['’]s$")
 # capital ("Club historians have ...", "Archival records show ...").
 _NAME_FOLLOWER = re.compile(
     r"(?:is|are|was|were|has|have|had|will|would|can|could|may|might|must|should|said|says|"
-    r"became|becomes|remains|joined|left|took|won|made|[a-z]+ed|[a-z]+s)$"
+    r"became|becomes|remains|joined|left|took|won|made|[a-z]+ed|[a-z]+s|[a-z]{3,}ly)$"
 )
 
 

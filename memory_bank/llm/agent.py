@@ -142,7 +142,7 @@ class ToolCallingNavigator:
             evidence=evidence,
             query_vector=self._query_vector(run.question),
             system_prompt=system_prompt,
-            claims=self.currency.claims(indices) if self.currency is not None else [],
+            claims=self.currency.claims(indices, run.question) if self.currency is not None else [],
         )
         result = self.answer(request)
         if not result.found:

@@ -261,8 +261,24 @@ def apply_claims(
         )
         if claim.current_path and claim.current_path not in paths:
             paths.append(claim.current_path)
+    # What the replaced claims said stays out of the answer wherever it is said again: another
+    # sentence naming an old value about the same attribute (a bridge paragraph describing the
+    # old value) would put it back beside the current one.
+    replaced = [c for c in superseded if c.note in history]
+    kept = [s for s in kept if not any(repeats_replaced(s.text, c) for c in replaced)]
     kept.sort(key=lambda s: (-s.score, s.chunk, s.number))
     return kept, history, paths
+
+
+def repeats_replaced(sentence: str, claim: ClaimHistory) -> bool:
+    """Whether `sentence` names a replaced claim's old value, without its new one, about the
+    claim's attribute (it shares a frame word with the claim's sentence)."""
+    return (
+        bool(claim.old_value)
+        and mentions_value(sentence, claim.old_value)
+        and not mentions_value(sentence, claim.new_value)
+        and same_frame(sentence, claim.sentence)
+    )
 
 
 def states_claim(sentence: str, claim: ClaimHistory) -> bool:
@@ -319,4 +335,25 @@ def without_replaced(sentence: str, notes: Sequence[HistoryNote]) -> str:
                     if text[-1:].isalnum() and sentence.rstrip()[-1:] in ".!?":
                         text += sentence.rstrip()[-1]
                 break
+        if mentions_value(text, note.superseded_value):
+            text = _without_clause_naming(text, note)
     return text
+
+
+def _without_clause_naming(sentence: str, note: HistoryNote) -> str:
+    """`sentence` without its clauses (split at ";") that name the replaced value and not the
+    current one, when another clause states the current value ("... was directed by Kim
+    Jee-woon; Park Jin-pyo co-wrote the script")."""
+    clauses = [c.strip() for c in sentence.split(";")]
+    kept = [
+        c
+        for c in clauses
+        if not (
+            mentions_value(c, note.superseded_value) and not mentions_value(c, note.current_value)
+        )
+    ]
+    if len(kept) == len(clauses) or not any(mentions_value(c, note.current_value) for c in kept):
+        return sentence
+    text = "; ".join(kept)
+    end = sentence.rstrip()[-1:]
+    return text if text[-1:] in ".!?" or end not in ".!?" else text + end

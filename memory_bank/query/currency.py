@@ -12,7 +12,7 @@ is placed above a hit whose matching claim was superseded, which carries the his
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
@@ -23,8 +23,11 @@ from memory_bank.index.corpus import StoreCorpus
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.llm.roles import ClaimHistory
 from memory_bank.query.question import stem_all, term_coverage
+from memory_bank.query.slots import SlotChange, SlotMemory, slot_changes
 from memory_bank.schemas import HistoryNote, SearchHit
 from memory_bank.text.lexicon import search_tokens
+
+MAX_SLOT_MEMORIES = 32  # memories read plus graph neighbours compared for the question's slot
 
 
 class Currency:
@@ -45,11 +48,23 @@ class Currency:
 
     # --- answers ----------------------------------------------------------------------------
 
-    def claims(self, indices: Iterable[int]) -> list[ClaimHistory]:
+    def claims(self, indices: Iterable[int], question: str | None = None) -> list[ClaimHistory]:
         """The superseded and current claims of the memories read (by memory index), as the
-        answer role takes them."""
+        answer role takes them: the graph's resolved conflicts, and with `question` those its
+        slot decides between memories of different commits (`query.slots`)."""
         indices = list(indices)
         self.view.refresh()
+        found = self._graph_claims(indices)
+        if question:
+            known = {(c.kind, c.chunk, c.sentence.strip()) for c in found}
+            found += [
+                c
+                for c in self.question_claims(indices, question)
+                if (c.kind, c.chunk, c.sentence.strip()) not in known
+            ]
+        return found
+
+    def _graph_claims(self, indices: list[int]) -> list[ClaimHistory]:
         found: list[ClaimHistory] = []
         for index, supersessions in self.supersessions(indices).items():
             for claim in supersessions:
@@ -80,6 +95,100 @@ class Currency:
                     )
                 )
         return found
+
+    def question_claims(self, indices: Sequence[int], question: str) -> list[ClaimHistory]:
+        """The claims the question's slot decides: among the memories read and their graph
+        neighbours, a later add's differing value for what the question asks is current."""
+        memories = self._slot_memories(indices)
+        graph = self.view.state.graph
+
+        def decided(older: str, newer: str) -> bool:
+            conflict = graph.conflict_between(older, newer)
+            return conflict is not None and (
+                conflict.status != "resolved" or conflict.current != newer
+            )
+
+        read = set(indices)
+        found: list[ClaimHistory] = []
+        for change in slot_changes(question, memories, decided):
+            note = self._slot_note(change)
+            contradiction = change.contradiction
+            if change.older.chunk in read:
+                found.append(
+                    ClaimHistory(
+                        kind="superseded",
+                        chunk=change.older.chunk,
+                        sentence=contradiction.old_sentence,
+                        old_value=contradiction.old_value,
+                        new_value=contradiction.new_value,
+                        current_sentence=contradiction.new_sentence,
+                        current_chunk=change.newer.chunk,
+                        current_path=self.corpus.chunk_path(change.newer.chunk),
+                        current_vector=change.new_vector,
+                        note=note,
+                    )
+                )
+            found.append(
+                ClaimHistory(
+                    kind="current",
+                    chunk=change.newer.chunk,
+                    sentence=contradiction.new_sentence,
+                    old_value=contradiction.old_value,
+                    new_value=contradiction.new_value,
+                    note=note,
+                )
+            )
+        return found
+
+    def _slot_memories(self, indices: Sequence[int]) -> list[SlotMemory]:
+        """The memories read that the graph knows, then their graph neighbours (a later add
+        the agent did not read may state the current value; an earlier one, what it
+        replaced), at most MAX_SLOT_MEMORIES."""
+        graph = self.view.state.graph
+        chosen: list[int] = []
+        for index in indices:
+            if 0 <= index < len(self.corpus.chunk_ids) and index not in chosen:
+                chosen.append(index)
+        for index in list(chosen):
+            node = graph.nodes.get(self.corpus.chunk_ids[index])
+            for neighbour in sorted(node.links) if node is not None else []:
+                other = self._index_of_chunk.get(neighbour)
+                if other is not None and other not in chosen:
+                    chosen.append(other)
+        memories = []
+        for index in chosen[:MAX_SLOT_MEMORIES]:
+            node = graph.nodes.get(self.corpus.chunk_ids[index])
+            if node is None or not node.is_current:
+                continue
+            texts, vectors = self.corpus.chunk_sentences(index)
+            memories.append(
+                SlotMemory(
+                    chunk=index,
+                    node_id=node.id,
+                    added_at=node.timestamp,
+                    text=self.corpus.chunk_text(index),
+                    sentences=texts,
+                    vectors=vectors,
+                )
+            )
+        return memories
+
+    def _slot_note(self, change: SlotChange) -> HistoryNote:
+        contradiction = change.contradiction
+        return HistoryNote(
+            subject=contradiction.subject,
+            attribute=contradiction.attribute,
+            superseded_value=contradiction.old_value,
+            current_value=contradiction.new_value,
+            superseded_text=contradiction.old_sentence,
+            current_text=contradiction.new_sentence,
+            superseded_source=self.corpus.chunk_path(change.older.chunk),
+            current_source=self.corpus.chunk_path(change.newer.chunk),
+            recorded_at=_iso(change.older.added_at),
+            superseded_at=_iso(change.newer.added_at),
+            conflict_id="",
+            basis="question",
+        )
 
     def _superseded(self, index: int, claim: Supersession) -> ClaimHistory:
         conflict = claim.conflict

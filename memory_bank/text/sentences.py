@@ -65,6 +65,9 @@ _BOUNDARY = re.compile(
 )
 
 
+_LOWERCASE_START = re.compile(r"[a-z]")
+
+
 class Span(NamedTuple):
     start: int
     end: int
@@ -91,6 +94,8 @@ def split_sentence_spans(text: str) -> list[Span]:
         piece = text[start:end]
         if piece.strip() and match.group(0).strip() == "" and _ends_with_abbreviation(piece):
             continue  # "e.g. this" is one sentence
+        if piece.rstrip().endswith(".") and _LOWERCASE_START.match(text, match.end()):
+            continue  # "Washington, D.C. and Little Rock": a sentence does not open in lowercase
         if end == start:
             continue
         _append_trimmed(text, start, end, spans)

@@ -46,3 +46,12 @@ def test_numbered_list_items_keep_their_numbers():
         "2. Compute is not.",
     ]
     assert split_sentences("He was 5. Then he grew.") == ["He was 5.", "Then he grew."]
+
+
+def test_a_period_before_a_lowercase_word_ends_no_sentence():
+    text = "The offices are in Washington, D.C. and Little Rock, Arkansas. They moved in 2024."
+
+    assert split_sentences(text) == [
+        "The offices are in Washington, D.C. and Little Rock, Arkansas.",
+        "They moved in 2024.",
+    ]

@@ -1,0 +1,162 @@
+"""A later add restates a fact in other words, with no cue the ingest rules need: the question's
+slot decides at query time which memory is current (`query.slots`), and `ask` states the new
+value, keeps the old one as history and does not quote it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory_bank.app.bank import MemoryBank
+from memory_bank.config import AppConfig
+from memory_bank.ingest.executor import LocalExecutor
+from memory_bank.query.slots import SlotMemory, answer_kinds, slot_changes
+from memory_bank.text.sentences import split_sentences
+
+CEO = "The chief executive of Norvale Foods is Alice Moreno. The company makes frozen soups."
+CEO_UPDATE = "Bob Tran is the CEO of Norvale Foods."
+
+
+def _memory(embedder, chunk: int, text: str, added_at: float) -> SlotMemory:
+    sentences = split_sentences(text)
+    vectors = np.asarray(embedder.encode(sentences), dtype=np.float32)
+    return SlotMemory(chunk, f"n{chunk}", added_at, text, sentences, vectors)
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [
+        ("When was Sandra Oh born?", {"date"}),
+        ("In what year was the club formed?", {"date"}),
+        ("How many records has he sold?", {"number"}),
+        ("What was the population of Young at the 2011 census?", {"number"}),
+        ("Who runs Norvale Foods?", {"name"}),
+        ("In which state are the Eagles based?", {"name"}),
+    ],
+)
+def test_the_question_says_what_kind_of_value_it_asks_for(question, kinds):
+    assert answer_kinds(question) == kinds
+
+
+def test_a_later_restatement_in_other_words_replaces_the_earlier_value(embedder):
+    older = _memory(embedder, 0, CEO, 100.0)
+    newer = _memory(embedder, 1, CEO_UPDATE, 200.0)
+
+    [change] = slot_changes("Who runs Norvale Foods?", [older, newer])
+
+    assert (change.older.chunk, change.newer.chunk) == (0, 1)
+    found = change.contradiction
+    assert (found.old_value, found.new_value) == ("Alice Moreno", "Bob Tran")
+    assert found.old_sentence == "The chief executive of Norvale Foods is Alice Moreno."
+    assert change.new_vector is not None
+
+
+def test_memories_of_one_commit_have_no_order(embedder):
+    older = _memory(embedder, 0, CEO, 100.0)
+    same_commit = _memory(embedder, 1, CEO_UPDATE, 100.000001)
+
+    assert slot_changes("Who runs Norvale Foods?", [older, same_commit]) == []
+
+
+def test_another_subject_or_another_kind_of_value_is_no_change(embedder):
+    older = _memory(embedder, 0, CEO, 100.0)
+    other_company = _memory(embedder, 1, "Bob Tran is the CEO of Globex Industries.", 200.0)
+    founding = _memory(embedder, 2, "Norvale Foods was founded in 1961 by Bob Tran.", 300.0)
+
+    assert slot_changes("Who runs Norvale Foods?", [older, other_company]) == []
+    assert slot_changes("When was Norvale Foods founded?", [older, founding]) == []
+
+
+def test_memories_that_hold_both_values_agree(embedder):
+    older = _memory(
+        embedder, 0, "Keldor Press is based in Leeds. It opened a shop in Bristol in 2001.", 100.0
+    )
+    newer = _memory(embedder, 1, "Keldor Press has relocated to Bristol.", 200.0)
+    additive = _memory(embedder, 2, "Keldor Press is based in Leeds. It is also in York.", 100.0)
+    later = _memory(embedder, 3, "Keldor Press is based in York, and still in Leeds.", 200.0)
+
+    assert slot_changes("Where is Keldor Press based?", [older, newer]) == []
+    assert slot_changes("Where is Keldor Press based?", [additive, later]) == []
+
+
+def test_the_graph_verdict_on_a_pair_stands(embedder):
+    older = _memory(embedder, 0, CEO, 100.0)
+    newer = _memory(embedder, 1, CEO_UPDATE, 200.0)
+
+    found = slot_changes("Who runs Norvale Foods?", [older, newer], decided=lambda a, b: True)
+
+    assert found == []
+
+
+def test_a_fact_updated_twice_holds_its_last_value(embedder):
+    first = _memory(embedder, 0, CEO, 100.0)
+    second = _memory(embedder, 1, CEO_UPDATE, 200.0)
+    third = _memory(embedder, 2, "Carla Diaz is the CEO of Norvale Foods.", 300.0)
+
+    changes = slot_changes("Who runs Norvale Foods?", [first, second, third])
+
+    assert {(c.older.chunk, c.contradiction.new_value) for c in changes} == {
+        (0, "Carla Diaz"),
+        (1, "Carla Diaz"),
+    }
+
+
+# --- ask, end to end ------------------------------------------------------------------------
+
+
+def _bank(store: Path, embedder) -> MemoryBank:
+    bank = MemoryBank(store, AppConfig(), executor=lambda config: LocalExecutor(config, embedder))
+    bank._embedder = embedder
+    return bank
+
+
+@pytest.fixture(scope="module")
+def restated(tmp_path_factory, embedder) -> MemoryBank:
+    root = tmp_path_factory.mktemp("slots")
+    bank = _bank(root / "store", embedder)
+    bank.add(
+        text="The mother tongue of Marta Ilves is Estonian. She translated forty novels into "
+        "English and taught at the University of Tartu."
+    )
+    bank.add(text="Marta Ilves's native language is Finnish.")
+    return bank
+
+
+def test_ask_states_the_restated_value_with_the_old_one_as_history(restated):
+    result = restated.request("What language did Marta Ilves grow up speaking?")
+
+    assert "Finnish" in result.answer
+    assert "Estonian" not in result.answer
+    [note] = result.history
+    assert (note.superseded_value, note.current_value) == ("Estonian", "Finnish")
+    assert note.basis == "question" and note.conflict_id == ""
+    assert note.recorded_at <= note.superseded_at
+
+
+def test_a_question_about_another_attribute_keeps_its_answer(restated):
+    result = restated.request("Where did Marta Ilves teach?")
+
+    assert "Tartu" in result.answer and "Estonian" not in result.answer
+    assert not restated.request("When did Marta Ilves start translating novels?").history
+
+
+def test_without_the_update_the_first_value_stands(tmp_path, embedder):
+    bank = _bank(tmp_path / "store", embedder)
+    bank.add(text="The mother tongue of Marta Ilves is Estonian.")
+
+    result = bank.request("What is the mother tongue of Marta Ilves?")
+
+    assert "Estonian" in result.answer and result.history == []
+
+
+def test_a_common_word_can_be_the_value_that_changed(embedder):
+    older = _memory(embedder, 0, "Marta Ilves plays the violin. She lives in Tartu.", 100.0)
+    newer = _memory(embedder, 1, "Marta Ilves now plays the cello.", 200.0)
+
+    [change] = slot_changes("What instrument does Marta Ilves play?", [older, newer])
+
+    found = change.contradiction
+    assert (found.old_value, found.new_value, found.kind) == ("violin", "cello", "word")
+    assert slot_changes("When did Marta Ilves start playing?", [older, newer]) == []
