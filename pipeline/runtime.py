@@ -80,10 +80,14 @@ def _quiet_ray_data() -> None:
 def map_on_tasks(
     function: Callable[..., R], calls: Sequence[tuple[Any, ...]], num_cpus: float
 ) -> list[R]:
-    """Each call of `function` as a Ray task; results in call order."""
+    """Each call of `function` as a Ray task; results in call order.
+
+    The calls are a fan-out of independent work (planning groups, README subtrees, graph
+    analysis), so they are spread over the cluster's nodes rather than packed onto the
+    caller's while it has room."""
     import ray
 
-    task = ray.remote(function).options(num_cpus=num_cpus)
+    task = ray.remote(function).options(num_cpus=num_cpus, scheduling_strategy="SPREAD")
     return ray.get([task.remote(*arguments) for arguments in calls])
 
 
