@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.graph import GraphActor, RemoteKeeper, graph_actor
 from actors.store_actors import store_actor_options, store_path
@@ -38,14 +37,17 @@ def pin(store: Path, resource: str) -> dict:
     config = AppConfig()
     create_empty_store(store, config)  # the graph actor opens the store when it starts
     [node_id] = [n["NodeID"] for n in ray.nodes() if n["Alive"] and resource in n["Resources"]]
-    where = NodeAffinitySchedulingStrategy(node_id, soft=True)
+    # On that node, or on any other when it is gone (soft node affinity is not kept for
+    # actors that need no CPU; a label selector with a fallback is).
+    where = {
+        "label_selector": {"ray.io/node-id": node_id},
+        "fallback_strategy": [{"label_selector": {"ray.io/node-id": f"!{node_id}"}}],
+    }
     path = store_path(store)
-    ray.remote(StoreWriter).options(
-        **store_actor_options("writer", store), scheduling_strategy=where
-    ).remote(path)
-    ray.remote(GraphActor).options(
-        **store_actor_options("graph", store), scheduling_strategy=where
-    ).remote(path, config.model_dump(mode="json"))
+    ray.remote(StoreWriter).options(**store_actor_options("writer", store), **where).remote(path)
+    ray.remote(GraphActor).options(**store_actor_options("graph", store), **where).remote(
+        path, config.model_dump(mode="json")
+    )
     # The ingest's commit goes through the pinned writer, its graph step through the graph.
     committed = ray_runner(config).run(store, files=[str(_note(store, "pin"))])
     keeper = RemoteKeeper(graph_actor(store, config))
