@@ -1,12 +1,13 @@
 """A driver for the actor node-loss test, run as a Ray job on the local cluster.
 
-python -m tests.cluster.actor_driver pin STORE NODE_RESOURCE
-    starts the store's writer and graph actors on the node holding NODE_RESOURCE (soft
-    affinity: Ray may restart them elsewhere), commits a document through the writer and
-    records a session step through the graph; prints what it acknowledged, as JSON.
-python -m tests.cluster.actor_driver check STORE SESSION_ID NODE_ID
-    finds both actors by name again, reads the session and the memory back, commits one
-    more document through the writer; prints what it found, as JSON.
+`python -m tests.cluster.actor_driver pin STORE NODE_RESOURCE` builds a one-document store,
+starts its writer and graph actors on the node holding NODE_RESOURCE (and, should that node
+die, on any other) and records a session step through the graph actor; it prints what was
+acknowledged, as JSON.
+
+`python -m tests.cluster.actor_driver check STORE SESSION_ID MEMORY_ID` finds both actors by
+name again, reads the session and the memory back, and commits one more document through the
+writer; it prints what it found, as JSON.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import ray
 from actors.graph import GraphActor, RemoteKeeper, graph_actor
 from actors.store_actors import store_actor_options, store_path
 from actors.writer import StoreWriter
-from memory_bank.app.bank import create_empty_store
 from memory_bank.config import AppConfig
+from memory_bank.ingest.runner import local_runner
 from memory_bank.store.reader import StoreReader
 from pipeline.executor import ray_runner
 from pipeline.runtime import ensure_ray
@@ -35,7 +36,9 @@ NOTES = {
 
 def pin(store: Path, resource: str) -> dict:
     config = AppConfig()
-    create_empty_store(store, config)  # the graph actor opens the store when it starts
+    # The first document committed in this driver (no Ray Data: quicker); from here on the
+    # store's commits go through the writer actor, its graph steps through the graph actor.
+    built = local_runner(config).run(store, files=[str(_note(store, "pin"))])
     [node_id] = [n["NodeID"] for n in ray.nodes() if n["Alive"] and resource in n["Resources"]]
     # On that node, or on any other when it is gone (soft node affinity is not kept for
     # actors that need no CPU; a label selector with a fallback is).
@@ -44,18 +47,17 @@ def pin(store: Path, resource: str) -> dict:
         "fallback_strategy": [{"label_selector": {"ray.io/node-id": f"!{node_id}"}}],
     }
     path = store_path(store)
-    ray.remote(StoreWriter).options(**store_actor_options("writer", store), **where).remote(path)
+    writer = ray.remote(StoreWriter).options(**store_actor_options("writer", store), **where)
+    ray.get(writer.remote(path).__ray_ready__.remote())
     ray.remote(GraphActor).options(**store_actor_options("graph", store), **where).remote(
         path, config.model_dump(mode="json")
     )
-    # The ingest's commit goes through the pinned writer, its graph step through the graph.
-    committed = ray_runner(config).run(store, files=[str(_note(store, "pin"))])
     keeper = RemoteKeeper(graph_actor(store, config))
     doc = keeper.open_session("When did the Halden light log a storm?")
     step = keeper.intercept(doc.doc_id, "The Halden keeper's log names a storm on 3 March 1874.")
     return {
         "node_id": node_id,
-        "store_version": committed.commit.store_version,
+        "store_version": built.commit.store_version,
         "session_id": doc.doc_id,
         "insight_doc": step.insight_doc.model_dump(mode="json"),
         "new_node": step.new_nodes[0].id,

@@ -19,10 +19,8 @@ from tests.cluster.conftest import CONFIG, REPO, SAMPLE, run_job, store_contents
 
 pytestmark = [pytest.mark.cluster]
 
-SPREAD_STAGES = ("read", "chunk", "embed", "memorize")
-# The commit's fan-out: milliseconds per task on this corpus, so Ray often runs them one after
-# the other on the worker it already leased; together they still reach more than one node.
-COMMIT_STAGES = ("plan", "readme", "graph")
+STAGES = ("read", "chunk", "embed", "memorize", "plan", "readme", "graph", "commit")
+EMBED_ACTOR = "MapWorker(MapBatches(EmbedChunks))"
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +47,16 @@ def test_an_ingest_job_spreads_over_the_nodes_and_equals_a_single_node_build(
         timeout=120,
         check=True,
     )
-    stages = json.loads(placement.stdout)["stages"]
-    print(json.dumps(stages, indent=1))  # shown with -s: the distribution
-    for stage in SPREAD_STAGES:
-        assert len(stages.get(stage, {})) >= 2, f"{stage} ran on {stages.get(stage)}"
-    assert len({node for stage in COMMIT_STAGES for node in stages.get(stage, {})}) >= 2
-    assert stages.get("readme"), "README tasks ran"
+    placed = json.loads(placement.stdout)
+    stages = placed["stages"]
+    print(json.dumps(placed, indent=1))  # shown with -s: the distribution
+    # Which stage lands where depends on timing (Ray reuses a leased worker for queued tasks
+    # of the same kind, and an embedding actor that is ready first may take every batch);
+    # what is certain: every stage ran, the job's tasks ran on all three nodes, and the two
+    # embedding actors (a whole CPU each, nodes of one CPU) on two nodes.
+    assert [stage for stage in STAGES if stages.get(stage)] == list(STAGES)
     assert {node for row in stages.values() for node in row} == {"head", "a", "b"}
+    assert len(set(placed["actors"][EMBED_ACTOR])) == 2
 
     assert summary_line(logs)["chunks"] == 113
     on_cluster, single = store_contents(store), store_contents(single_node_store)

@@ -27,21 +27,26 @@ from tests.cluster.conftest import (
 pytestmark = [pytest.mark.cluster]
 
 [EMBED_TASK] = STAGE_TASKS["embed"]
+EMBED_ACTOR = "MapWorker(MapBatches(EmbedChunks))"
 
 
 def _embedding_worker_node(cluster, submission_id: str, timeout: float = 300.0) -> str:
-    """The name of a worker node (not the head) on which the job is embedding right now."""
+    """The name of a worker node (not the head) holding one of the job's embedding actors,
+    as soon as one is up (the job is embedding from then on)."""
     deadline = time.monotonic() + timeout
+    job = None
     while time.monotonic() < deadline:
-        info = cluster.get(f"/api/jobs/{submission_id}")
-        assert info["status"] not in ("SUCCEEDED", "FAILED", "STOPPED"), "ended too soon"
-        if info.get("job_id"):
-            for task in cluster.list_state("tasks", job_id=info["job_id"], state="RUNNING"):
-                name = cluster.node_name(task.get("node_id") or "")
-                if task["name"] == EMBED_TASK and name not in (None, HEAD):
+        if job is None:
+            info = cluster.get(f"/api/jobs/{submission_id}")
+            assert info["status"] not in ("SUCCEEDED", "FAILED", "STOPPED"), "ended too soon"
+            job = info.get("job_id")
+        else:
+            for actor in cluster.list_state("actors", job_id=job, class_name=EMBED_ACTOR):
+                name = cluster.node_name(actor.get("node_id") or "")
+                if actor["state"] == "ALIVE" and name not in (None, HEAD):
                     return name
-        time.sleep(0.5)
-    raise AssertionError(f"no embedding on a worker node within {timeout} s")
+        time.sleep(0.2)
+    raise AssertionError(f"no embedding actor on a worker node within {timeout} s")
 
 
 def test_an_ingest_job_survives_losing_a_worker_node(restore_nodes, tmp_path, single_node_store):
@@ -69,13 +74,9 @@ def test_an_ingest_job_survives_losing_a_worker_node(restore_nodes, tmp_path, si
     info = cluster.wait_job(submission_id, JOB_TIMEOUT_S)
     logs = cluster.job_logs(submission_id)
     assert info["status"] == "SUCCEEDED", logs[-3000:]
-    # The embedding that was running on the lost node was done again elsewhere ...
-    lost = [
-        task
-        for task in cluster.list_state("tasks", job_id=info["job_id"], name=EMBED_TASK)
-        if task.get("node_id") == victim_id and task["state"] != "FINISHED"
-    ]
-    assert lost, "the job had unfinished embedding on the killed node"
+    # The embedding actor on the lost node died with it and was restarted elsewhere ...
+    actors = cluster.list_state("actors", job_id=info["job_id"], class_name=EMBED_ACTOR)
+    assert any(int(a["num_restarts"]) >= 1 and a["node_id"] != victim_id for a in actors), actors
     # ... and the store is the one a single node builds: nothing lost, nothing twice.
     assert summary_line(logs)["chunks"] == 113
     assert store_contents(store) == store_contents(single_node_store)
