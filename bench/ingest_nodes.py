@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -39,6 +41,7 @@ class NodeRun:
     chunks: int
     tokens: int
     load: tuple[float, float]  # 1-minute load average before and after
+    placement: str  # `python -m pipeline.placement`: the job's tasks per stage and node
 
 
 def node_config(config: AppConfig, nodes: int) -> AppConfig:
@@ -83,6 +86,14 @@ def run_on_nodes(corpus_dir: Path, nodes: int, config: AppConfig, out: Path) -> 
         info = cluster.wait_job(submission, JOB_TIMEOUT_S)
         job_seconds = time.perf_counter() - started
         logs = cluster.job_logs(submission)
+        placement = subprocess.run(
+            [sys.executable, "-m", "pipeline.placement", submission],
+            env=cluster.client_env(),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
     if info["status"] != "SUCCEEDED":
         raise SystemExit(f"the {nodes}-node ingest {info['status']}:\n{logs[-4000:]}")
     summary = json.loads([line for line in logs.splitlines() if line.startswith("{")][-1])
@@ -96,6 +107,7 @@ def run_on_nodes(corpus_dir: Path, nodes: int, config: AppConfig, out: Path) -> 
         chunks=summary["chunks"],
         tokens=tokens,
         load=(load_before, os.getloadavg()[0]),
+        placement=placement,
     )
 
 
@@ -167,3 +179,6 @@ def run_node_sweep(corpus, node_counts: list[int], config: AppConfig, out: Path)
     )
     print()
     print_node_table(runs)
+    print()
+    print(f"Where the {runs[-1].nodes}-node run's tasks ran:")
+    print(runs[-1].placement)

@@ -77,7 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         _say(f'memory-bank ask "{args.question}" --store {store}')
         subprocess.run(
-            [str(Path(sys.executable).with_name("memory-bank")), "ask", args.question, "--store", str(store)],
+            [
+                str(Path(sys.executable).with_name("memory-bank")),
+                "ask",
+                args.question,
+                "--store",
+                str(store),
+            ],
             cwd=REPO,
             check=True,
             env=cluster.client_env(),

@@ -265,27 +265,19 @@ class LocalCluster:
 
     def node_name(self, node_id: str) -> str | None:
         """The name of the node with Ray id `node_id` (None for a node not of this cluster)."""
-        return next((name for name, nid in self.node_ids().items() if nid == node_id), None)
-
-    def node_ids(self) -> dict[str, str]:
-        """Node name -> Ray node id of its latest start (dead or alive)."""
-        ids = {}
-        for state in sorted(self.node_states(), key=lambda s: s["state"] == "ALIVE"):
-            for name in self.nodes:
-                if node_resource(name) in state.get("resources_total", {}):
-                    ids[name] = state["node_id"]
-        return ids
+        return next((self._name_of(s) for s in self.node_states() if s["node_id"] == node_id), None)
 
     def alive_nodes(self) -> dict[str, str]:
         """Node name -> Ray node id, for the nodes the cluster holds alive."""
-        alive = {}
-        for state in self.node_states():
-            if state["state"] != "ALIVE":
-                continue
-            for name in self.nodes:
-                if node_resource(name) in state.get("resources_total", {}):
-                    alive[name] = state["node_id"]
-        return alive
+        return {
+            name: state["node_id"]
+            for state in self.node_states()
+            if state["state"] == "ALIVE" and (name := self._name_of(state)) is not None
+        }
+
+    def _name_of(self, state: dict[str, Any]) -> str | None:
+        resources = state.get("resources_total", {})
+        return next((name for name in self.nodes if node_resource(name) in resources), None)
 
     # --- jobs ---------------------------------------------------------------------------------
 
