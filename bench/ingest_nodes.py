@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from memory_bank.config import AppConfig
+from memory_bank.store.location import StoreLocation
 from memory_bank.store.reader import StoreReader
 from pipeline.local_cluster import LocalCluster
 
@@ -59,8 +59,7 @@ def node_config(config: AppConfig, nodes: int) -> AppConfig:
 def run_on_nodes(corpus_dir: Path, nodes: int, config: AppConfig, out: Path) -> NodeRun:
     """One ingest of `corpus_dir` on a fresh cluster of `nodes` nodes."""
     store = out / f"store_{nodes}"
-    for path in (store, *out.glob(f".store_{nodes}.*")):
-        shutil.rmtree(path, ignore_errors=True)
+    StoreLocation(store).delete()
     config_file = out / f"config_{nodes}.yaml"
     config_file.write_text(yaml.safe_dump(node_config(config, nodes).model_dump(mode="json")))
     load_before = os.getloadavg()[0]

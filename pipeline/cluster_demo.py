@@ -8,7 +8,6 @@ state API), a question asked of the store, and the cluster torn down by PID.
 from __future__ import annotations
 
 import argparse
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import uuid
 from pathlib import Path
 
 from memory_bank.store.layout import looks_like_store
+from memory_bank.store.location import StoreLocation
 from pipeline.local_cluster import LocalCluster
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,10 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--question", default=QUESTION)
     args = parser.parse_args(argv)
     store = args.store.expanduser().absolute()
-    if store.exists() or store.is_symlink():
-        if not looks_like_store(store):
-            parser.error(f"{store} exists and is not a memory store")
-        _remove_store(store)
+    if store.exists() and not looks_like_store(store):
+        parser.error(f"{store} exists and is not a memory store")
+    StoreLocation(store).delete()  # a fresh store each run: the demo shows a whole ingest
     signal.signal(signal.SIGTERM, _interrupt)  # teardown runs on SIGTERM as on Ctrl-C
 
     started = time.monotonic()
@@ -97,16 +96,6 @@ def main(argv: list[str] | None = None) -> int:
         left = cluster.leftover_processes()
         print(f"processes of the cluster left: {len(left)}")
     return 0
-
-
-def _remove_store(store: Path) -> None:
-    """A store path is a link into `.<name>.versions/`; its siblings go with it."""
-    for sibling in store.parent.glob(f".{store.name}.*"):
-        shutil.rmtree(sibling, ignore_errors=True)
-    if store.is_symlink() or store.is_file():
-        store.unlink()
-    else:
-        shutil.rmtree(store, ignore_errors=True)
 
 
 if __name__ == "__main__":
