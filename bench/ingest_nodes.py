@@ -129,6 +129,7 @@ def print_node_table(runs: list[NodeRun]) -> None:
         "read+chunk s",
         "embed+memorize s",
         "commit s",
+        "plan / readme / graph / write",
         "load before/after",
     ]
     rows = []
@@ -136,6 +137,12 @@ def print_node_table(runs: list[NodeRun]) -> None:
         rate = run.tokens / run.ingest_seconds
         ideal = per_node * run.nodes
         stages = run.stages
+        commit_parts = [
+            stages.get("commit: plan", 0),
+            stages.get("commit: readme", 0) + stages.get("commit: embed readmes", 0),
+            stages.get("commit: graph", 0),
+            stages.get("commit: write", 0),
+        ]
         rows.append(
             [
                 str(run.nodes),
@@ -148,6 +155,7 @@ def print_node_table(runs: list[NodeRun]) -> None:
                 f"{stages.get('read', 0) + stages.get('chunk', 0):.1f}",
                 f"{stages.get('embed+memorize', 0):.1f}",
                 f"{stages.get('commit', 0):.1f}",
+                " / ".join(f"{seconds:.0f}" for seconds in commit_parts),
                 f"{run.load[0]:.1f}/{run.load[1]:.1f}",
             ]
         )

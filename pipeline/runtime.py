@@ -80,14 +80,13 @@ def _quiet_ray_data() -> None:
 def map_on_tasks(
     function: Callable[..., R], calls: Sequence[tuple[Any, ...]], num_cpus: float
 ) -> list[R]:
-    """Each call of `function` as a Ray task; results in call order.
-
-    The calls are a fan-out of independent work (planning groups, README subtrees, graph
-    analysis), so they are spread over the cluster's nodes rather than packed onto the
-    caller's while it has room."""
+    """Each call of `function` as a Ray task; results in call order."""
     import ray
 
-    task = ray.remote(function).options(num_cpus=num_cpus, scheduling_strategy="SPREAD")
+    # Ray's default placement: the caller's node while it is less than half busy (its workers
+    # are warm), then the others. SPREAD from the first call measured slower on the local
+    # cluster (bench/ingest.py --nodes): every node paid cold workers for short tasks.
+    task = ray.remote(function).options(num_cpus=num_cpus)
     return ray.get([task.remote(*arguments) for arguments in calls])
 
 
