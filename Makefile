@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 
-.PHONY: install run test test-quick lint format eval bench clean
+.PHONY: install run test test-quick lint format eval bench clean cluster-demo
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ test-quick: lint
 format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+# A head and two worker nodes on this machine (1 CPU each, own ports and temp dirs), the sample
+# ingested with `ray job submit --working-dir .`, where its tasks ran, a question, teardown by PID.
+cluster-demo: install
+	$(PY) -m pipeline.cluster_demo --store .memory/cluster-demo --question "$(QUESTION)"
 
 eval: install
 	$(PY) bench/evaluate.py --all-dev --out .eval

@@ -13,13 +13,13 @@ The batch analysis of an ingest's graph step fans out as Ray tasks.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import ray
 
+from actors.store_actors import NAMESPACE, store_actor_name, store_actor_options, store_path
 from memory_bank.config import AppConfig
 from memory_bank.errors import MemoryBankError
 from memory_bank.graph.batch import BatchOutcome, GraphCommit
@@ -37,7 +37,8 @@ from memory_bank.session.models import (
 )
 from pipeline.runtime import encode_on_task, map_on_tasks
 
-NAMESPACE = "memory-bank"
+__all__ = ["NAMESPACE", "GraphActor", "RemoteKeeper", "graph_actor", "graph_name"]
+ROLE = "graph"
 
 
 class GraphActor:
@@ -109,25 +110,15 @@ def _keeper(store: str, config: AppConfig) -> GraphKeeper:
 
 def graph_name(store: str | Path) -> str:
     """The actor name for a store: derived from its absolute path, so every process agrees."""
-    path = str(Path(store).expanduser().absolute())
-    return "store-graph-" + hashlib.sha256(path.encode("utf-8")).hexdigest()[:24]
+    return store_actor_name(ROLE, store)
 
 
 def graph_actor(store: str | Path, config: AppConfig) -> ray.actor.ActorHandle:
     """The graph actor of `store`, started if it does not exist yet (with `config`)."""
-    path = str(Path(store).expanduser().absolute())
     return (
         ray.remote(GraphActor)
-        .options(
-            name=graph_name(path),
-            namespace=NAMESPACE,
-            get_if_exists=True,
-            lifetime="detached",
-            num_cpus=0,
-            max_concurrency=1,
-            max_restarts=-1,
-        )
-        .remote(path, config.model_dump(mode="json"))
+        .options(**store_actor_options(ROLE, store))
+        .remote(store_path(store), config.model_dump(mode="json"))
     )
 
 

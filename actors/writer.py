@@ -15,20 +15,21 @@ a task whose worker keeps the model for the next one.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 import ray
 
 from actors.graph import RemoteKeeper, graph_actor
+from actors.store_actors import NAMESPACE, store_actor_name, store_actor_options, store_path
 from memory_bank.config import AppConfig
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
 from memory_bank.llm import backend_for
 from memory_bank.schemas import CommitResult
 from pipeline.runtime import encode_on_task, map_on_tasks
 
-NAMESPACE = "memory-bank"
+__all__ = ["NAMESPACE", "StoreWriter", "store_writer", "writer_name"]
+ROLE = "writer"
 
 
 class StoreWriter:
@@ -66,23 +67,13 @@ def _committer(store: Path, config: AppConfig) -> StoreCommitter:
 
 def writer_name(store: str | Path) -> str:
     """The actor name for a store: derived from its absolute path, so every driver agrees."""
-    path = str(Path(store).expanduser().absolute())
-    return "store-writer-" + hashlib.sha256(path.encode("utf-8")).hexdigest()[:24]
+    return store_actor_name(ROLE, store)
 
 
 def store_writer(store: str | Path) -> ray.actor.ActorHandle:
     """The writer actor of `store`, started if it does not exist yet."""
-    path = str(Path(store).expanduser().absolute())
     return (
         ray.remote(StoreWriter)
-        .options(
-            name=writer_name(path),
-            namespace=NAMESPACE,
-            get_if_exists=True,
-            lifetime="detached",
-            num_cpus=0,
-            max_concurrency=1,
-            max_restarts=-1,
-        )
-        .remote(path)
+        .options(**store_actor_options(ROLE, store))
+        .remote(store_path(store))
     )

@@ -366,11 +366,23 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="override a setting, e.g. ray.memorize.concurrency=2 (repeatable)",
     )
+    parser.add_argument(
+        "--nodes",
+        default=None,
+        metavar="1,2,3",
+        help="instead: ingest with `ray job submit` on local clusters of these many 1-CPU "
+        "nodes (bench/ingest_nodes.py), next to the ideal linear line",
+    )
     args = parser.parse_args()
     target = 100_000 if args.quick else args.tokens
     config = with_overrides(load_config(args.config), args.overrides)
 
     corpus = build_corpus(target)
+    if args.nodes:
+        from bench.ingest_nodes import run_node_sweep
+
+        run_node_sweep(corpus, [int(n) for n in args.nodes.split(",")], config, OUT / "nodes")
+        return
     loads = [load_note("before ingest")]
     ingest = run_ingest(corpus, args.store, config)
     loads.append(load_note("after ingest"))

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import ray
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
 from actors.writer import store_writer
 from memory_bank.config import AppConfig
@@ -33,6 +34,7 @@ from pipeline.stages import EmbedChunks, chunk_batch, decode_encoding, memorize_
 
 R = TypeVar("R")
 FILES_PER_READ_TASK = 16
+COMMIT_ATTEMPTS = 3
 
 
 class RayExecutor:
@@ -47,10 +49,13 @@ class RayExecutor:
 
     def read_files(self, paths: Sequence[Path]) -> list[FileOutcome]:
         # The driver lists the inputs, so it can read them; tasks pay off only where parsing
-        # (large inputs, PDFs) outweighs starting workers that import the readers.
+        # (large inputs, PDFs) outweighs starting workers that import the readers. Spread:
+        # reading is I/O on storage every node reaches, not the driver's node's work.
         if _total_bytes(paths) < self.config.ray.read_in_tasks_from_bytes:
             return read_files_serially(paths)
-        read = _read_files_task.options(num_cpus=self.config.ray.chunk.num_cpus)
+        read = _read_files_task.options(
+            num_cpus=self.config.ray.chunk.num_cpus, scheduling_strategy="SPREAD"
+        )
         batches = [
             list(paths[start : start + FILES_PER_READ_TASK])
             for start in range(0, len(paths), FILES_PER_READ_TASK)
@@ -112,8 +117,20 @@ class RayExecutor:
 
     def commit(self, store: Path, request: CommitRequest) -> CommitResult:
         # One named actor per store serializes the commits of every driver on the cluster.
-        writer = store_writer(store)
-        return ray.get(writer.commit.remote(request, self.config.model_dump(mode="json")))
+        config = self.config.model_dump(mode="json")
+        for attempt in Retrying(
+            retry=retry_if_exception(_lost_actor),
+            stop=stop_after_attempt(COMMIT_ATTEMPTS),
+            wait=wait_fixed(1.0),
+            reraise=True,
+        ):
+            with attempt:
+                # Asked for by name each time: after its node died, the restarted actor (or a
+                # new one) reloads the store and takes the same request again, which is safe: a
+                # commit starts from the store as it is, and documents it already holds are
+                # not added twice.
+                return ray.get(store_writer(store).commit.remote(request, config))
+        raise AssertionError("unreachable: Retrying reraises the last error")
 
     def _embed_and_memorize(
         self,
@@ -197,6 +214,13 @@ def _total_bytes(paths: Sequence[Path]) -> int:
         except OSError:
             pass  # unreadable: reported as skipped by the read itself
     return total
+
+
+def _lost_actor(error: BaseException) -> bool:
+    """The writer (or the graph actor it called) died with its process or node."""
+    if isinstance(error, ray.exceptions.RayTaskError):
+        error = error.cause
+    return isinstance(error, ray.exceptions.RayActorError | ray.exceptions.ActorUnavailableError)
 
 
 def _blocks(rows: int, rows_per_block: int) -> int:

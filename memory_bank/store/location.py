@@ -39,6 +39,10 @@ _VERSION_NAME = re.compile(r"(?P<number>\d{6})-(?P<version>[0-9a-f]{1,16})")
 _BUILD_PREFIX = ".building-"
 _OWNER_FILE = ".owner.lock"  # inside a build directory, locked by the process writing it
 _RENAME_EXCHANGE = 2  # linux/fs.h
+# What lies beside a store `<name>` as `.<name>.<kind>` (journal: memory_bank/ingest/journal.py;
+# conversations: memory_bank/conversation/memory.py), and the prefixes of its temporary links.
+_SIBLINGS = ("versions", "lock", "graph", "graph.lock", "journal", "conversations")
+_SIBLING_PREFIXES = ("link-", "legacy-")
 
 
 class StoreLocation:
@@ -75,6 +79,26 @@ class StoreLocation:
             return []
         found = [p for p in self.versions_dir.iterdir() if _VERSION_NAME.fullmatch(p.name)]
         return sorted(found, key=lambda path: path.name)
+
+    def delete(self) -> None:
+        """Delete the store: its path (link or directory) and everything beside it that is its
+        own (`.<name>.versions`, `.lock`, `.graph`, `.journal`, ...). Only for a path that
+        `looks_like_store`, or that is already gone."""
+        if self.path.is_symlink() or self.path.is_file():
+            self.path.unlink()
+        elif self.path.is_dir():
+            shutil.rmtree(self.path)
+        prefix = f".{self.name}."
+        for sibling in self.parent.iterdir():
+            kind = sibling.name.removeprefix(prefix)
+            if not sibling.name.startswith(prefix) or not (
+                kind in _SIBLINGS or kind.startswith(_SIBLING_PREFIXES)
+            ):
+                continue  # another store's, e.g. `.<name>.old.versions` of store `<name>.old`
+            if sibling.is_dir() and not sibling.is_symlink():
+                shutil.rmtree(sibling)
+            else:
+                sibling.unlink()
 
     # --- locking ----------------------------------------------------------------------------
 

@@ -693,3 +693,24 @@ def test_conversation_turns_round_trip_and_older_tables_still_read(
     older = documents_from_table(read_parquet(path, DOCUMENTS_SCHEMA))
     assert older[:-1] == inputs.documents
     assert (older[-1].turns, older[-1].turn_offsets) == ([], [])
+
+
+def test_deleting_a_store_takes_its_versions_and_siblings_and_leaves_its_neighbours(
+    tmp_path: Path, inputs: StoreInputs
+) -> None:
+    from memory_bank.store.location import StoreLocation
+
+    for name in ("mem", "mem.old"):
+        write_store(tmp_path / name, **inputs.kwargs())
+        write_store(tmp_path / name, **inputs.kwargs())  # a second version
+    (tmp_path / ".mem.journal").mkdir()
+    (tmp_path / ".mem.graph.lock").touch()
+    assert (tmp_path / "mem").is_symlink() or (tmp_path / ".mem.versions").is_dir()
+
+    StoreLocation(tmp_path / "mem").delete()
+
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith((".mem.", "mem"))) == [
+        name for name in sorted(p.name for p in tmp_path.iterdir()) if "old" in name
+    ]
+    assert StoreReader(tmp_path / "mem.old").meta["total_chunks"] > 0
+    StoreLocation(tmp_path / "mem").delete()  # gone already: nothing to do
