@@ -183,9 +183,16 @@ class MemoryBankIngress:
     async def _model_call(self, method: str, *args: Any) -> Any:
         try:
             return await getattr(self._model, method).remote(*args)
-        except (BackPressureError, DeploymentUnavailableError) as exc:
+        except BackPressureError:
             raise Overloaded(
-                f"every query replica is busy ({exc}); try again shortly",
+                "every query replica is busy and the queue before them is full; "
+                f"try again in {self._config.serve.retry_after_s} s",
+                self._config.serve.retry_after_s,
+            ) from None
+        except DeploymentUnavailableError:
+            raise Overloaded(
+                "no query replica is available (starting, or being replaced); "
+                f"try again in {self._config.serve.retry_after_s} s",
                 self._config.serve.retry_after_s,
             ) from None
         except RayTaskError as exc:
