@@ -5,8 +5,10 @@ ideal linear line drawn from the one-node run.
 Every stage gets one unit of work per node: `ray.embed.concurrency` = nodes embedding actors of
 half a CPU and one torch thread each, `ray.memorize` / `ray.chunk` tasks of half a CPU (so a
 node runs its embedding actor and a memorize task side by side, as one CPU of work), the commit's
-fan-out tasks (planning, READMEs, graph analysis) spread over the nodes. A fresh cluster per
-run; the store of each run is checked against the first (same chunk ids).
+fan-out tasks (planning, READMEs, graph analysis) on Ray's default placement. Each node's
+processes are pinned to one core (node i on core i mod the machine's cores), so one node really
+has one core; with more nodes than cores, nodes share cores. A fresh cluster per run; the store
+of each run is checked against the first (same chunk ids).
 """
 
 from __future__ import annotations
@@ -64,7 +66,10 @@ def run_on_nodes(corpus_dir: Path, nodes: int, config: AppConfig, out: Path) -> 
     config_file.write_text(yaml.safe_dump(node_config(config, nodes).model_dump(mode="json")))
     load_before = os.getloadavg()[0]
     with LocalCluster(
-        workers=nodes - 1, cpus_per_node=1, object_store_bytes=OBJECT_STORE_BYTES
+        workers=nodes - 1,
+        cpus_per_node=1,
+        object_store_bytes=OBJECT_STORE_BYTES,
+        pin_cores=True,
     ) as cluster:
         submission = f"nodes-{nodes}-{uuid.uuid4().hex[:6]}"
         started = time.perf_counter()
@@ -179,7 +184,8 @@ def run_node_sweep(corpus, node_counts: list[int], config: AppConfig, out: Path)
     print(
         f"Corpus {corpus.directory.relative_to(REPO)}: {corpus.documents} files, "
         f"{corpus.tokens:,} cl100k tokens; {runs[0].chunks} chunks; every run made the same "
-        f"chunk ids: {same}. Nodes of 1 CPU each on a machine of {os.cpu_count()} cores; the "
+        f"chunk ids: {same}. Nodes of 1 CPU each, each pinned to one core (node i on core i mod "
+        f"{len(os.sched_getaffinity(0))}), on a machine of {os.cpu_count()} cores; the "
         f"ideal line is the {runs[0].nodes}-node tokens/s per node times the nodes; 'ingest s' "
         "is the job's own total (joining Ray to the end of the commit), 'job s' adds `ray job "
         "submit`, the upload of the working dir and the driver's start."

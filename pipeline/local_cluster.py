@@ -83,8 +83,12 @@ class LocalCluster:
         object_store_bytes: int = 400 * 1024**2,
         root: Path | None = None,
         ray_executable: Path | None = None,
+        pin_cores: bool = False,
     ) -> None:
         self.workers = workers
+        # Each node's processes on one core of their own (node i on core i mod cores), so that
+        # a node of one CPU really has one core: for measuring how work scales with nodes.
+        self.pin_cores = pin_cores
         self.cpus_per_node = cpus_per_node
         self.object_store_bytes = object_store_bytes
         # Short paths: Ray puts Unix sockets under the temp dir (108-byte limit).
@@ -187,6 +191,8 @@ class LocalCluster:
         else:
             command.append(f"--address={self.address}")
         log = self.root / f"{name}.log"
+        cores = sorted(os.sched_getaffinity(0))
+        core = cores[len(self.sessions) % len(cores)]
         with log.open("ab") as out:
             process = subprocess.Popen(
                 command,
@@ -195,6 +201,8 @@ class LocalCluster:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # the node's processes: exactly this session
+                # Inherited by everything the node starts (raylet, agents, workers).
+                preexec_fn=(lambda: os.sched_setaffinity(0, {core})) if self.pin_cores else None,
             )
         self.sessions.append(process.pid)
         node = NodeProcess(name, process, temp_dir, log, ports)

@@ -19,6 +19,7 @@ from pipeline.local_cluster import HEAD
 
 pytestmark = [pytest.mark.cluster, pytest.mark.serve]
 
+DEPLOYMENTS = ("MemoryBank", "MemoryBankIngress")
 REPLICA_CLASS = f"ServeReplica:{APP_NAME}:MemoryBank"
 SERVE_TIMEOUT_S = 300.0
 AFTER_RECOVERY_S = 8.0
@@ -34,8 +35,11 @@ def _serve_config(store: Path, port: int) -> dict:
                 "route_prefix": "/",
                 "import_path": "actors.serve_app:build_app",
                 "args": {"store": str(store), "num_replicas": 2},
+                # Both deployments (the query replicas and the FastAPI ingress in front of
+                # them) twice, on two nodes: no node holds the only replica of either.
                 "deployments": [
-                    {"name": "MemoryBank", "num_replicas": 2, "max_replicas_per_node": 1}
+                    {"name": name, "num_replicas": 2, "max_replicas_per_node": 1}
+                    for name in DEPLOYMENTS
                 ],
             }
         ],
