@@ -165,9 +165,7 @@ class ConversationConfig(StrictModel):
     summary_tokens: int = Field(400, ge=16)  # the recursive summary never grows past this
     recall_tokens: int = Field(1024, ge=16)  # default budget of a recall (summary included)
     summary_share: float = Field(0.25, ge=0.0, le=1.0)  # of a recall's budget, at most
-    context_turns: int = Field(
-        int(__import__("os").environ.get("CT", "2")), ge=0, le=20
-    )  # neighbours each side of a recalled turn
+    context_turns: int = Field(2, ge=0, le=20)  # neighbours each side of a recalled turn
     alpha: float = Field(0.5, ge=0.0, le=1.0)  # lexical share of a turn's score
     contiguity: float = Field(0.2, ge=0.0, le=1.0)  # share of the best neighbour's score
     recency: float = Field(0.05, ge=0.0, le=1.0)  # bonus of the newest turn
