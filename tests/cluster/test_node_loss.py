@@ -30,17 +30,20 @@ pytestmark = [pytest.mark.cluster]
 EMBED_ACTOR = "MapWorker(MapBatches(EmbedChunks))"
 
 
-def _embedding_worker_node(cluster, submission_id: str, timeout: float = 300.0) -> str:
+def _embedding_worker_node(cluster, submission_id: str, timeout: float = JOB_TIMEOUT_S) -> str:
     """The name of a worker node (not the head) holding one of the job's embedding actors,
-    as soon as one is up (the job is embedding from then on)."""
+    as soon as one is up (the job is embedding from then on). The job's status is checked on
+    every poll: a job that ended before one showed up fails here with its status, not at the
+    deadline. The deadline is the job's own: on a loaded 2-core machine the job's workers take
+    minutes to import torch and load the model before the first embedding actor is alive."""
     deadline = time.monotonic() + timeout
-    job = None
     while time.monotonic() < deadline:
-        if job is None:
-            info = cluster.get(f"/api/jobs/{submission_id}")
-            assert info["status"] not in ("SUCCEEDED", "FAILED", "STOPPED"), "ended too soon"
-            job = info.get("job_id")
-        else:
+        info = cluster.get(f"/api/jobs/{submission_id}")
+        assert info["status"] not in ("SUCCEEDED", "FAILED", "STOPPED"), (
+            f"the job ended ({info['status']}) before an embedding actor was seen on a worker node"
+        )
+        job = info.get("job_id")
+        if job is not None:
             for actor in cluster.list_state("actors", job_id=job, class_name=EMBED_ACTOR):
                 name = cluster.node_name(actor.get("node_id") or "")
                 if actor["state"] == "ALIVE" and name not in (None, HEAD):
