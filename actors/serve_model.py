@@ -38,13 +38,17 @@ class MemoryBankModel:
     def __init__(self, store: str, config: dict[str, Any]) -> None:
         import torch
 
+        from memory_bank.app.bank import MemoryBank
         from memory_bank.query.service import QueryService
 
         torch.set_num_threads(REPLICA_TORCH_THREADS)
         settings = AppConfig.model_validate(config)
         self._service = QueryService(Path(store), settings)
         self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
-        self._conversations = self._service.conversations()
+        # Evicted turns reach the store by the same add as any other source.
+        self._conversations = self._service.conversations(
+            lambda files: MemoryBank(Path(store), config=settings).add(files=files)
+        )
         self._thread = DomainThread(self._service.encode_queries, settings.serve.batch_size)
 
     async def query(self, request: QueryRequest) -> ChatResult:

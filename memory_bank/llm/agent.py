@@ -18,6 +18,7 @@ from typing import Any
 
 from memory_bank.config import RetrievalConfig
 from memory_bank.errors import ToolError
+from memory_bank.llm.instructions import role_instructions
 from memory_bank.llm.roles import AnswerEvidence, AnswerRequest, AnswerResult
 from memory_bank.schemas import ChatResult, TrajectoryStep
 
@@ -87,7 +88,6 @@ class ToolCallingNavigator:
         answer: Callable[[AnswerRequest], AnswerResult],
         search: Any = None,
     ) -> None:
-        from memory_bank.llm.openai_backend import prompt
 
         self.client = client
         self.tools = tools
@@ -96,7 +96,7 @@ class ToolCallingNavigator:
         self.temperature = temperature
         self.answer = answer  # the backend's answer role
         self.search = search  # HybridSearch: what the offline answer needs, if it must stand in
-        self.instructions = prompt("navigate")
+        self.instructions = role_instructions("navigate")
         # What is current (`query.currency`, set by the query service): memory files read are
         # annotated with their superseded claims, and the answer role gets them.
         self.currency: Any = None

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from memory_bank.errors import LLMError
+from memory_bank.llm.instructions import role_instructions
 from memory_bank.llm.roles import AnswerRequest, AnswerResult
 
 
@@ -61,9 +62,7 @@ def answer_with_model(backend: Any, request: AnswerRequest) -> AnswerResult:
             problems.append("the answer is empty (say found: false if the evidence lacks it)")
         return problems
 
-    from memory_bank.llm.openai_backend import prompt
-
-    instructions = prompt("answer")
+    instructions = role_instructions("answer")
     if request.system_prompt:
         instructions += f"\n\n{request.system_prompt.strip()}"
     model, temperature = backend.chat_model

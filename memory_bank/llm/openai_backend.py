@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -28,6 +27,7 @@ from pydantic import BaseModel, Field
 from memory_bank.config import LLMConfig, ResearchConfig, RetrievalConfig
 from memory_bank.errors import LLMError
 from memory_bank.index.embedding import TextEncoder
+from memory_bank.llm.instructions import role_instructions
 from memory_bank.llm.ledger import Ledger
 from memory_bank.llm.offline import OfflineBackend
 from memory_bank.llm.roles import (
@@ -50,11 +50,6 @@ from memory_bank.schemas import MemorizedChunk
 from memory_bank.store.files import sanitize_name
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy.planner import memory_count
-
-
-def prompt(name: str) -> str:
-    """The instructions of a role, from `llm/prompts/<name>.md`."""
-    return resources.files("memory_bank.llm").joinpath(f"prompts/{name}.md").read_text("utf-8")
 
 
 class _Memory(BaseModel):
@@ -133,7 +128,7 @@ class OpenAIBackend:
         """One structured request of a store-building role (the build model)."""
         model, temperature = self.build_model
         return self.client.structured(
-            role, prompt(role), payload, reply_model, model, temperature, check, attempts
+            role, role_instructions(role), payload, reply_model, model, temperature, check, attempts
         )
 
     def overlapped(self, function: Any, items: list[Any]) -> list[Any]:

@@ -27,6 +27,7 @@ from memory_bank.config import ResearchConfig, RetrievalConfig
 from memory_bank.errors import LLMError, ToolError
 from memory_bank.index.bm25 import top_positive
 from memory_bank.index.hybrid import HybridSearch
+from memory_bank.llm.instructions import role_instructions
 from memory_bank.llm.research_roles import (
     Hit,
     ReflectionDecision,
@@ -140,12 +141,11 @@ class LLMResearcher:
     # --- the model's steps --------------------------------------------------------------------
 
     def _structured(self, role: str, payload: Any, result_model: type, check=None) -> Any:
-        from memory_bank.llm.openai_backend import prompt
 
         model, temperature = self.backend.chat_model
         try:
             return self.backend.client.structured(
-                role, prompt(role), payload, result_model, model, temperature, check
+                role, role_instructions(role), payload, result_model, model, temperature, check
             )
         except LLMError:
             self.backend.ledger.count(role, "fallbacks")

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from memory_bank.llm.roles import RoleModel
+from memory_bank.llm.role_model import RoleModel
 
 SearchTool = Literal["keyword", "vector", "page_index"]
 

@@ -24,37 +24,30 @@ an LLM backend reads the text fields and ignores them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, InstanceOf
+from pydantic import Field, InstanceOf
 
 from memory_bank.config import MemorizeConfig, ResearchConfig, RetrievalConfig, TaxonomyConfig
 from memory_bank.index.embedding import ChunkEncoding, TextEncoder
+from memory_bank.llm.role_model import RoleModel
+from memory_bank.llm.session_roles import (
+    AnalyzeRequest,
+    AnalyzeResult,
+    ClassifyRequest,
+    ClassifyResult,
+    IntegrateRequest,
+    IntegrateResult,
+    PlanRequest,
+    PlanResult,
+    StructureRequest,
+    StructureResult,
+)
 from memory_bank.schemas import ChatResult, Chunk, DirectoryNode, HistoryNote, MemorizedChunk
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy.items import TaxonomyItem
 from memory_bank.taxonomy.readme import ReadmeFileEntry, ReadmeHighlight
-
-if TYPE_CHECKING:
-    from memory_bank.llm.session_roles import (
-        AnalyzeRequest,
-        AnalyzeResult,
-        ClassifyRequest,
-        ClassifyResult,
-        IntegrateRequest,
-        IntegrateResult,
-        PlanRequest,
-        PlanResult,
-        StructureRequest,
-        StructureResult,
-    )
-
-
-class RoleModel(BaseModel):
-    """Base of role requests and results: strict fields; numpy arrays allowed."""
-
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
 class SplitSection(RoleModel):

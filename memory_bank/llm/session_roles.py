@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from memory_bank.config import MemorizeConfig
-from memory_bank.llm.roles import RoleModel
+from memory_bank.llm.role_model import RoleModel
 
 Relationship = Literal["conflict", "merge", "related", "unrelated"]
 TaskType = Literal["normal", "cross_validate"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from memory_bank.config import AppConfig
@@ -140,15 +141,10 @@ class QueryService:
         width = beam_width or self.config.retrieval.beam_width
         return self._current().searcher.descend(query, width)
 
-    def conversations(self) -> Conversations:
+    def conversations(self, add_to_store: Callable[[list[Path]], object]) -> Conversations:
         """The store's live conversations, sharing this service's embedding model; their
-        evicted turns are consolidated into the store by an in-process add."""
-
-        def add_to_store(files: list[Path]) -> object:
-            from memory_bank.app.bank import MemoryBank
-
-            return MemoryBank(self.store, config=self.config).add(files=files)
-
+        evicted turns are consolidated into the store by `add_to_store` (the caller's add
+        path: this service only reads the store)."""
         return Conversations(self.store, self.embedder, self.config.conversation, add_to_store)
 
     def tree(self) -> DirectoryNode:
