@@ -20,12 +20,9 @@ actor) does not re-read the store for every commit.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +41,22 @@ from memory_bank.ingest.stages import (
     readme_key_terms,
     taxonomy_items,
 )
+from memory_bank.ingest.store_state import (
+    LEDGER_FILE,
+    REORGANIZATIONS_FILE,
+    StoreState,
+    load_state,
+)
+from memory_bank.ingest.tree_changes import (
+    mean_leaf_cohesion,
+    readme_file_entry,
+    readme_signatures,
+    remap_tree,
+    reorganization,
+)
 from memory_bank.ingest.work import (
     MemoryParts,
     concatenate,
-    load_parts,
     memory_recipe,
     select_documents,
 )
@@ -56,23 +65,16 @@ from memory_bank.llm.roles import LLMBackend, PlaceRequest, ReadmeRequest
 from memory_bank.schemas import (
     CommitResult,
     DirectoryNode,
-    MemorizedChunk,
-    MovedMemory,
-    ReorganizeOperation,
 )
 from memory_bank.store import layout
 from memory_bank.store.files import assign_chunk_paths, readme_relative_path
 from memory_bank.store.location import StoreLocation
-from memory_bank.store.reader import StoreReader
 from memory_bank.store.writer import count_directories, meta_extra_from_config, write_store
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import validate_taxonomy
 from memory_bank.taxonomy.placement import should_place
-from memory_bank.taxonomy.planner import memory_count
-from memory_bank.taxonomy.readme import README_FORMAT, ReadmeFileEntry
+from memory_bank.taxonomy.readme import README_FORMAT
 
-REORGANIZATIONS_FILE = "reorganizations.json"
-LEDGER_FILE = "llm_ledger.json"  # every LLM request made for this store, summed per role
 KEPT_REORGANIZATIONS = 50
 
 
@@ -89,60 +91,6 @@ class CommitRequest:
     replace_all: bool = False
     base_version: str | None = None
     llm_usage: dict[str, Any] = field(default_factory=dict)  # of the work before the commit
-
-
-@dataclass
-class StoreState:
-    """One committed version of a store, as the committer works with it."""
-
-    version: str
-    parts: MemoryParts
-    tree: DirectoryNode
-    chunk_paths: dict[int, str]
-    readmes: dict[str, str]
-    readme_vectors: dict[str, np.ndarray]  # README text -> vector
-    meta: dict[str, Any]
-    reorganizations: list[dict[str, Any]]
-    ledger: dict[str, Any] = field(default_factory=dict)
-
-
-def load_state(store: Path) -> StoreState | None:
-    """The live store as a `StoreState`, or None when there is no store yet."""
-    if not layout.is_store(store):
-        return None
-    reader = StoreReader(Path(store).resolve())  # one version, even if a commit follows
-    memories = reader.memories()
-    readmes: dict[str, str] = {}
-    vectors: dict[str, np.ndarray] = {}
-    table = reader.readmes()
-    if table is not None:
-        texts = table.column("text").to_pylist()
-        readmes = dict(zip(table.column("directory").to_pylist(), texts, strict=True))
-        vectors = dict(zip(texts, reader.readme_vectors(), strict=True))
-    tree = reader.tree()
-    for node in tree.iter_nodes():  # a store written without readmes.parquet
-        if node.path not in readmes:
-            readme = reader.root / readme_relative_path(node.path)
-            readmes[node.path] = readme.read_text(encoding="utf-8") if readme.is_file() else ""
-    log = reader.root / layout.BANK_DIR / REORGANIZATIONS_FILE
-    ledger = reader.root / layout.BANK_DIR / LEDGER_FILE
-    return StoreState(
-        version=reader.store_version,
-        parts=load_parts(reader),
-        tree=tree,
-        chunk_paths=dict(
-            zip(
-                memories.column("index").to_pylist(),
-                memories.column("path").to_pylist(),
-                strict=True,
-            )
-        ),
-        readmes=readmes,
-        readme_vectors=vectors,
-        meta=dict(reader.meta),
-        reorganizations=json.loads(log.read_text(encoding="utf-8")) if log.is_file() else [],
-        ledger=json.loads(ledger.read_text(encoding="utf-8")) if ledger.is_file() else {},
-    )
 
 
 class StoreCommitter:
@@ -235,7 +183,7 @@ class StoreCommitter:
                 "this ingest; run the ingest again to rebuild it with these settings"
             )
 
-        old_tree = _remap_tree(state.tree, kept_index) if state else None
+        old_tree = remap_tree(state.tree, kept_index) if state else None
         tree, reason, stats = self._tree_for(request, state, old_tree, parts, len(base.memories))
         clock.lap("plan")
         result.placed = reason is None and bool(added.memories) and old_tree is not None
@@ -248,9 +196,9 @@ class StoreCommitter:
         result.moved_memories = sum(chunk_paths[i] != path for i, path in old_paths.items())
 
         old_signatures = (
-            _signatures(state.tree, state.parts.memories, state.chunk_paths) if state else {}
+            readme_signatures(state.tree, state.parts.memories, state.chunk_paths) if state else {}
         )
-        new_signatures = _signatures(tree, parts.memories, chunk_paths)
+        new_signatures = readme_signatures(tree, parts.memories, chunk_paths)
         # READMEs written by a release that wrote them differently are all rewritten.
         same_format = state is not None and state.meta.get("readme_format") == README_FORMAT
         stale = [
@@ -268,7 +216,7 @@ class StoreCommitter:
         clock.lap("embed readmes")
         reorganizations = list(live.reorganizations) if live else []
         if reason is not None and state is not None:
-            operation = _reorganization(reason, state, tree, chunk_paths, kept_index)
+            operation = reorganization(reason, state, tree, chunk_paths, kept_index)
             if operation is not None:
                 result.reorganization = operation
                 reorganizations = [*reorganizations, operation.model_dump(mode="json")]
@@ -497,7 +445,7 @@ class StoreCommitter:
         requests = []
         for path in stale:
             node = directories[path]
-            files = [_file_entry(by_index[i], chunk_paths[i]) for i in node.chunk_indices]
+            files = [readme_file_entry(by_index[i], chunk_paths[i]) for i in node.chunk_indices]
             requests.append(
                 ReadmeRequest(
                     node=node,
@@ -539,103 +487,3 @@ def _ledger_after(
         return previous.model_dump(mode="json") if previous.roles else {}
     previous.merge(added)
     return previous.model_dump(mode="json")
-
-
-# --- tree helpers -------------------------------------------------------------------------
-
-
-def mean_leaf_cohesion(tree: DirectoryNode, vectors: np.ndarray) -> float:
-    """Mean cosine of each memory to its leaf's (normalized) mean vector."""
-    total, count = 0.0, 0
-    for leaf in tree.leaves():
-        if not leaf.chunk_indices:
-            continue
-        rows = vectors[leaf.chunk_indices]
-        centroid = rows.sum(axis=0)
-        centroid /= max(float(np.linalg.norm(centroid)), 1e-12)
-        total += float((rows @ centroid).sum())
-        count += len(leaf.chunk_indices)
-    return total / count if count else 0.0
-
-
-def _remap_tree(tree: DirectoryNode, kept_index: dict[int, int]) -> DirectoryNode:
-    """`tree` with memory indices renumbered and removed ones dropped; directories left empty
-    are removed (the root stays)."""
-    remapped = tree.model_copy(deep=True)
-
-    def visit(node: DirectoryNode) -> bool:
-        node.chunk_indices = [kept_index[i] for i in node.chunk_indices if i in kept_index]
-        node.children = [child for child in node.children if visit(child)]
-        return bool(node.chunk_indices or node.children)
-
-    visit(remapped)
-    return remapped
-
-
-def _signatures(
-    tree: DirectoryNode, memories: Sequence[MemorizedChunk], chunk_paths: dict[int, str]
-) -> dict[str, str]:
-    """What each directory's README is made from, as a comparable string per tree path: its
-    name and description, its children and files, and which memories its subtree holds (its
-    summary is drawn from them)."""
-    by_index = {memory.index: memory for memory in memories}
-    signatures = {}
-    held = _subtree_digests(tree, by_index)
-    for node in tree.iter_nodes():
-        files = [
-            [chunk_paths[i].rsplit("/", 1)[-1], by_index[i].title, by_index[i].tldr]
-            for i in node.chunk_indices
-        ]
-        children = [
-            [child.name, child.description, memory_count(child), len(child.children)]
-            for child in node.children
-        ]
-        signature = [node.name, node.description, children, files, held[node.path]]
-        signatures[node.path] = json.dumps(signature)
-    return signatures
-
-
-def _subtree_digests(tree: DirectoryNode, by_index: dict[int, MemorizedChunk]) -> dict[str, str]:
-    """Per directory, a digest of the chunk ids its subtree holds."""
-    digests: dict[str, str] = {}
-
-    def visit(node: DirectoryNode) -> list[str]:
-        chunk_ids = [str(by_index[i].metadata.get("chunk_id", i)) for i in node.chunk_indices]
-        for child in node.children:
-            chunk_ids.extend(visit(child))
-        digests[node.path] = hashlib.sha1("\n".join(sorted(chunk_ids)).encode()).hexdigest()
-        return chunk_ids
-
-    visit(tree)
-    return digests
-
-
-def _file_entry(memory: MemorizedChunk, chunk_path: str) -> ReadmeFileEntry:
-    return ReadmeFileEntry(name=chunk_path.rsplit("/", 1)[-1], title=memory.title, tldr=memory.tldr)
-
-
-def _reorganization(
-    reason: str,
-    state: StoreState,
-    tree: DirectoryNode,
-    chunk_paths: dict[int, str],
-    kept_index: dict[int, int],
-) -> ReorganizeOperation | None:
-    """What a re-plan changed for the memories that were there before; None if nothing."""
-    chunk_id_of = {m.index: str(m.metadata["chunk_id"]) for m in state.parts.memories}
-    moved = [
-        MovedMemory(chunk_id=chunk_id_of[old], source=path, target=chunk_paths[kept_index[old]])
-        for old, path in sorted(state.chunk_paths.items())
-        if old in kept_index and chunk_paths[kept_index[old]] != path
-    ]
-    before = {node.path for node in state.tree.iter_nodes()}
-    after = {node.path for node in tree.iter_nodes()}
-    if not moved and before == after:
-        return None
-    return ReorganizeOperation(
-        at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        reason=reason,
-        moved=moved,
-        new_directories=sorted(after - before),
-        deleted_directories=sorted(before - after),
-    )
