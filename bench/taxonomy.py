@@ -105,7 +105,12 @@ def load_memories(store: Path) -> tuple[list[MemorizedChunk], np.ndarray]:
 
 def document_label(dataset: str, source: str, corpus_dir: Path) -> str:
     """The source document: a story (FairytaleQA), a meeting (QMSum), a paragraph (HotpotQA)."""
-    relative = Path(source).resolve().relative_to(corpus_dir.resolve())
+    path = Path(source).resolve()
+    if path.is_relative_to(corpus_dir.resolve()):
+        relative = path.relative_to(corpus_dir.resolve())
+    else:  # a store copied from another --work: the part below its corpus folder
+        parts = path.parts
+        relative = Path(*parts[len(parts) - parts[::-1].index(corpus_dir.name) :])
     return f"{dataset}:{relative.parts[0] if dataset != 'hotpotqa' else relative.as_posix()}"
 
 

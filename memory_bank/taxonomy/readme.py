@@ -19,19 +19,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory_bank.schemas import DirectoryNode
-from memory_bank.taxonomy.naming import (
-    DESCRIPTION_TERMS,
+from memory_bank.taxonomy.describe import (
     LISTED_CHILDREN,
     count_memories,
     describe,
     describe_parent,
-    distinct_terms,
     end_sentence,
     humanize,
     join_words,
     list_children,
     one_line,
 )
+from memory_bank.taxonomy.naming import DESCRIPTION_TERMS, distinct_terms
 from memory_bank.text.lexicon import name_words
 
 DEFAULT_STORE_TITLE = "Memory Bank"
