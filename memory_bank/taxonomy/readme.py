@@ -36,7 +36,7 @@ from memory_bank.text.lexicon import name_words
 DEFAULT_STORE_TITLE = "Memory Bank"
 # Recorded in `.gam_meta.json` (`ingest.commit`): a release that writes READMEs differently
 # bumps it, so the next commit rewrites every README instead of keeping the old ones.
-README_FORMAT = 2
+README_FORMAT = 3
 KEY_TERMS = 3
 PARENT_KEY_TERMS = 2
 # Words of the description templates themselves ("Memories about ...", "in 3 subdirectories").
