@@ -17,6 +17,7 @@ tree, names and READMEs from the stored memories and vectors, nothing memorized 
 - retrieval: per dataset and question kind, hybrid search against collapsed-tree search (the
   READMEs' contribution) and the README-only descent (beam 1 and 3, see `index/descent.py`):
   hit@5 (a gold source among the top 5 sources), descent hit (a gold source in a reached leaf),
+  passage recall@2 and @5,
   evidence recall and answer-token recall (ROUGE-1 recall) within 512 and 2k tokens.
   Thematic kinds: FairytaleQA `summary` (gold spans several sections) and QMSum `general`
   ("Summarize the whole meeting": no spans, answer-token recall only).
@@ -105,7 +106,12 @@ def load_memories(store: Path) -> tuple[list[MemorizedChunk], np.ndarray]:
 
 def document_label(dataset: str, source: str, corpus_dir: Path) -> str:
     """The source document: a story (FairytaleQA), a meeting (QMSum), a paragraph (HotpotQA)."""
-    relative = Path(source).resolve().relative_to(corpus_dir.resolve())
+    path = Path(source).resolve()
+    if path.is_relative_to(corpus_dir.resolve()):
+        relative = path.relative_to(corpus_dir.resolve())
+    else:  # a store copied from another --work: the part below its corpus folder
+        parts = path.parts
+        relative = Path(*parts[len(parts) - parts[::-1].index(corpus_dir.name) :])
     return f"{dataset}:{relative.parts[0] if dataset != 'hotpotqa' else relative.as_posix()}"
 
 
@@ -239,7 +245,7 @@ def retrieval(
 ) -> None:
     _, count_tokens = default_token_counter()
     table = Table(title="retrieval by question kind (hybrid / tree / descent beam 1 / beam 3)")
-    for column in ("dataset", "kind", "n", "mode", "H@5", "hit", "R@5"):
+    for column in ("dataset", "kind", "n", "mode", "H@5", "hit", "R@2", "R@5"):
         table.add_column(
             column, justify="left" if column in ("dataset", "kind", "mode") else "right"
         )
@@ -262,6 +268,7 @@ def retrieval(
                 cells = [
                     metric(chosen, lambda r: r.hit_at_k.get(5)),
                     metric(chosen, lambda r: r.hit),
+                    metric(chosen, lambda r: r.recall_at_k.get(2)),
                     metric(chosen, lambda r: r.recall_at_k.get(5)),
                 ]
                 for budget in BUDGETS:

@@ -189,3 +189,38 @@ def _merge_small(data: np.ndarray, labels: np.ndarray, smallest: int) -> np.ndar
     _, first_rows, inverse = np.unique(labels, return_index=True, return_inverse=True)
     order = np.argsort(np.argsort(first_rows, kind="stable"), kind="stable")
     return order[inverse.ravel()].astype(np.int64)
+
+
+def cosine_distances(vectors: np.ndarray) -> np.ndarray:
+    """Pairwise cosine distances of unit vectors, clipped to [0, 2], zero diagonal."""
+    data = vectors.astype(np.float64)
+    distances = np.clip(1.0 - data @ data.T, 0.0, 2.0)
+    np.fill_diagonal(distances, 0.0)
+    return distances
+
+
+def accept_splits(judge: np.ndarray, labels: np.ndarray, splits: list[np.ndarray]) -> list[bool]:
+    """Which proposed refinements of the top-level `labels` (one label per row) to make: each
+    split gives every row of one group its part's label (-1 elsewhere); it is made when the
+    silhouette of the memories' own vectors `judge` (a seeded `WARD_ROWS` sample) is at least as
+    good with it as without, the splits tried in turn, each on what the earlier ones left."""
+    rows = ward_sample(len(judge))
+    distances = cosine_distances(_check_vectors(judge)[rows])
+    current = labels.astype(np.int64).copy()
+
+    def silhouette(candidate: np.ndarray) -> float:
+        sampled = candidate[rows]
+        if not 1 < len(np.unique(sampled)) < len(sampled):
+            return -np.inf
+        return float(silhouette_score(distances, sampled, metric="precomputed"))
+
+    accepted = []
+    for split in splits:
+        proposed = current.copy()
+        inside = split >= 0
+        proposed[inside] = int(current.max()) + 1 + split[inside]
+        made = silhouette(proposed) >= silhouette(current)
+        if made:
+            current = proposed
+        accepted.append(made)
+    return accepted

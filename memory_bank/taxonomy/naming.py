@@ -3,16 +3,20 @@
 1. evidence (`gather_evidence`): per directory, how many of its memories and of its documents
    use each term (`terms.TermMatrix`: words and two-word key phrases), how many memories have it
    among their memorized key terms, and its most central memory;
-2. candidates (`candidates`): the terms that pass the cohesion test, i.e. describe most members
-   rather than one: at least `COHESION` of the memories and of the documents use the term; scored by that cohesion, by how much more the directory uses
-   the term than its siblings do, and by how often memorize picked it as a key term;
+2. candidates (`candidates`): the terms that pass the cohesion test (`is_cohesive`), i.e.
+   describe most members rather than one: a key term of some member, used by at least half
+   the memories of a one-document group, or describing more than half the documents (and the
+   memories they hold) of a group of several; scored by that cohesion, by how much more the
+   directory uses the term than its siblings do, and by how often memorize picked it;
 3. distinct among siblings (`name_siblings`): directories take their best candidate, the most
    confident first; a name equal to or a variant of a sibling's is passed over;
-4. a directory without a cohesive candidate (or whose candidates the siblings took) is named by a
-   plain phrase from its most central memory, its first key phrase, never by a collage of terms
-   from different members;
-5. description: the cohesive terms and the central memory's TL;DR (leaves), or the cohesive
-   terms and the subdirectories with their sizes (parents).
+4. a directory without a cohesive candidate (or whose candidates the siblings took) gets an
+   honest plain phrase (`mixed_phrase`): its main document's when that document holds most of
+   it, else its two largest documents' ("launch, carrots and more"), never one member's term
+   standing for all (the planner splits such a group at the top level when its parts separate
+   better, see `planner.split_unnamed`);
+5. description (`describe`): the cohesive terms and the central memory's TL;DR (leaves), or
+   the cohesive terms and the subdirectories with their sizes (parents).
 
 Names are lowercase ASCII, start with a letter, at most 60 characters, unique among siblings.
 """
@@ -23,51 +27,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numpy as np
-from scipy import sparse
+from memory_bank.taxonomy.evidence import COHESION, PHRASE_BONUS, GroupEvidence, TermCounts
+from memory_bank.taxonomy.terms import is_phrase
+from memory_bank.text.lexicon import MAX_NAME_LENGTH
 
-from memory_bank.taxonomy.items import TaxonomyItem
-from memory_bank.taxonomy.terms import TermMatrix, group_membership, is_phrase
-from memory_bank.text.lexicon import MAX_NAME_LENGTH, name_words
-
-# A name describes most members: at least this share of the memories and of the documents.
-COHESION = 0.5
 # A term the siblings use as much as the directory tells nothing apart, but may be all it has.
 DISTINCT_FLOOR = 0.05
-# A phrase that covers as many members as its best word reads better than the word alone.
-PHRASE_BONUS = 1.25
 # Terms memorize never picked as a key term of any member keep this share of their score.
 CURATED_FLOOR = 0.25
-EVIDENCE_TERMS = 200  # terms kept per directory: enough to compare top-level groups
 DESCRIPTION_TERMS = 3
-LISTED_CHILDREN = 7  # subdirectories a description names before "and N more"
-MAX_TLDR_CHARS = 200
 FALLBACK_STEM = "topic"  # for directories without any ASCII term (e.g. Japanese text)
+MIXED_DOCUMENTS = 2  # documents a mixed group's name names before "and more"
 # Forms of one word (see `_near_duplicate`): a prefix of 4+ letters or a stem of 5+ letters,
 # and endings of at most 3.
 NEAR_DUPLICATE_STEM = 4
 SHARED_STEM = 5
 MAX_ENDING = 3
-
-Listed = tuple[str, int]  # a subdirectory's label in a description and its number of memories
-
-
-class TermCounts(NamedTuple):
-    memories: int  # memories of the directory using the term
-    documents: int  # documents with a memory in the directory using it
-    curated: int  # memories with the term among their title words or keywords
-
-
-@dataclass(frozen=True)
-class GroupEvidence:
-    """What naming knows of one directory: serializable, nothing per memory."""
-
-    size: int  # memories
-    documents: int
-    terms: dict[str, TermCounts]  # term key -> counts, the best-supported `EVIDENCE_TERMS`
-    spellings: dict[str, str]  # display form of each term
-    central_phrase: str = ""  # a plain phrase from the most central memory (display form)
-    central_tldr: str = ""
 
 
 class Candidate(NamedTuple):
@@ -82,85 +57,6 @@ class DirectoryName:
     terms: tuple[str, ...]  # display forms of the terms descriptions name, best first
 
 
-# --- 1. evidence ------------------------------------------------------------------------------
-
-
-def gather_evidence(
-    matrix: TermMatrix,
-    groups: Sequence[np.ndarray],
-    documents: np.ndarray,
-    central_rows: Sequence[int],
-    items: Sequence[TaxonomyItem],
-) -> list[GroupEvidence]:
-    """Evidence of each group of rows (of `matrix` and `items`); `documents[row]` is the row's
-    document number and `central_rows[g]` the most central row of group g."""
-    n_rows = matrix.presence.shape[0]
-    membership = group_membership(groups, n_rows)
-    memory_counts = (membership @ matrix.presence).toarray()
-    curated_counts = (membership @ matrix.curated).toarray()
-    # Documents per group: one row per (group, document) pair, then pairs summed by group.
-    pair_group = np.repeat(np.arange(len(groups)), [len(rows) for rows in groups])
-    pair_rows = np.concatenate([np.asarray(rows, dtype=np.int64) for rows in groups])
-    pairs, pair_of_row = np.unique(
-        np.stack([pair_group, documents[pair_rows]], axis=1), axis=0, return_inverse=True
-    )
-    pair_membership = sparse.csr_matrix(
-        (np.ones(len(pair_rows)), (pair_of_row.ravel(), pair_rows)), shape=(len(pairs), n_rows)
-    )
-    pair_uses = ((pair_membership @ matrix.presence) > 0).astype(np.float64)
-    to_group = sparse.csr_matrix(
-        (np.ones(len(pairs)), (pairs[:, 0], np.arange(len(pairs)))), shape=(len(groups), len(pairs))
-    )
-    document_counts = (to_group @ pair_uses).toarray()
-    document_totals = np.bincount(pairs[:, 0], minlength=len(groups))
-    evidence = []
-    for g, rows in enumerate(groups):
-        support = memory_counts[g] + curated_counts[g]
-        kept = [int(i) for i in np.argsort(-support, kind="stable")[:EVIDENCE_TERMS] if support[i]]
-        vocabulary = [str(matrix.vocabulary[i]) for i in kept]
-        central = items[central_rows[g]]
-        coverage = memory_counts[g] / max(len(rows), 1)
-        evidence.append(
-            GroupEvidence(
-                size=len(rows),
-                documents=int(document_totals[g]),
-                terms={
-                    term: TermCounts(
-                        int(memory_counts[g, i]),
-                        int(document_counts[g, i]),
-                        int(curated_counts[g, i]),
-                    )
-                    for term, i in zip(vocabulary, kept, strict=True)
-                },
-                spellings={term: matrix.spelling(term) for term in vocabulary},
-                central_phrase=central_phrase(central, matrix, coverage),
-                central_tldr=central.tldr,
-            )
-        )
-    return evidence
-
-
-def central_phrase(item: TaxonomyItem, matrix: TermMatrix, coverage: np.ndarray) -> str:
-    """A plain phrase from a memory: the keyword of it whose words the group uses most
-    (`coverage`: share of the group's memories using each term of `matrix`), phrases of two or
-    more words ahead at equal use; else the first words of its title; "" when none is ASCII."""
-    best, best_score = "", 0.0
-    for keyword in item.keywords:
-        words = [word for word in name_words(keyword) if word not in matrix.annotations]
-        if not words:
-            continue
-        shares = [coverage[column] for word in words if (column := matrix.column(word)) >= 0]
-        score = (sum(shares) / len(words)) * (PHRASE_BONUS if len(words) > 1 else 1.0)
-        if score > best_score:
-            best, best_score = " ".join(words), score
-    if best:
-        return best
-    title = [
-        word for word in name_words(item.title.replace("_", " ")) if word not in matrix.annotations
-    ]
-    return " ".join(title[:3])
-
-
 # --- 2. candidates ----------------------------------------------------------------------------
 
 
@@ -173,12 +69,12 @@ def candidates(
     `siblings` are all directories of the level, `group` among them (by identity)."""
     others = [sibling for sibling in siblings if sibling is not group]
     other_size = sum(sibling.size for sibling in others)
+    picked_any = any(counts.curated for counts in group.terms.values())
     found = []
     for term, counts in group.terms.items():
         memory_share = counts.memories / max(group.size, 1)
-        document_share = counts.documents / max(group.documents, 1)
-        cohesion = min(memory_share, document_share)
-        if cohesion_test and cohesion < COHESION:
+        cohesion = _cohesion(counts, group)
+        if cohesion_test and not is_cohesive(counts, group, needs_key_term=picked_any):
             continue
         lift = 1.0
         if other_size:
@@ -195,11 +91,66 @@ def candidates(
     return found
 
 
+def _cohesion(counts: TermCounts, group: GroupEvidence) -> float:
+    """How much of the group the term describes: the share of its memories using it (one
+    document) or of its documents and of the memories they hold, the lesser (several)."""
+    if group.documents <= 1 or group.documents >= group.size:
+        return counts.memories / max(group.size, 1)
+    reach = counts.reach if counts.reach >= 0 else counts.memories
+    return min(counts.documents / group.documents, reach / max(group.size, 1))
+
+
+def is_cohesive(counts: TermCounts, group: GroupEvidence, needs_key_term: bool = True) -> bool:
+    """The cohesion test: the term describes most members. Memorize picked it as a key term of
+    at least one member (unless `needs_key_term` is False: no member has key terms), since a
+    word members merely use ("rows" of a garden bed and of a table) names none of them; and
+
+    - in a group of one document (or of memories that are each a document of their own), at
+      least `COHESION` of the memories use it;
+    - in a group of several documents the members are the documents: more than `COHESION` of
+      them use it, and they hold more than `COHESION` of the memories. (A meeting transcript
+      does not name its topic in every chunk; a term of one of two documents describes half
+      the group, not most of it.)"""
+    if needs_key_term and counts.curated < 1:
+        return False
+    size = max(group.size, 1)
+    if group.documents <= 1:
+        return counts.memories / size >= COHESION
+    reach = counts.reach if counts.reach >= 0 else counts.memories
+    if group.documents >= group.size:
+        reach = counts.memories
+    return counts.documents / group.documents > COHESION and reach / size > COHESION
+
+
+def has_honest_name(group: GroupEvidence) -> bool:
+    """True when a name can describe most of the group: a term passes the cohesion test, or one
+    document holds most of its memories (its phrase then)."""
+    if candidates(group, [group]):
+        return True
+    return bool(group.document_phrases) and group.document_phrases[0][0] * 2 > group.size
+
+
+def mixed_phrase(group: GroupEvidence) -> str:
+    """A plain, honest phrase for a group no term describes: the phrase of its largest
+    document when that document holds most of the memories; else the phrases of its two
+    largest documents ("lighthouse keeping and night ferry"), with "and more" when it holds
+    other documents too. Without document phrases, the central memory's phrase."""
+    phrases = [(size, phrase) for size, phrase in group.document_phrases if phrase]
+    if not phrases:
+        return group.central_phrase
+    if phrases[0][0] * 2 > group.size or len(phrases) == 1:
+        return phrases[0][1]
+    words = distinct_terms([phrase for _, phrase in phrases], MIXED_DOCUMENTS)
+    if group.documents <= MIXED_DOCUMENTS and len(words) > 1:
+        return " and ".join(words)
+    return ", ".join(words) + " and more"
+
+
 def _name_options(group: GroupEvidence, ranked: Sequence[Candidate]) -> list[str]:
     """Display forms of the names the directory could take, best first: its distinct
-    candidates, then the plain phrase of its central memory."""
+    candidates, then a plain phrase (`mixed_phrase`)."""
     terms = distinct_terms([candidate.term for candidate in ranked], len(ranked))
-    return [group.spellings.get(term, term) for term in terms] + [group.central_phrase]
+    return [group.spellings.get(term, term) for term in terms] + [mixed_phrase(group)]
 
 
 # --- 3. and 4. distinct among siblings, with the central phrase as fallback ---------------------
@@ -332,78 +283,3 @@ def make_unique(names: Sequence[str]) -> list[str]:
         taken.add(final)
         unique.append(final)
     return unique
-
-
-# --- 5. descriptions --------------------------------------------------------------------------
-
-
-def join_words(words: Sequence[str]) -> str:
-    """ "a", "a and b", "a, b and c"."""
-    if len(words) <= 1:
-        return "".join(words)
-    return ", ".join(words[:-1]) + " and " + words[-1]
-
-
-def one_line(text: str) -> str:
-    """Collapse whitespace so the text fits on one Markdown line."""
-    return " ".join(text.split())
-
-
-def clip_sentence(text: str, limit: int = MAX_TLDR_CHARS) -> str:
-    """One line, at most `limit` characters (cut at a word), ending in sentence punctuation."""
-    line = one_line(text)
-    if len(line) > limit:
-        cut = line[:limit].rsplit(" ", 1)[0] if " " in line[:limit] else line[:limit]
-        return cut.rstrip(",;:") + "…"
-    return end_sentence(line)
-
-
-def end_sentence(text: str) -> str:
-    """`text` on one line with closing punctuation ("." added when it has none)."""
-    line = one_line(text)
-    return line if not line or line[-1] in ".!?。！？…" else line + "."
-
-
-def describe(shown: Sequence[str], central_tldr: str | None) -> str:
-    """A leaf: "Memories about X, Y and Z, including: <tldr of the most central memory>."
-
-    `shown` are the terms to name, spelled for display (see `distinct_terms`).
-    """
-    example = clip_sentence(central_tldr) if central_tldr and central_tldr.strip() else ""
-    if shown and example:
-        return f"Memories about {join_words(shown)}, including: {example}"
-    if shown:
-        return f"Memories about {join_words(shown)}."
-    if example:
-        return f"Memories such as: {example}"
-    return "Memories grouped by similarity."
-
-
-def count_memories(count: int) -> str:
-    return f"{count:,} memor{'y' if count == 1 else 'ies'}"
-
-
-def list_children(children: Sequence[Listed]) -> str:
-    """ "a (8), b (7) and c (6)": labels with sizes, largest first, at most `LISTED_CHILDREN`."""
-    largest_first = sorted(children, key=lambda child: -child[1])  # stable: ties keep order
-    shown = [f"{label} ({size:,})" for label, size in largest_first[:LISTED_CHILDREN]]
-    if len(children) > LISTED_CHILDREN:
-        shown.append(f"{len(children) - LISTED_CHILDREN} more")
-    return join_words(shown)
-
-
-def describe_parent(about: Sequence[str], children: Sequence[Listed]) -> str:
-    """A parent or the root: "21 memories about coffee and sourdough in 3 subdirectories:
-    sourdough starter (8), photosynthesis (7) and coffee beans (6)."
-
-    `about` are display terms (none for the root); `children` are (label, memory count) pairs.
-    """
-    total = sum(size for _, size in children)
-    topic = f" about {join_words(list(about))}" if about else ""
-    kind = "subdirectory" if len(children) == 1 else "subdirectories"
-    return f"{count_memories(total)}{topic} in {len(children)} {kind}: {list_children(children)}."
-
-
-def humanize(name: str) -> str:
-    """ "neural_networks" -> "neural networks"."""
-    return name.replace("_", " ").strip()

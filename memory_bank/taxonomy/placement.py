@@ -33,9 +33,9 @@ from memory_bank.config import TaxonomyConfig
 from memory_bank.errors import TaxonomyError
 from memory_bank.schemas import DirectoryNode
 from memory_bank.taxonomy.clustering import NATURAL_MAX_BRANCHING, branching_factor
+from memory_bank.taxonomy.describe import describe_parent, humanize
 from memory_bank.taxonomy.fit import FitBounds, new_topic
 from memory_bank.taxonomy.items import TaxonomyItem
-from memory_bank.taxonomy.naming import describe_parent, humanize
 from memory_bank.taxonomy.planner import (
     child_path,
     memory_count,

@@ -20,17 +20,15 @@ from memory_bank.errors import TaxonomyError
 from memory_bank.schemas import DirectoryNode
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy.clustering import ClusterNode, LeafBounds, grow_tree, single_threaded
-from memory_bank.taxonomy.coarse import split_top_level
+from memory_bank.taxonomy.coarse import accept_splits, split_top_level
+from memory_bank.taxonomy.describe import describe, describe_parent, humanize
 from memory_bank.taxonomy.documents import document_groups, pull_together
+from memory_bank.taxonomy.evidence import GroupEvidence, gather_evidence
 from memory_bank.taxonomy.items import TaxonomyItem
 from memory_bank.taxonomy.naming import (
     FALLBACK_STEM,
     DirectoryName,
-    GroupEvidence,
-    describe,
-    describe_parent,
-    gather_evidence,
-    humanize,
+    has_honest_name,
     make_unique,
     name_alone,
     name_among,
@@ -39,12 +37,20 @@ from memory_bank.taxonomy.naming import (
 from memory_bank.taxonomy.terms import TermMatrix
 
 EMPTY_STORE_DESCRIPTION = "No memories yet."
+DOCUMENTS_NAMED = 3  # largest documents whose phrases can name a group no term describes
 
 
 @dataclass(frozen=True)
 class GroupPlan:
     node: DirectoryNode  # the group's subtree, rooted at "/<provisional name>"
     summary: GroupEvidence  # what `assemble_tree` needs to name it among the other groups
+    # A group no name describes (`naming.has_honest_name`) whose subdirectories mostly have
+    # one is split: they go under the root in its place, each a top-level group of its own.
+    parts: tuple[GroupPlan, ...] = ()
+
+    def top_level(self) -> tuple[GroupPlan, ...]:
+        """The plans that go under the root: the group's parts, or the group itself."""
+        return self.parts or (self,)
 
 
 def child_path(parent_path: str, name: str) -> str:
@@ -73,7 +79,22 @@ class _Labels:
 
     def evidence(self, groups: Sequence[np.ndarray]) -> list[GroupEvidence]:
         central = [central_row(self.vectors, np.asarray(rows)) for rows in groups]
-        return gather_evidence(self.matrix, groups, self.documents, central, self.items)
+        by_document = [self._largest_documents(np.asarray(rows)) for rows in groups]
+        return gather_evidence(
+            self.matrix, groups, self.documents, central, self.items, by_document
+        )
+
+    def _largest_documents(self, rows: np.ndarray) -> list[tuple[int, int]]:
+        """(memories, most central row) of the `DOCUMENTS_NAMED` largest documents of `rows`,
+        largest first (ties: the document met first)."""
+        documents, first, counts = np.unique(
+            self.documents[rows], return_index=True, return_counts=True
+        )
+        order = sorted(range(len(documents)), key=lambda d: (-counts[d], first[d]))
+        return [
+            (int(counts[d]), central_row(self.vectors, rows[self.documents[rows] == documents[d]]))
+            for d in order[:DOCUMENTS_NAMED]
+        ]
 
     def node(
         self, cluster: ClusterNode, name: DirectoryName, path: str, central_tldr: str
@@ -134,12 +155,44 @@ def plan_taxonomy(
         return assemble_tree([plan.node], config, [plan.summary])
     if config.max_depth < 2:
         return _plan_flat(items, data, config)
+    groups = top_level_groups(items, data, config)
     calls = [
-        (group_id, [items[row] for row in rows], data[rows], config)
-        for group_id, rows in top_level_groups(items, data, config)
+        (group_id, [items[row] for row in rows], data[rows], config) for group_id, rows in groups
     ]
-    plans: list[GroupPlan] = map_groups(plan_group, calls)
+    plans = split_unnamed(map_groups(plan_group, calls), [rows for _, rows in groups], items, data)
     return assemble_tree([plan.node for plan in plans], config, [plan.summary for plan in plans])
+
+
+def split_unnamed(
+    plans: Sequence[GroupPlan],
+    rows_of: Sequence[np.ndarray],
+    items: Sequence[TaxonomyItem],
+    vectors: np.ndarray,
+) -> list[GroupPlan]:
+    """The top-level plans: a group no name describes is replaced by its parts (see `GroupPlan`)
+    when that separates the memories at least as well (`coarse.accept_splits`: silhouette of
+    the top-level partition); `rows_of[g]` are the rows of `items` in plan g."""
+    candidates = [g for g, plan in enumerate(plans) if plan.parts]
+    if not candidates:
+        return list(plans)
+    row_of = {item.index: row for row, item in enumerate(items)}
+    labels = np.empty(len(items), dtype=np.int64)
+    for g, rows in enumerate(rows_of):
+        labels[rows] = g
+    splits = []
+    for g in candidates:
+        split = np.full(len(items), -1, dtype=np.int64)
+        for number, part in enumerate(plans[g].parts):
+            members = [row_of[i] for leaf in part.node.leaves() for i in leaf.chunk_indices]
+            split[members] = number
+        splits.append(split)
+    with single_threaded():
+        accepted = dict(zip(candidates, accept_splits(vectors, labels, splits), strict=True))
+    return [
+        part
+        for g, plan in enumerate(plans)
+        for part in (plan.top_level() if accepted.get(g) else (plan,))
+    ]
 
 
 def top_level_groups(
@@ -191,7 +244,16 @@ def plan_group(
         summary = labels.evidence([clusters.rows])[0]
         name = name_alone(summary, f"{FALLBACK_STEM}_{group_id + 1}")
         node = labels.node(clusters, name, child_path("/", name.name), summary.central_tldr)
-        return GroupPlan(node, summary)
+        parts: tuple[GroupPlan, ...] = ()
+        if clusters.children and not has_honest_name(summary):
+            evidence = labels.evidence([child.rows for child in clusters.children])
+            named = sum(proof.size for proof in evidence if has_honest_name(proof))
+            if named * 2 > summary.size:
+                parts = tuple(
+                    GroupPlan(rebase(child, child_path("/", child.name)), proof)
+                    for child, proof in zip(node.children, evidence, strict=True)
+                )
+        return GroupPlan(node, summary, parts)
 
 
 def name_new_top_level(

@@ -19,25 +19,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory_bank.schemas import DirectoryNode
-from memory_bank.taxonomy.naming import (
-    DESCRIPTION_TERMS,
+from memory_bank.taxonomy.describe import (
     LISTED_CHILDREN,
     count_memories,
     describe,
     describe_parent,
-    distinct_terms,
     end_sentence,
     humanize,
     join_words,
     list_children,
     one_line,
 )
+from memory_bank.taxonomy.naming import DESCRIPTION_TERMS, distinct_terms
 from memory_bank.text.lexicon import name_words
 
 DEFAULT_STORE_TITLE = "Memory Bank"
 # Recorded in `.gam_meta.json` (`ingest.commit`): a release that writes READMEs differently
 # bumps it, so the next commit rewrites every README instead of keeping the old ones.
-README_FORMAT = 2
+README_FORMAT = 3
 KEY_TERMS = 3
 PARENT_KEY_TERMS = 2
 # Words of the description templates themselves ("Memories about ...", "in 3 subdirectories").

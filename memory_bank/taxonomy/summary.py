@@ -25,8 +25,11 @@ import numpy as np
 from memory_bank.schemas import DirectoryNode
 from memory_bank.text.lexicon import name_words
 
-LEAF_KEY_TERMS = 12
-PARENT_KEY_TERMS = 20
+# Key terms a README lists: a few per memory of its subtree (what a reader scanning for a name
+# or a thing finds), at least `MIN_KEY_TERMS` and at most `MAX_KEY_TERMS`.
+KEY_TERMS_PER_MEMORY = 3
+MIN_KEY_TERMS = 12
+MAX_KEY_TERMS = 120
 LEAF_SENTENCES = 3
 PARENT_SENTENCES = 5
 # Weight of closeness to the subtree's mean against unlikeness to the memories already chosen
@@ -98,33 +101,45 @@ def subtree_key_terms(
     tree: DirectoryNode, keywords: Mapping[int, Sequence[str]]
 ) -> dict[str, list[str]]:
     """The key terms of every directory (memorize's keywords of its subtree's memories, those
-    with a word fit for a name: no dates, months or fillers), the most telling first: how many
-    of its memories have the term, weighted by how rare the term is in the whole tree (idf);
-    `keywords[index]` are memory `index`'s. The README lists them,
-    so a reader (or `grep`) sees what a directory holds beyond its summary's few sentences."""
+    with a word fit for a name: no dates, months or fillers), the most telling first: what sets
+    the directory apart from its siblings (class-based TF-IDF): how many of its memories have
+    the term, weighted by how rare the term is among the memories of its parent's subtree (the
+    root: of the whole tree; idf log(N / df), so a term every sibling has weighs nothing and
+    ranks by its count after the telling ones). Sections of one story share their characters' names; what each
+    section has that the others lack is what a reader choosing among them needs.
+    `keywords[index]` are memory `index`'s. The README lists them, so a reader (or `grep`)
+    sees what a directory holds beyond its summary's few sentences."""
     telling = {
         index: {term.lower() for term in terms if name_words(term)}
         for index, terms in keywords.items()
     }
-    document_frequency: Counter[str] = Counter()
-    for terms in telling.values():
-        document_frequency.update(terms)
-    total = max(len(keywords), 1)
     found: dict[str, list[str]] = {}
 
-    def visit(node: DirectoryNode) -> Counter[str]:
-        counts: Counter[str] = Counter()
-        for index in node.chunk_indices:
-            counts.update(telling.get(index, ()))
-        for child in node.children:
-            counts.update(visit(child))
-        limit = PARENT_KEY_TERMS if node.children else LEAF_KEY_TERMS
+    def rank(
+        node: DirectoryNode, counts: Counter[str], among: Counter[str], total: int, size: int
+    ) -> None:
+        limit = min(max(KEY_TERMS_PER_MEMORY * size, MIN_KEY_TERMS), MAX_KEY_TERMS)
         ranked = sorted(
             counts,
-            key=lambda term: (-counts[term] * math.log(1 + total / document_frequency[term]), term),
+            key=lambda term: (-counts[term] * math.log(total / among[term]), -counts[term], term),
         )
         found[node.path] = ranked[:limit]
-        return counts
 
-    visit(tree)
+    def visit(node: DirectoryNode) -> tuple[Counter[str], int]:
+        """The memories of `node`'s subtree having each term, and their number; its children
+        are ranked against it."""
+        counts: Counter[str] = Counter()
+        size = len(node.chunk_indices)
+        for index in node.chunk_indices:
+            counts.update(telling.get(index, ()))
+        parts = [visit(child) for child in node.children]
+        for child_counts, child_size in parts:
+            counts.update(child_counts)
+            size += child_size
+        for child, (child_counts, child_size) in zip(node.children, parts, strict=True):
+            rank(child, child_counts, counts, max(size, 1), child_size)
+        return counts, size
+
+    counts, size = visit(tree)
+    rank(tree, counts, counts, max(size, 1), size)
     return found

@@ -6,13 +6,19 @@ from __future__ import annotations
 import numpy as np
 
 from memory_bank.config import TaxonomyConfig
-from memory_bank.taxonomy import TaxonomyItem, is_valid_name, plan_taxonomy, validate_taxonomy
+from memory_bank.taxonomy import (
+    TaxonomyItem,
+    is_valid_name,
+    plan_group,
+    plan_taxonomy,
+    validate_taxonomy,
+)
+from memory_bank.taxonomy.coarse import accept_splits
+from memory_bank.taxonomy.describe import describe_parent
+from memory_bank.taxonomy.evidence import GroupEvidence, TermCounts, gather_evidence
 from memory_bank.taxonomy.naming import (
-    GroupEvidence,
-    TermCounts,
     candidates,
-    describe_parent,
-    gather_evidence,
+    mixed_phrase,
     name_from_terms,
     name_siblings,
 )
@@ -145,7 +151,10 @@ def test_key_terms_outrank_words_only_in_the_text():
     evidence = _evidence(
         [("alpha beta", "", ["beta"]), ("alpha beta", "", ["beta"])], [np.arange(2)]
     )
-    assert [candidate.term for candidate in candidates(evidence[0], evidence)] == ["beta", "alpha"]
+    # "alpha" is used by every member but no member has it as a key term: no name.
+    assert [candidate.term for candidate in candidates(evidence[0], evidence)] == ["beta"]
+    ranked = candidates(evidence[0], evidence, cohesion_test=False)
+    assert [candidate.term for candidate in ranked] == ["beta", "alpha"]
 
 
 def test_a_term_of_one_member_is_no_name_and_the_central_phrase_is():
@@ -165,10 +174,10 @@ def test_siblings_get_distinct_names_most_confident_first():
     twin = _group(4, 4, jazz=(4, 4, 4))
     assert [name.name for name in name_siblings([lone, twin])] == ["jazz", "fallback"]
     first = _group(4, 4, jazz=(4, 4, 4))
-    second = _group(4, 4, jazz=(4, 4, 4), bebop=(2, 2, 2))
+    second = _group(4, 4, jazz=(4, 4, 4), bebop=(3, 3, 3))
     assert [name.name for name in name_siblings([first, second])] == ["jazz", "bebop"]
     # Variants of a sibling's name (or the parent's) are passed over too.
-    plural = _group(4, 4, networks=(4, 4, 4), layers=(2, 2, 2))
+    plural = _group(4, 4, networks=(4, 4, 4), layers=(3, 3, 3))
     assert name_siblings([plural], reserved=["network"])[0].name == "layers"
     long_name = name_from_terms(["a" * 30 + " " + "b" * 40])
     assert long_name == ("a" * 30 + "_" + "b" * 40)[:60] and is_valid_name(long_name)
@@ -238,3 +247,129 @@ def test_directory_names_come_from_the_themes_not_from_generic_words():
     assert tree.description.startswith("18 memories in 3 subdirectories:")
     assert all(f"{child.name.replace('_', ' ')} (6)" in tree.description for child in tree.children)
     assert "took most of our time" not in tree.description  # no memory is quoted at the root
+
+
+def test_a_term_of_one_of_two_documents_is_no_name_and_the_name_says_both():
+    # "coffee" is in half the memories but one of the two documents: it does not describe
+    # most members, so the group is named by both documents' phrases.
+    group = GroupEvidence(
+        12,
+        2,
+        {"coffee": TermCounts(6, 1, 6), "water": TermCounts(8, 2, 0)},
+        {"coffee": "coffee", "water": "water"},
+        "coffee",
+        document_phrases=((6, "coffee"), (6, "sourdough")),
+    )
+    assert candidates(group, [group]) == []  # "water": both use it, neither picked it
+    assert mixed_phrase(group) == "coffee and sourdough"
+    assert name_siblings([group])[0].name == "coffee_and_sourdough"
+    shared = GroupEvidence(12, 2, {"bread": TermCounts(8, 2, 3)}, {"bread": "bread"})
+    assert [candidate.term for candidate in candidates(shared, [shared])] == ["bread"]
+
+
+def test_a_mixed_group_is_named_by_its_main_documents_honestly():
+    def mixed(size: int, documents: int, *phrases: tuple[int, str]) -> str:
+        return mixed_phrase(GroupEvidence(size, documents, {}, {}, "central", "", phrases))
+
+    assert mixed(7, 2, (5, "python"), (2, "thermostat")) == "python"  # most members: one
+    assert mixed(6, 3, (3, "launch"), (2, "carrots")) == "launch, carrots and more"
+    assert mixed(4, 2, (2, "jazz"), (2, "blues")) == "jazz and blues"
+    assert mixed(4, 2) == "central"  # no document phrases: the central memory's
+    named = name_siblings([GroupEvidence(6, 3, {}, {}, "", "", ((3, "launch"), (2, "carrots")))])
+    assert named[0].name == "launch_carrots_and_more"
+
+
+def _documents_corpus(
+    themes: dict[str, list[str]], shared: str | None
+) -> tuple[list[TaxonomyItem], np.ndarray]:
+    """Six memories per document (one theme each), all vectors near one direction; with
+    `shared`, every memory also has that key term."""
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal(384)
+    items: list[TaxonomyItem] = []
+    vectors: list[np.ndarray] = []
+    for theme, words in themes.items():
+        centre = base + 0.6 * rng.standard_normal(384)
+        for position in range(6):
+            word = words[position % len(words)]
+            text = f"{theme.capitalize()} notes: {word} and more {word}." + (
+                f" All about {shared}." if shared else ""
+            )
+            keywords = [theme, word] + ([shared] if shared else [])
+            items.append(
+                TaxonomyItem(
+                    index=len(items),
+                    title=f"{theme}_{word}",
+                    tldr=text,
+                    keywords=keywords,
+                    text=text,
+                    source=f"/docs/{theme}.md",
+                )
+            )
+            vectors.append(centre + 0.2 * rng.standard_normal(384))
+    data = np.asarray(vectors, dtype=np.float32)
+    return items, data / np.linalg.norm(data, axis=1, keepdims=True)
+
+
+def test_a_group_no_term_describes_is_split_into_its_subdirectories():
+    themes = {
+        "lighthouse": ["lamp", "keeper", "storm"],
+        "kubernetes": ["pods", "cluster", "scheduler"],
+        "sourdough": ["starter", "flour", "crust"],
+    }
+    items, vectors = _documents_corpus(themes, shared=None)
+    plan = plan_group(0, items, vectors, CONFIG)
+    assert plan.node.children and len(plan.parts) == len(plan.node.children)
+    assert [part.node.path for part in plan.top_level()] == [
+        f"/{child.name}" for child in plan.node.children
+    ]
+    assert sum(part.summary.size for part in plan.parts) == len(items)
+    # The same documents with a key term in common stay one group.
+    items, vectors = _documents_corpus(themes, shared="hobby")
+    cohesive = plan_group(0, items, vectors, CONFIG)
+    assert cohesive.parts == () and cohesive.top_level() == (cohesive,)
+    assert cohesive.node.name == "hobby"
+
+
+def test_a_passing_mention_does_not_describe_a_document():
+    # "acid" is in one of four memories of the coffee document, every memory of the bread one,
+    # and a key term of neither coffee memory: it describes one document of two.
+    texts = [
+        ("coffee beans roast acid", "/coffee.md"),
+        ("coffee beans grind", "/coffee.md"),
+        ("coffee beans brew", "/coffee.md"),
+        ("coffee beans cup", "/coffee.md"),
+        ("bread acid dough", "/bread.md"),
+        ("bread acid crust", "/bread.md"),
+    ]
+    items = [
+        TaxonomyItem(
+            index=i,
+            title="",
+            tldr=text,
+            keywords=["acid"] if source == "/bread.md" else ["coffee", "beans", "roast", "cup"],
+            text=text,
+            source=source,
+        )
+        for i, (text, source) in enumerate(texts)
+    ]
+    matrix = TermMatrix.build(
+        [t for t, _ in texts], ["" for _ in texts], [i.keywords for i in items]
+    )
+    documents = np.array([0, 0, 0, 0, 1, 1])
+    group = gather_evidence(matrix, [np.arange(6)], documents, [0], items)[0]
+    assert group.terms["acid"].documents == 1 and group.terms["acid"].reach == 2
+    assert group.terms["acid"].memories == 3  # half the memories: it would pass by memories
+    assert "acid" not in [candidate.term for candidate in candidates(group, [group])]
+
+
+def test_splits_are_made_when_they_separate_the_memories_better():
+    rng = np.random.default_rng(0)
+    centres = rng.standard_normal((3, 64))
+    vectors = np.concatenate([centre + 0.1 * rng.standard_normal((10, 64)) for centre in centres])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    labels = np.array([0] * 20 + [1] * 10)  # the first two themes in one group
+    apart = np.array([0] * 10 + [1] * 10 + [-1] * 10)
+    scattered = np.array([number % 2 for number in range(20)] + [-1] * 10)
+    assert accept_splits(vectors, labels, [apart]) == [True]
+    assert accept_splits(vectors, labels, [scattered]) == [False]

@@ -116,7 +116,58 @@ def test_key_terms_rank_the_subtrees_telling_keywords_and_skip_dates():
         5: ["bebop"],
     }
     terms = subtree_key_terms(TREE, keywords)
-    assert terms["/a/x"][0] == "mars" and "year" not in terms["/a/x"]
+    assert "mars" in terms["/a/x"] and "year" not in terms["/a/x"]
+    # /a/y has "mars" too: what only /a/x has tells it apart first.
+    assert terms["/a/x"].index("co2") < terms["/a/x"].index("mars")
     assert "april 2025" not in terms["/"]
     assert terms["/a/y"] == ["bebop", "jazz", "mars"]  # one memory each: the rarest first
     assert terms["/b"] == []
+
+
+def test_key_terms_say_what_sets_a_directory_apart_from_its_siblings():
+    from memory_bank.taxonomy.summary import subtree_key_terms
+
+    # /a is one story: its sections share the hero (rare in the whole tree, 3 memories each);
+    # the ogre is in one memory of /a/x only. Among the siblings the ogre tells /a/x apart.
+    keywords = {
+        0: ["hero", "ogre"],
+        1: ["hero"],
+        2: ["hero"],
+        3: ["hero"],
+        4: ["hero"],
+        5: ["hero"],
+        6: ["bridge"],
+        7: ["bridge"],
+        8: ["bridge"],
+    }
+    terms = subtree_key_terms(TREE, keywords)
+    assert terms["/a/x"] == ["ogre", "hero"]
+    assert terms["/a"][0] == "hero"  # against the whole tree, the hero tells /a from /b
+
+
+def test_a_larger_subtree_lists_more_key_terms():
+    from memory_bank.taxonomy.summary import KEY_TERMS_PER_MEMORY, MIN_KEY_TERMS, subtree_key_terms
+
+    # Every memory has five keywords of its own: /a (6 memories) lists 3 per memory, the
+    # leaves at least the minimum.
+    keywords = {index: [f"term{index}x{k}" for k in range(5)] for index in range(9)}
+    terms = subtree_key_terms(TREE, keywords)
+    assert len(terms["/a"]) == KEY_TERMS_PER_MEMORY * 6
+    assert len(terms["/a/y"]) == min(MIN_KEY_TERMS, 10)  # /a/y has only 10 terms in all
+    assert len(terms["/a/x"]) == max(MIN_KEY_TERMS, KEY_TERMS_PER_MEMORY * 4)
+
+
+def test_a_term_every_sibling_has_weighs_less_than_one_only_one_has():
+    from memory_bank.index.descent import sibling_term_shares
+
+    readmes = [
+        frozenset({"king", "princess"}),
+        frozenset({"king", "princess", "dragon"}),
+        frozenset({"king", "castle"}),
+    ]
+    shares = sibling_term_shares(readmes, frozenset({"king", "princess", "castle"}))
+    # Plain shares would tie the first two with the third (2 of 3 terms each); "castle", which
+    # one sibling has, outweighs "princess", which two have.
+    assert shares[2] > shares[0] == shares[1]
+    assert sibling_term_shares(readmes, frozenset()).tolist() == [0.0, 0.0, 0.0]
+    assert sibling_term_shares(readmes, frozenset({"king"})).tolist() == [1.0, 1.0, 1.0]
