@@ -688,6 +688,17 @@ def find_contradictions(
     return found
 
 
+def value_context(facts: SentenceFacts, value: Value) -> frozenset[str]:
+    """The words a value is said with: its predicate and the content words before it."""
+    return _predicate(facts, value) | _left_context(facts, value)
+
+
+def assigns(facts: SentenceFacts, value: Value) -> bool:
+    """Whether the sentence gives `value` as a value: not an alias ("also known as") and not
+    one of an enumeration ("starring A, B and C")."""
+    return not (_aliased(facts, value) or _in_list(facts, value))
+
+
 def same_frame(sentence: str, claim_sentence: str) -> bool:
     """Whether a sentence speaks of a claim's attribute: it shares a frame word with it."""
     a, b = sentence_facts(sentence.strip()), sentence_facts(claim_sentence.strip())
