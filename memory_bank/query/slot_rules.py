@@ -43,7 +43,7 @@ _CUE_WORDS = frozenset(
     ["now", "currently", "current", "new", "newly", "latest", "today", "actually", "still"]
 )
 _DATE_QUESTION = re.compile(
-    r"\b(?:when|since when|(?:what|which)\s+(?:year|date|day|month|decade|century))\b",
+    r"\b(?:when|since when|(?:what|which)\s+(?:day|month|decade|century)|year|date|birthday)\b",
     re.IGNORECASE,
 )
 _NUMBER_QUESTION = re.compile(
@@ -130,10 +130,9 @@ def answer_change(
     context = value_context(later, new) | asked.terms
     scored = [(len(value_context(earlier, v) & context), v) for v in olds]
     best = max(score for score, _ in scored)
-    chosen = [v for score, v in scored if score == best]
-    [old] = chosen if len(chosen) == 1 else [None]
-    if old is None:
-        return None
+    # Of values said with the same words, the first: in "a striker for Premier League club
+    # Manchester City and the Argentina national team" the predicate's own object.
+    old = next(v for score, v in scored if score == best)
     # Without shared words, one candidate on each side must say alike what it says about its
     # value (a date or a number is less ambiguous than a name: a lower bar).
     bar = SLOT_COSINE if new.kind == "name" else PARAPHRASE_COSINE
@@ -248,29 +247,47 @@ _GENERIC_HEADS = frozenset(
     ]
 )
 _NAME_SUFFIXES = frozenset(["jr", "sr", "ii", "iii", "iv"])
+_ORGANIZATION_SUFFIXES = frozenset(
+    ["corporation", "corp", "inc", "ltd", "limited", "company", "co", "group", "holdings", "plc"]
+)
 _PRONOUN_OPENING = re.compile(r"\W*(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
 
 
 def _name_words(key: str) -> list[str]:
-    words = key[2:].replace("|", " ").replace(".", " ").split()
+    """A name key's words, without its region ("e:cedar falls|iowa": the place, not Iowa) and
+    without a generational suffix."""
+    words = key[2:].split("|")[0].replace(".", " ").split()
     while words and words[-1] in _NAME_SUFFIXES:
         words.pop()
     return words
 
 
 def _alias_key(first: str, second: str) -> bool:
-    """Two name keys for one entity: equal, one's words within the other's, or one person's
-    names with the same last word ("e:eddie irvine", "e:edmund irvine jr")."""
+    """Two name keys for one entity: equal; one's words within the other's, a single word
+    only as the other's last word ("e:aguero", "e:sergio aguero") or before an
+    organization's suffix ("e:acme", "e:acme corporation") -- "Indian" is no "Indian Ocean";
+    or one person's names with the same last word ("e:eddie irvine", "e:edmund irvine jr")."""
     if not (first.startswith("e:") and second.startswith("e:")):
         return False
     a, b = _name_words(first), _name_words(second)
     if not a or not b:
         return False
-    if set(a) <= set(b) or set(b) <= set(a):
-        return True
-    return (len(a) > 1 and len(b) > 1 and a[-1] == b[-1] and len(a[-1]) > 2) and a[
-        -1
-    ] not in _GENERIC_HEADS
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    if set(short) <= set(long):
+        rest = [w for w in long if w not in short]
+        return (
+            len(short) > 1
+            or not rest
+            or long[-1] == short[0]
+            or all(w in _ORGANIZATION_SUFFIXES for w in rest)
+        )
+    return (
+        len(a) > 1
+        and len(b) > 1
+        and a[-1] == b[-1]
+        and len(a[-1]) > 2
+        and a[-1] not in _GENERIC_HEADS
+    )
 
 
 def _alias(first: Value, second: Value) -> bool:
