@@ -199,3 +199,11 @@ def test_an_encyclopedic_sentence_is_compared_by_the_value_the_question_asks_for
     found = change.contradiction
     assert (found.old_value, found.new_value) == ("10 November 1965", "10 November 1964")
     assert found.old_sentence.startswith("Edmund Irvine Jr.")
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [("What is the birth date of Eddie Irvine?", {"date"}), ("For how many years?", {"number"})],
+)
+def test_a_date_is_asked_for_by_its_name_too(question, kinds):
+    assert answer_kinds(question) == kinds
