@@ -368,17 +368,20 @@ def sentence_facts(sentence: str) -> SentenceFacts:
     )
 
 
+_COPULA = re.compile(r"\b(?:is|was|are|were)\s+(?:the|an?)\b", re.IGNORECASE)
 _PREPOSITION_BEFORE = re.compile(r"\b(in|at|on|from|of|by|to|near|for)\s*$", re.IGNORECASE)
 
 
 def _preposition_frame(sentence: str, values: tuple[Value, ...]) -> frozenset[str]:
     """The frame of a sentence with no content word of its own ("The Eiffel Tower is in
     Paris."): the prepositions that introduce its values ("@in")."""
-    return frozenset(
+    found = frozenset(
         f"@{match.group(1).lower()}"
         for value in values
         if (match := _PREPOSITION_BEFORE.search(sentence[max(0, value.start - 8) : value.start]))
     )
+    # "Tostig Godwinson was the Earl of Mercia.": a copula between two names is the attribute
+    return found or (frozenset({"@be"}) if _COPULA.search(sentence) else frozenset())
 
 
 Subject = frozenset[str]  # the name and date keys that pick out what a sentence is about
@@ -686,6 +689,18 @@ def find_contradictions(
                 if len(found) >= limit:
                     return found
     return found
+
+
+def value_context(facts: SentenceFacts, value: Value) -> frozenset[str]:
+    """The words a value is said with: its predicate and the content words before it."""
+    return _predicate(facts, value) | _left_context(facts, value)
+
+
+def assigns(facts: SentenceFacts, value: Value) -> bool:
+    """Whether the sentence gives `value` as a value: not an alias ("also known as") and not
+    one of an enumeration ("starring A, B and C")."""
+    aliased = value.kind == "name" and _aliased(facts, value)  # a date has no alias
+    return not (aliased or _in_list(facts, value))
 
 
 def same_frame(sentence: str, claim_sentence: str) -> bool:

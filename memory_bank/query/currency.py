@@ -48,7 +48,12 @@ class Currency:
 
     # --- answers ----------------------------------------------------------------------------
 
-    def claims(self, indices: Iterable[int], question: str | None = None) -> list[ClaimHistory]:
+    def claims(
+        self,
+        indices: Iterable[int],
+        question: str | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> list[ClaimHistory]:
         """The superseded and current claims of the memories read (by memory index), as the
         answer role takes them: the graph's resolved conflicts, and with `question` those its
         slot decides between memories of different commits (`query.slots`)."""
@@ -59,7 +64,7 @@ class Currency:
             known = {(c.kind, c.chunk, c.sentence.strip()) for c in found}
             found += [
                 c
-                for c in self.question_claims(indices, question)
+                for c in self.question_claims(indices, question, query_vector)
                 if (c.kind, c.chunk, c.sentence.strip()) not in known
             ]
         return found
@@ -96,7 +101,9 @@ class Currency:
                 )
         return found
 
-    def question_claims(self, indices: Sequence[int], question: str) -> list[ClaimHistory]:
+    def question_claims(
+        self, indices: Sequence[int], question: str, query_vector: np.ndarray | None = None
+    ) -> list[ClaimHistory]:
         """The claims the question's slot decides: among the memories read and their graph
         neighbours, a later add's differing value for what the question asks is current."""
         memories = self._slot_memories(indices)
@@ -110,7 +117,8 @@ class Currency:
 
         read = set(indices)
         found: list[ClaimHistory] = []
-        for change in slot_changes(question, memories, decided):
+        encode = self.embedder.encode if self.embedder is not None else None
+        for change in slot_changes(question, memories, decided, query_vector, encode):
             note = self._slot_note(change)
             contradiction = change.contradiction
             if change.older.chunk in read:

@@ -326,7 +326,9 @@ class NavigationAgent:
             question=run.question,
             evidence=[self._evidence(index, memory_text) for index, memory_text in read.items()],
             query_vector=query_vector,
-            claims=self.currency.claims(read, run.question) if self.currency is not None else [],
+            claims=self.currency.claims(read, run.question, query_vector)
+            if self.currency is not None
+            else [],
         )
         result = extractive_answer(request)
         for path in result.sources[len(read) :]:  # current claims of memories not read

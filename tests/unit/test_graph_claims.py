@@ -50,6 +50,12 @@ def contradictions(old: str, new: str, old_title: str | None = None, new_title: 
         ),
         # a sentence with no content word of its own: its preposition is its attribute
         ("The Eiffel Tower is in Paris.", "The Eiffel Tower is in Rome.", ("Paris", "Rome")),
+        # a copula between two names is the attribute ("was the Earl of ...")
+        (
+            "Tostig Godwinson was the Earl of Northumbria.",
+            "Tostig Godwinson was the Earl of Mercia.",
+            ("Earl of Northumbria", "Earl of Mercia"),
+        ),
         # a name opening a sentence before an adverb is still a name
         ("Friends originally aired on NBC.", "Friends originally aired on CBS.", ("NBC", "CBS")),
         # several values on both sides: the announced change pairs those after one predicate

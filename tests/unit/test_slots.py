@@ -12,7 +12,8 @@ import pytest
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.ingest.executor import LocalExecutor
-from memory_bank.query.slots import SlotMemory, answer_kinds, slot_changes
+from memory_bank.query.slot_rules import answer_kinds
+from memory_bank.query.slots import SlotMemory, slot_changes
 from memory_bank.text.sentences import split_sentences
 
 CEO = "The chief executive of Norvale Foods is Alice Moreno. The company makes frozen soups."
@@ -160,3 +161,49 @@ def test_a_common_word_can_be_the_value_that_changed(embedder):
     found = change.contradiction
     assert (found.old_value, found.new_value, found.kind) == ("violin", "cello", "word")
     assert slot_changes("When did Marta Ilves start playing?", [older, newer]) == []
+
+
+def _question(embedder, text: str) -> np.ndarray:
+    return np.asarray(embedder.encode([text])[0], dtype=np.float32)
+
+
+def test_names_do_not_make_two_attributes_one(embedder):
+    # The raw sentences are close (the name dominates their embeddings); with their values
+    # masked, "X studied in X" and "X is employed by X" are not the same statement.
+    older = _memory(embedder, 0, "Satya Nadella studied in Manipal.", 100.0)
+    newer = _memory(embedder, 1, "Satya Nadella is employed by Google.", 200.0)
+    question = "Which company employs Satya Nadella?"
+
+    found = slot_changes(
+        question, [older, newer], query_vector=_question(embedder, question), encode=embedder.encode
+    )
+
+    assert found == []
+
+
+def test_an_encyclopedic_sentence_is_compared_by_the_value_the_question_asks_for(embedder):
+    older = _memory(
+        embedder,
+        0,
+        "# Eddie Irvine\n\nEdmund Irvine Jr. (born 10 November 1965) is a retired British racing "
+        "driver from Northern Ireland. He was a Formula One driver between 1993 and 2002.",
+        100.0,
+    )
+    newer = _memory(embedder, 1, "Eddie Irvine was born on 10 November 1964.", 200.0)
+    question = "When was the racing driver Eddie Irvine born?"
+
+    [change] = slot_changes(
+        question, [older, newer], query_vector=_question(embedder, question), encode=embedder.encode
+    )
+
+    found = change.contradiction
+    assert (found.old_value, found.new_value) == ("10 November 1965", "10 November 1964")
+    assert found.old_sentence.startswith("Edmund Irvine Jr.")
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [("What is the birth date of Eddie Irvine?", {"date"}), ("For how many years?", {"number"})],
+)
+def test_a_date_is_asked_for_by_its_name_too(question, kinds):
+    assert answer_kinds(question) == kinds
