@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memory_bank.graph.claims import mentions_value, same_frame
+from memory_bank.graph.sentence_facts import mentions_value, same_frame
 from memory_bank.llm.roles import AnswerRequest, AnswerResult, ClaimHistory
 from memory_bank.query.question import content_terms, stem_all, term_coverage
 from memory_bank.schemas import HistoryNote

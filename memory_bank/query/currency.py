@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memory_bank.graph.claims import mentions_value, same_frame
+from memory_bank.graph.sentence_facts import mentions_value, same_frame
 from memory_bank.graph.view import GraphView, Supersession
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.index.embedding import TextEncoder

@@ -9,7 +9,7 @@ another value than an earlier one for what the question asks?
 - `masked`: a sentence with its values replaced by placeholders, so that the embedding of
   what is said about the values ("X is the CEO of X") can be compared without the names,
   which dominate a sentence's embedding.
-(The third rule is the graph's own, `graph.claims.find_contradiction`, with the question
+(The third rule is the graph's own, `graph.contradictions.find_contradiction`, with the question
 standing in for an update cue.)
 """
 
@@ -18,17 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memory_bank.graph.claims import (
-    PARAPHRASE_COSINE,
-    Contradiction,
-    SentenceFacts,
-    Subject,
-    Value,
-    assigns,
-    extract_values,
-    same_subject,
-    value_context,
-)
+from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction
+from memory_bank.graph.sentence_facts import SentenceFacts, Subject, same_subject
+from memory_bank.graph.value_context import assigns, value_context
+from memory_bank.graph.values import Value, extract_values
 from memory_bank.query.question import content_terms
 from memory_bank.text.lexicon import search_tokens, stem_words
 

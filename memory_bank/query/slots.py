@@ -33,15 +33,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from memory_bank.graph.claims import (
-    PARAPHRASE_COSINE,
-    Contradiction,
-    SentenceFacts,
-    TextFacts,
-    find_contradiction,
-    mentions_value,
-    text_facts,
-)
+from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction, find_contradiction
+from memory_bank.graph.sentence_facts import SentenceFacts, TextFacts, mentions_value, text_facts
 from memory_bank.query.question import stem_all, term_coverage
 from memory_bank.query.slot_rules import SLOT_COSINE, Asked, answer_change, masked, word_change
 from memory_bank.text.lexicon import search_tokens

@@ -1,11 +1,13 @@
-"""The offline contradiction rules (memory_bank/graph/claims.py): one subject and attribute with
-two values is a contradiction; two subjects, two times, lists and aliases are not."""
+"""The offline contradiction rules (memory_bank/graph/contradictions.py): one subject and
+attribute with two values is a contradiction; two subjects, two times, lists and aliases are not."""
 
 from __future__ import annotations
 
 import pytest
 
-from memory_bank.graph.claims import extract_values, find_contradictions, text_facts
+from memory_bank.graph.contradictions import find_contradictions
+from memory_bank.graph.sentence_facts import text_facts
+from memory_bank.graph.values import extract_values
 
 
 def contradictions(old: str, new: str, old_title: str | None = None, new_title: str | None = None):
