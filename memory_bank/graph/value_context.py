@@ -59,7 +59,8 @@ def _outside_values(facts: SentenceFacts, start: int, end: int) -> str:
     return "".join(text)
 
 
-_LIFESPAN = re.compile(r"\([^()]*\d{3,4}\s*[–—-]\s*[^()]*\d{3,4}\s*\)")
+# "(1 July 1903 – 5 January 1941)", "(1898 – July 12, 1992 in New York City)"
+_LIFESPAN = re.compile(r"\([^()]*\d{3,4}\s*[–—-]\s*[^()]*\d{3,4}(?:\s+(?:in|at)\s[^()\d]*)?\s*\)")
 
 
 def value_context(facts: SentenceFacts, value: Value) -> frozenset[str]:
@@ -76,15 +77,22 @@ def assigns(facts: SentenceFacts, value: Value) -> bool:
 
 def predicate_of(facts: SentenceFacts, value: Value) -> frozenset[str]:
     """The two content words nearest before a value (its predicate: "formed in", "born on");
-    the dates of a lifespan "(1 July 1903 - 5 January 1941)" are born and died."""
+    the dates of a lifespan "(1 July 1903 - 5 January 1941)" are born and died, and so are
+    the places after them."""
     lifespan = _LIFESPAN.search(facts.text)
-    if value.kind == "date" and lifespan and lifespan.start() <= value.start < lifespan.end():
+    if lifespan and lifespan.start() <= value.start < lifespan.end():
         dates = [
             v
             for v in facts.values
             if v.kind == "date" and lifespan.start() <= v.start < lifespan.end()
         ]
-        return frozenset({"born"} if dates and dates[0] is value else {"die"})
+        if value.kind == "date":
+            return frozenset({"born"} if dates and dates[0] is value else {"die"})
+        # "(1898 – July 12, 1992 in New York City)": a place after the second date is where
+        # the person died, after the first where they were born.
+        before = [d for d in dates if d.end <= value.start]
+        if before:
+            return frozenset({"born"} if len(before) == 1 else {"die"})
     before = search_tokens(_outside_values(facts, 0, value.start))[-2:]
     return frozenset(stem_words(before))
 

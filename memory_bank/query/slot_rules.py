@@ -111,6 +111,9 @@ def answer_change(
     ]
     if not olds:
         return None
+    # "NBA TV's NBA Inside Stuff", "India's pop band Euphoria": a possessor qualifies the
+    # noun phrase after it; the value is what it owns.
+    olds = [v for v in olds if not _possessor(earlier, v)] or olds
     # One subject: a name of each sentence is the same name, or the earlier sentence refers
     # back ("She was best known for ...") to its text's subject, named by the later one.
     others = [b for b in later_names if b is not new]
@@ -121,11 +124,20 @@ def answer_change(
     ):
         return None
     context = value_context(later, new) | asked.terms
-    scored = [(len(value_context(earlier, v) & context), v) for v in olds]
+    # The words a value is said with, and its head noun: a value and the one replacing it are
+    # often named alike ("Earl of Northumbria" / "Earl of Mercia", "University of South
+    # Dakota" / "Montana State University").
+    scored = [(len(value_context(earlier, v) & context) + _same_head(v, new), v) for v in olds]
     best = max(score for score, _ in scored)
     # Of values said with the same words, the first: in "a striker for Premier League club
     # Manchester City and the Argentina national team" the predicate's own object.
     old = next(v for score, v in scored if score == best)
+    if best == 0 and len(olds) > 1:
+        # Nothing else tells them apart: the one introduced like the new value ("founded by
+        # William Bass in Burton" / "established in Derby": the place, not the founder).
+        alike = [v for v in olds if _preposition(earlier, v) == _preposition(later, new)]
+        olds = alike if len(alike) == 1 and _preposition(later, new) else olds
+        old = olds[0]
     # Without shared words, one candidate on each side must say alike what it says about its
     # value (a date or a number is less ambiguous than a name: a lower bar).
     bar = SLOT_COSINE if new.kind == "name" else PARAPHRASE_COSINE
@@ -181,6 +193,29 @@ def word_change(
         new_value=new_value,
         kind="word",
     )
+
+
+_PREPOSITION = re.compile(r"\b(in|at|on|from|by|to|near|for|with|of)\s+(?:the\s+)?$", re.IGNORECASE)
+
+
+def _preposition(facts: SentenceFacts, value: Value) -> str | None:
+    """The preposition right before a value ("in" of "established in Derby"), if any."""
+    match = _PREPOSITION.search(facts.text[max(0, value.start - 16) : value.start])
+    return match.group(1).lower() if match else None
+
+
+def _same_head(first: Value, second: Value) -> int:
+    """1 when two names share their head noun (the last word before an "of", else the last
+    word: "Earl" of "Anglo-Saxon Earl of Northumbria" and of "Earl of Mercia"), else 0."""
+    if not first.kind == "name" == second.kind:
+        return 0
+    heads = [re.split(r"\s+of\s+", v.text, maxsplit=1)[0].split()[-1:] for v in (first, second)]
+    return int(bool(heads[0]) and [w.lower() for w in heads[0]] == [w.lower() for w in heads[1]])
+
+
+def _possessor(facts: SentenceFacts, value: Value) -> bool:
+    """Whether the name stands before a possessive "'s" ("India's pop band")."""
+    return value.kind == "name" and facts.text[value.end : value.end + 2] in ("'s", "’s")
 
 
 def _plain_words(facts: SentenceFacts) -> dict[str, str]:
@@ -259,7 +294,8 @@ def _alias_key(first: str, second: str) -> bool:
     """Two name keys for one entity: equal; one's words within the other's, a single word
     only as the other's last word ("e:aguero", "e:sergio aguero") or before an
     organization's suffix ("e:acme", "e:acme corporation") -- "Indian" is no "Indian Ocean";
-    or one person's names with the same last word ("e:eddie irvine", "e:edmund irvine jr")."""
+    or one person's names with the same last word and first names that begin alike
+    ("e:eddie irvine", "e:edmund irvine jr")."""
     if not (first.startswith("e:") and second.startswith("e:")):
         return False
     a, b = _name_words(first), _name_words(second)
@@ -274,12 +310,15 @@ def _alias_key(first: str, second: str) -> bool:
             or long[-1] == short[0]
             or all(w in _ORGANIZATION_SUFFIXES for w in rest)
         )
+    # Two first names for one person begin alike ("Eddie", "Edmund"); "William Bass" and
+    # "Michael Bass" are two people of one family.
     return (
         len(a) > 1
         and len(b) > 1
         and a[-1] == b[-1]
         and len(a[-1]) > 2
         and a[-1] not in _GENERIC_HEADS
+        and a[0][0] == b[0][0]
     )
 
 

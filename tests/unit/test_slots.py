@@ -207,3 +207,46 @@ def test_an_encyclopedic_sentence_is_compared_by_the_value_the_question_asks_for
 )
 def test_a_date_is_asked_for_by_its_name_too(question, kinds):
     assert answer_kinds(question) == kinds
+
+
+def _changes(embedder, old: str, new: str, question: str) -> list[tuple[str, str]]:
+    older = _memory(embedder, 0, old, 100.0)
+    newer = _memory(embedder, 1, new, 200.0)
+    found = slot_changes(
+        question, [older, newer], query_vector=_question(embedder, question), encode=embedder.encode
+    )
+    return [(c.contradiction.old_value, c.contradiction.new_value) for c in found]
+
+
+def test_two_people_of_one_family_are_two_values(embedder):
+    # One surname, first names that do not begin alike: two people, not one told two ways.
+    old = "# Bass Brewery\n\nThe Bass Brewery was founded in 1777 by William Bass in Burton."
+    new = "The founder of the Bass Brewery was Michael Bass."
+
+    assert _changes(embedder, old, new, "Who founded the Bass Brewery?") == [
+        ("William Bass", "Michael Bass")
+    ]
+
+
+def test_a_possessor_is_not_the_value_it_qualifies(embedder):
+    old = (
+        "# Palash Sen\n\nPalash Sen is an Indian singer, songwriter, musician, composer and actor "
+        "best known as the founder and frontman of India's pop band Euphoria."
+    )
+    new = "Palash Sen is the founder and frontman of the band Indian Ocean."
+
+    assert _changes(embedder, old, new, "Which band did Palash Sen found?") == [
+        ("Euphoria", "Indian Ocean")
+    ]
+
+
+def test_a_place_after_a_lifespan_is_where_the_person_died(embedder):
+    old = (
+        "# Elsie Driggs\n\nElsie Driggs (1898 – July 12, 1992 in New York City) was an American "
+        "painter known for her contributions to Precisionism."
+    )
+    new = "Elsie Driggs died in Philadelphia."
+
+    assert _changes(embedder, old, new, "Where did the painter Elsie Driggs die?") == [
+        ("New York City", "Philadelphia")
+    ]
