@@ -160,7 +160,7 @@ def extract_values(sentence: str) -> list[Value]:
     for start, end in _numbered_names(sentence):
         if free(start, end):
             text = sentence[start:end]
-            values.append(Value(text, "e:" + _name_key(text), "name", start, end))
+            values.append(Value(text, "e:" + name_key(text), "name", start, end))
             taken.append((start, end))
     for match in _NUMBER.finditer(sentence):
         start, end = match.start(), match.end()
@@ -196,7 +196,7 @@ def extract_values(sentence: str) -> list[Value]:
     for start, end in _joined(sentence, [s for s in _name_spans(sentence) if free(*s)]):
         text = sentence[start:end]
         place = re.fullmatch(r"(.+?),\s*(.+)", text)  # "Young, New South Wales"
-        key = f"{_name_key(place[1])}|{_name_key(place[2])}" if place else _name_key(text)
+        key = f"{name_key(place[1])}|{name_key(place[2])}" if place else name_key(text)
         values.append(Value(text, "e:" + key, "name", start, end))
         taken.append((start, end))
     return sorted(values, key=lambda value: value.start)
@@ -367,7 +367,7 @@ def _strip_possessive(sentence: str, start: int, end: int) -> int:
     return end
 
 
-def _name_key(text: str) -> str:
+def name_key(text: str) -> str:
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode() or text
     folded = _POSSESSIVE.sub("", folded.replace("’", "'"))
     words = [w.lower().strip(".,") for w in re.split(r"[\s,&]+|\band\b", folded) if w.strip(".,")]

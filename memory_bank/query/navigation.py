@@ -35,7 +35,8 @@ from memory_bank.errors import ToolError
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.llm.roles import AnswerEvidence, AnswerRequest
-from memory_bank.query.answering import NOT_FOUND_THRESHOLD, extractive_answer
+from memory_bank.query.answer_sentences import NOT_FOUND_THRESHOLD
+from memory_bank.query.answering import extractive_answer
 from memory_bank.query.currency import Currency
 from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
 from memory_bank.query.tools import StoreTools
