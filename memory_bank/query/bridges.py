@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memory_bank.graph.model import Conflict
 from memory_bank.graph.sentence_facts import sentence_facts, text_facts
@@ -41,11 +42,23 @@ def conflict_subject(conflict: Conflict) -> tuple[str, ...]:
     phrase ("The series Charmed was ...", "Trent Reznor, the Nine Inch Nails founder, was
     ..."), else the names its two sentences share, else the names of the subject the graph
     recorded for it (what the earlier text is about) -- never one of its values."""
-    old = sentence_facts(conflict.old_sentence.strip())
-    new = sentence_facts(conflict.new_sentence.strip())
-    values = {
-        v.key for text in (conflict.old_value, conflict.new_value) for v in extract_values(text)
-    }
+    return _subject(
+        conflict.old_sentence.strip(),
+        conflict.new_sentence.strip(),
+        conflict.old_value,
+        conflict.new_value,
+        conflict.subject,
+    )
+
+
+@lru_cache(maxsize=16384)
+def _subject(
+    old_sentence: str, new_sentence: str, old_value: str, new_value: str, recorded: str
+) -> tuple[str, ...]:
+    """`conflict_subject` of the conflict's strings (cached)."""
+    old = sentence_facts(old_sentence)
+    new = sentence_facts(new_sentence)
+    values = {v.key for text in (old_value, new_value) for v in extract_values(text)}
 
     def value(key: str) -> bool:  # a value, or a part of one ("Sacramento" of its region)
         return key in values or any(compatible_names(key, v) for v in values)
@@ -59,8 +72,8 @@ def conflict_subject(conflict: Conflict) -> tuple[str, ...]:
             if any(o.kind == "name" and compatible_names(v.key, o.key) for o in old.values)
         ]
     if not found:
-        recorded = [part for part in conflict.subject.split(", ") if re.search(r"[^\W\d]", part)]
-        found = [f"e:{name_key(part)}" for part in recorded if name_key(part)]
+        parts = [part for part in recorded.split(", ") if re.search(r"[^\W\d]", part)]
+        found = [f"e:{name_key(part)}" for part in parts if name_key(part)]
         found = [key for key in found if not value(key)]
     return tuple(dict.fromkeys(found))
 
@@ -69,25 +82,33 @@ def asks_about(question: str, conflict: Conflict) -> bool:
     """Whether the conflict's value is of a kind the question asks for and is said with a word
     of the question (its predicate or the words before it: "broadcast" in "was originally
     broadcast by UPN"; not "series" in "The series Charmed", which names the subject)."""
-    values = extract_values(conflict.new_value)
+    kind, words = _said_with(conflict.new_sentence.strip(), conflict.new_value)
+    return kind in answer_kinds(question) and bool(words & set(content_terms(question)))
+
+
+@lru_cache(maxsize=16384)
+def _said_with(sentence: str, value: str) -> tuple[str, frozenset[str]]:
+    """The kind of `value` and the words `sentence` says it with."""
+    values = extract_values(value)
     kind = values[0].kind.split(":", 1)[0] if len(values) == 1 else "name"
-    if kind not in answer_kinds(question):
-        return False
-    facts = sentence_facts(conflict.new_sentence.strip())
+    facts = sentence_facts(sentence)
     keys = {v.key for v in values}
-    said = [v for v in facts.values if v.key in keys or conflict.new_value in v.text]
+    said = [v for v in facts.values if v.key in keys or value in v.text]
     words = frozenset().union(*(value_context(facts, v) for v in said)) if said else facts.frame
-    return bool(words & set(content_terms(question)))
+    return kind, words
 
 
 def bridges(question: str, conflicts: Iterable[Conflict]) -> list[Bridge]:
     """The resolved conflicts that may answer `question` one hop away (what they are about is
     matched against the evidence by the answer)."""
+    kinds = answer_kinds(question)
+    terms = set(content_terms(question))
     found = []
     for conflict in conflicts:
         if conflict.status != "resolved" or conflict.current != conflict.newer:
             continue
-        if not asks_about(question, conflict):
+        kind, words = _said_with(conflict.new_sentence.strip(), conflict.new_value)
+        if kind not in kinds or not words & terms:
             continue
         about = conflict_subject(conflict)
         if about:
@@ -99,9 +120,15 @@ def names_any(sentence: str, about: Iterable[str], text: str | None = None) -> b
     """Whether `sentence` names one of the name keys `about` (the same name, or its last
     words: "Reznor" for "Trent Reznor"), itself or -- a sentence of `text` that refers back
     to what its text is about ("He was runner-up in ...") -- through its text's subject."""
-    facts = sentence_facts(sentence.strip())
+    keys = _named(sentence.strip(), text or "")
+    return any(same_name(key, wanted) for key in keys for wanted in about)
+
+
+@lru_cache(maxsize=16384)
+def _named(sentence: str, text: str) -> frozenset[str]:
+    facts = sentence_facts(sentence)
     keys = {v.key for v in facts.values if v.kind == "name"}
     if text:
         for subject in text_facts(text).about(facts):
             keys |= {key for key in subject if key.startswith("e:")}
-    return any(same_name(key, wanted) for key in keys for wanted in about)
+    return frozenset(keys)

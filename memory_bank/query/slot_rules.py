@@ -118,7 +118,11 @@ def answer_change(
     # back ("She was best known for ...") to its text's subject, named by the later one.
     others = [b for b in later_names if b is not new]
     subjects = [v for v in earlier_names if v not in olds]
-    refers_back = earlier.refers_back or _PRONOUN_OPENING.match(earlier.text) is not None
+    refers_back = (
+        earlier.refers_back
+        or _PRONOUN_OPENING.match(earlier.text) is not None
+        or _FRONTED_THEN_REFERENCE.match(earlier.text) is not None
+    )
     if not any(_alias(a, b) for a in subjects for b in others) and not (
         refers_back and any(_alias_key(key, b.key) for key in earlier_principal for b in others)
     ):
@@ -145,6 +149,12 @@ def answer_change(
         return None
     if old.kind.split(":", 1)[0] != new.kind.split(":", 1)[0]:
         return None
+    roles = {
+        _ROLES.get(_preposition(earlier, old) or ""),
+        _ROLES.get(_preposition(later, new) or ""),
+    }
+    if {"agent", "place"} <= roles:
+        return None  # "founded by Stewart Lane" / "based in Chicago": a founder is no place
     if not (assigns(earlier, old) and assigns(later, new)):
         return None
     return Contradiction(
@@ -196,6 +206,10 @@ def word_change(
 
 
 _PREPOSITION = re.compile(r"\b(in|at|on|from|by|to|near|for|with|of)\s+(?:the\s+)?$", re.IGNORECASE)
+
+
+# What a preposition says a name is: who did it ("by") or where ("in", "at", ...).
+_ROLES = {"by": "agent", "in": "place", "at": "place", "near": "place", "from": "place"}
 
 
 def _preposition(facts: SentenceFacts, value: Value) -> str | None:
@@ -279,6 +293,11 @@ _ORGANIZATION_SUFFIXES = frozenset(
     ["corporation", "corp", "inc", "ltd", "limited", "company", "co", "group", "holdings", "plc"]
 )
 _PRONOUN_OPENING = re.compile(r"\W*(?:he|she|it|they|his|her|its|their)\b", re.IGNORECASE)
+# "Based out of New York City, the company records ...", "In 1990, he moved ...": a fronted
+# phrase, then a main clause whose subject refers back to what the text is about.
+_FRONTED_THEN_REFERENCE = re.compile(
+    r"[^,;.]{1,80},\s*(?:[Hh]e|[Ss]he|[Ii]t|[Tt]hey|(?:[Tt]he|[Tt]his)\s+[a-z][\w-]*)\s+[a-z]"
+)
 
 
 def _name_words(key: str) -> list[str]:

@@ -37,7 +37,7 @@ from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction, f
 from memory_bank.graph.sentence_facts import SentenceFacts, TextFacts, mentions_value, text_facts
 from memory_bank.query.question import stem_all, term_coverage
 from memory_bank.query.slot_rules import SLOT_COSINE, Asked, answer_change, masked, word_change
-from memory_bank.text.lexicon import search_tokens
+from memory_bank.text.lexicon import MARKDOWN_HEADER, search_tokens
 from memory_bank.text.sentences import split_sentences
 
 # Memories added this close together came in with one commit: they have no order between
@@ -236,6 +236,7 @@ def _answers(
             text.strip(),
         )
         for number, (text, score) in enumerate(zip(memory.sentences, scores, strict=True))
+        if not MARKDOWN_HEADER.match(text)  # a heading names a topic; it answers nothing
     )
     return [text for _, _, text in ranked]
 

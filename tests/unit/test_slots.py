@@ -250,3 +250,23 @@ def test_a_place_after_a_lifespan_is_where_the_person_died(embedder):
     assert _changes(embedder, old, new, "Where did the painter Elsie Driggs die?") == [
         ("New York City", "Philadelphia")
     ]
+
+
+def test_a_main_clause_after_a_fronted_phrase_is_about_the_texts_subject(embedder):
+    old = (
+        "# BroadwayHD\n\nBroadwayHD is a company founded in 2013 by Stewart F. Lane. Based out "
+        "of New York City, the company records live theater performances."
+    )
+    new = "BroadwayHD is based in Chicago."
+
+    assert ("New York City", "Chicago") in _changes(
+        embedder, old, new, "Where is the company BroadwayHD based?"
+    )
+
+
+def test_a_founder_is_no_place(embedder):
+    # "by" introduces who did it, "in" where: the founder is not the city the company left.
+    old = "# BroadwayHD\n\nBroadwayHD is a company founded in 2013 by Stewart F. Lane."
+    new = "BroadwayHD is based in Chicago."
+
+    assert _changes(embedder, old, new, "Where is the company BroadwayHD based?") == []
