@@ -295,7 +295,15 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
         lower = word.lower().rstrip(".")
         capitalized = word[0].isupper() and lower not in _ROLE_ACRONYMS
         gap = sentence[run[-1].end() : match.start()] if run else " "
-        if run and (gap not in (" ", "-") or _POSSESSIVE.search(run[-1].group(0))):
+        # "Ann B. Davis", "George W. Bush": a middle initial's dot continues the name
+        initial = gap == ". " and len(run[-1].group(0)) == 1 and run[-1].group(0).isupper()
+        if run and (
+            (
+                gap not in (" ", "-")
+                and not (initial and word[0].isupper() and lower not in _NOT_NAMES)
+            )
+            or _POSSESSIVE.search(run[-1].group(0))
+        ):
             close()
         if capitalized and lower not in MONTHS and lower not in _WEEKDAYS:
             if lower in _MONTH_ABBREVIATIONS and len(lower) <= 4:

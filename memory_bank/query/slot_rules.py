@@ -149,11 +149,7 @@ def answer_change(
         return None
     if old.kind.split(":", 1)[0] != new.kind.split(":", 1)[0]:
         return None
-    roles = {
-        _ROLES.get(_preposition(earlier, old) or ""),
-        _ROLES.get(_preposition(later, new) or ""),
-    }
-    if {"agent", "place"} <= roles:
+    if _roles_differ(earlier, old, later, new):
         return None  # "founded by Stewart Lane" / "based in Chicago": a founder is no place
     if not (assigns(earlier, old) and assigns(later, new)):
         return None
@@ -210,6 +206,22 @@ _PREPOSITION = re.compile(r"\b(in|at|on|from|by|to|near|for|with|of)\s+(?:the\s+
 
 # What a preposition says a name is: who did it ("by") or where ("in", "at", ...).
 _ROLES = {"by": "agent", "in": "place", "at": "place", "near": "place", "from": "place"}
+
+
+def roles_differ(earlier: SentenceFacts, later: SentenceFacts, found: Contradiction) -> bool:
+    """Whether the change's old and new values are introduced as different roles: one as who
+    did it ("by"), the other as where ("in", "at", ...)."""
+    old = next((v for v in earlier.values if v.text == found.old_value), None)
+    new = next((v for v in later.values if v.text == found.new_value), None)
+    return old is not None and new is not None and _roles_differ(earlier, old, later, new)
+
+
+def _roles_differ(earlier: SentenceFacts, old: Value, later: SentenceFacts, new: Value) -> bool:
+    roles = {
+        _ROLES.get(_preposition(earlier, old) or ""),
+        _ROLES.get(_preposition(later, new) or ""),
+    }
+    return {"agent", "place"} <= roles
 
 
 def _preposition(facts: SentenceFacts, value: Value) -> str | None:

@@ -36,7 +36,14 @@ import numpy as np
 from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction, find_contradiction
 from memory_bank.graph.sentence_facts import SentenceFacts, TextFacts, mentions_value, text_facts
 from memory_bank.query.question import stem_all, term_coverage
-from memory_bank.query.slot_rules import SLOT_COSINE, Asked, answer_change, masked, word_change
+from memory_bank.query.slot_rules import (
+    SLOT_COSINE,
+    Asked,
+    answer_change,
+    masked,
+    roles_differ,
+    word_change,
+)
 from memory_bank.text.lexicon import MARKDOWN_HEADER, search_tokens
 from memory_bank.text.sentences import split_sentences
 
@@ -213,7 +220,11 @@ def _judge(candidate: _Candidate, asked: Asked, similarity: float | None) -> Con
     # sentences this alike speak of one attribute (the rules' paraphrase test).
     cued = replace(later, announces=True)
     found = find_contradiction(earlier, cued, 1.0 if aligned else 0.0, earlier_about, later_about)
-    if found is not None and _asked(found, asked.kinds, asked.question):
+    if (
+        found is not None
+        and _asked(found, asked.kinds, asked.question)
+        and not roles_differ(earlier, later, found)
+    ):
         return found
     found = word_change(earlier, later, candidate.cosine, earlier_about, later_about)
     if found is not None and _asked(found, asked.kinds, asked.question):

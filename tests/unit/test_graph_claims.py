@@ -152,3 +152,12 @@ def test_a_raw_texts_first_sentence_given_as_its_title_names_no_subject():
     [found] = contradictions(old, new, old_title=old, new_title=new)
 
     assert (found.old_value, found.new_value) == ("Ashby Park", "Kingsmead Stadium")
+
+
+def test_a_middle_initial_stays_inside_its_name():
+    texts = [v.text for v in extract_values("President George W. Bush appointed Ann B. Davis.")]
+    assert texts == ["President George W. Bush", "Ann B. Davis"]
+    # an initial that ends a clause does not swallow the next sentence's pronoun
+    assert [v.text for v in extract_values("He served in World War I. He then moved.")] == [
+        "World War I"
+    ]
