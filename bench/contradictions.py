@@ -10,11 +10,14 @@ $MEMORY_BANK_EVAL_DIR):
 - "updates" (bench/data/contradictions.json): news-style updates and corrections written for
   this suite, asked directly and through another fact ("dependent": HotpotQA bridge questions,
   or a relation in the same paragraph). Split by fact into a development half and a test half
-  (by a hash of the fact id); the mechanism was worked on with the development half only.
+  (by a hash of the fact id); the mechanism was first worked on with the development half.
 - "fact pairs" (bench/data/fact_updates.json): one plain sentence per update, subject +
   relation + new object in other words than the paragraph (CounterFact / MQuAKE style), with
-  paraphrased and two-hop questions. Written before the query-time mechanism and never tuned
-  on: the held-out-like figure.
+  paraphrased and two-hop questions. Written before the query-time mechanism; after its first
+  measurement its failures (and the test half's) were looked at to find what fails in
+  general, so it is no longer held out.
+- "fresh pairs" (bench/data/fresh_fact_updates.json): the same style, other entities, written
+  after that look; held out until issue 12c looked at its failures too (no longer held out).
 Steps: ingest the corpus, ask every question (before), add all updates in one later `add`, ask
 again (after), and once more with the Query Graph's preference switched off (what `ask` did
 before the graph).
@@ -48,7 +51,11 @@ from memory_bank.config import AppConfig  # noqa: E402
 SUITES = {
     "updates": ROOT / "bench" / "data" / "contradictions.json",
     "fact pairs": ROOT / "bench" / "data" / "fact_updates.json",
+    "fresh pairs": ROOT / "bench" / "data" / "fresh_fact_updates.json",
 }
+
+
+PAIR_SUITES = ("fact pairs", "fresh pairs")
 
 
 def eval_dir() -> Path:
@@ -215,11 +222,12 @@ def main() -> None:
     all_facts = [fact for suite_facts in facts.values() for fact in suite_facts]
     titles = sorted(corpus) if args.corpus == "all" else sorted({f["title"] for f in all_facts})
 
-    isolated: list[dict] = []
-    isolated_without: list[dict] = []
-    isolated_cases = [c for c in cases if c["suite"] == "fact pairs"]
-    if isolated_cases:
-        isolated, isolated_without = ask_isolated(corpus, facts["fact pairs"], isolated_cases)
+    # The fact pairs once more, each in a store of its own (fact, later add, question).
+    isolated: dict[str, tuple[list[dict], list[dict]]] = {}
+    for suite in PAIR_SUITES:
+        chosen = [c for c in cases if c["suite"] == suite]
+        if chosen:
+            isolated[suite] = ask_isolated(corpus, facts[suite], chosen)
 
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
@@ -235,10 +243,12 @@ def main() -> None:
         added = bank.add(files=[str(updates)])
         add_seconds = time.perf_counter() - started
         summary = bank.graph()
-        after = ask_all(bank, cases)
         agent = bank._query_service()._current().agent
-        agent.currency = None
+        currency, agent.currency = agent.currency, None
+        ask_all(bank, cases)  # warms the question embeddings, so both timings below are alike
         without = ask_all(bank, cases)
+        agent.currency = currency
+        after = ask_all(bank, cases)
 
     print(
         f"\nContradiction suites: {len(cases)} questions "
@@ -260,10 +270,9 @@ def main() -> None:
         ("updates, dev half", lambda c: c["suite"] == "updates" and c["split"] == "dev"),
         ("updates, test half", lambda c: c["suite"] == "updates" and c["split"] == "test"),
         ("updates, all", lambda c: c["suite"] == "updates"),
-        ("fact pairs (held-out-like)", lambda c: c["suite"] == "fact pairs"),
+        ("fact pairs", lambda c: c["suite"] == "fact pairs"),
+        ("fresh pairs", lambda c: c["suite"] == "fresh pairs"),
     ]
-    # The fact pairs once more, each in a store of its own (fact, later add, question).
-    position = {id(c): i for i, c in enumerate(c for c in cases if c["suite"] == "fact pairs")}
     columns = [
         ("before graph", without, lambda r: r["current"] and not r["stale"]),
         ("after", after, right),
@@ -292,17 +301,18 @@ def main() -> None:
             ]
             cells.append(share(rows, column[2]))
         print(f"| {label:28} |" + "|".join(f" {cell:>17} " for cell in cells) + "|")
-    if isolated:
+    for suite, (alone, alone_without) in isolated.items():
+        chosen = [c for c in cases if c["suite"] == suite]
         cells = []
         for column in columns:
-            data = isolated_without if column[1] is without else isolated
+            data = alone_without if column[1] is without else alone
             rows = [
-                data[position[id(case)]]
-                for case in cases
-                if id(case) in position and (len(column) < 4 or case["kind"] == column[3])
+                row
+                for case, row in zip(chosen, data, strict=True)
+                if len(column) < 4 or case["kind"] == column[3]
             ]
             cells.append(share(rows, column[2]))
-        label = "fact pairs, a store each"
+        label = f"{suite}, a store each"
         print(f"| {label:28} |" + "|".join(f" {cell:>17} " for cell in cells) + "|")
     print(
         f"\nask p50 {1000 * median(r['seconds'] for r in after):.0f} ms with the graph's "

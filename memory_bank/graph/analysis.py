@@ -2,7 +2,7 @@
 
 Analysis judges a new node against candidate nodes in two independent phases: first conflict
 or merge, then -- only for a node with neither -- related. The rules:
-- conflict: a sentence of the later node contradicts one of the earlier (`claims.py`: a
+- conflict: a sentence of the later node contradicts one of the earlier (`contradictions.py`: a
   different number, date or name for the same subject and attribute);
 - merge: the two say the same thing (cosine >= MERGE_COSINE and most words shared);
 - related: cosine >= RELATED_COSINE, or a shared name with cosine >= RELATED_NAME_COSINE; both
@@ -19,13 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memory_bank.graph.claims import (
-    Contradiction,
-    TextFacts,
-    find_contradictions,
-    mentions_value,
-    text_facts,
-)
+from memory_bank.graph.contradictions import Contradiction, find_contradictions
+from memory_bank.graph.sentence_facts import TextFacts, mentions_value, text_facts
 from memory_bank.text.lexicon import stemmed_search_tokens
 from memory_bank.text.sentences import split_sentences
 

@@ -137,12 +137,15 @@ class ToolCallingNavigator:
         """The answer role over the memory files this run read."""
         evidence = self._evidence(run)
         indices = [e.index for e in evidence if e.index is not None]
+        query_vector = self._query_vector(run.question)
         request = AnswerRequest(
             question=run.question,
             evidence=evidence,
-            query_vector=self._query_vector(run.question),
+            query_vector=query_vector,
             system_prompt=system_prompt,
-            claims=self.currency.claims(indices, run.question) if self.currency is not None else [],
+            claims=self.currency.claims(indices, run.question, query_vector)
+            if self.currency is not None
+            else [],
         )
         result = self.answer(request)
         if not result.found:

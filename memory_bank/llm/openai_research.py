@@ -37,7 +37,7 @@ from memory_bank.llm.research_roles import (
     ResearchResult,
     SearchPlan,
 )
-from memory_bank.query.answering import calibrate_confidence
+from memory_bank.query.answer_sentences import calibrate_confidence
 from memory_bank.query.question import content_terms, stem_all, term_coverage
 from memory_bank.schemas import ChatResult, TrajectoryStep
 from memory_bank.text.lexicon import search_tokens

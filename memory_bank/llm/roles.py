@@ -153,9 +153,11 @@ class AnswerEvidence(RoleModel):
 class ClaimHistory(RoleModel):
     """What the Query Graph knows of a claim in the evidence (issue 12): `superseded` -- a
     later claim replaced it (the answer must not state it; `current_*` is what replaced it);
-    `current` -- it replaced an earlier claim (the answer may state it, with the history)."""
+    `current` -- it replaced an earlier claim (the answer may state it, with the history);
+    `bridge` -- a replaced claim about something the evidence names (`about`), in a memory not
+    read: where the answer quotes a sentence naming it, `current_sentence` joins the answer."""
 
-    kind: Literal["superseded", "current"]
+    kind: Literal["superseded", "current", "bridge"]
     chunk: int  # the evidence's `index` (or position) whose text states the claim
     sentence: str  # the claim's sentence in that evidence
     old_value: str
@@ -165,6 +167,7 @@ class ClaimHistory(RoleModel):
     current_chunk: int | None = None
     current_vector: np.ndarray | None = None  # offline: the current sentence's embedding
     note: HistoryNote
+    about: list[str] = Field(default_factory=list)  # a bridge: name keys of what it is about
 
 
 class AnswerRequest(RoleModel):

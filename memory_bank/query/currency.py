@@ -17,11 +17,12 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memory_bank.graph.claims import mentions_value, same_frame
+from memory_bank.graph.sentence_facts import mentions_value, same_frame
 from memory_bank.graph.view import GraphView, Supersession
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.llm.roles import ClaimHistory
+from memory_bank.query.bridges import bridges
 from memory_bank.query.question import stem_all, term_coverage
 from memory_bank.query.slots import SlotChange, SlotMemory, slot_changes
 from memory_bank.schemas import HistoryNote, SearchHit
@@ -48,7 +49,12 @@ class Currency:
 
     # --- answers ----------------------------------------------------------------------------
 
-    def claims(self, indices: Iterable[int], question: str | None = None) -> list[ClaimHistory]:
+    def claims(
+        self,
+        indices: Iterable[int],
+        question: str | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> list[ClaimHistory]:
         """The superseded and current claims of the memories read (by memory index), as the
         answer role takes them: the graph's resolved conflicts, and with `question` those its
         slot decides between memories of different commits (`query.slots`)."""
@@ -59,9 +65,46 @@ class Currency:
             known = {(c.kind, c.chunk, c.sentence.strip()) for c in found}
             found += [
                 c
-                for c in self.question_claims(indices, question)
+                for c in self.question_claims(indices, question, query_vector)
                 if (c.kind, c.chunk, c.sentence.strip()) not in known
             ]
+            found += self.bridge_claims(indices, question)
+        return found
+
+    def bridge_claims(self, indices: Sequence[int], question: str) -> list[ClaimHistory]:
+        """The graph's resolved conflicts about something the evidence may name, in memories
+        not read (`query.bridges`): the answer states their current claim where it quotes a
+        sentence naming what they are about."""
+        graph = self.view.state.graph
+        read = {self.corpus.chunk_ids[i] for i in indices if 0 <= i < len(self.corpus.chunk_ids)}
+        found = []
+        for bridge in bridges(question, graph.conflicts.values()):
+            conflict = bridge.conflict
+            superseded = graph.nodes.get(conflict.older)
+            current = self.view.standing(conflict.newer)
+            if superseded is None or current is None or current.id in read:
+                continue  # the current claim was read: the answer's own evidence states it
+            claim = Supersession(conflict, superseded, current)
+            current_chunk, text, vector = self._current_sentence(claim)
+            if not text or vector is None:
+                continue
+            found.append(
+                ClaimHistory(
+                    kind="bridge",
+                    chunk=current_chunk if current_chunk is not None else -1,
+                    sentence=conflict.old_sentence,
+                    old_value=conflict.old_value,
+                    new_value=conflict.new_value,
+                    current_sentence=text,
+                    current_chunk=current_chunk,
+                    current_path=self.corpus.chunk_path(current_chunk)
+                    if current_chunk is not None
+                    else None,
+                    current_vector=vector,
+                    note=self.note(claim),
+                    about=list(bridge.about),
+                )
+            )
         return found
 
     def _graph_claims(self, indices: list[int]) -> list[ClaimHistory]:
@@ -96,7 +139,9 @@ class Currency:
                 )
         return found
 
-    def question_claims(self, indices: Sequence[int], question: str) -> list[ClaimHistory]:
+    def question_claims(
+        self, indices: Sequence[int], question: str, query_vector: np.ndarray | None = None
+    ) -> list[ClaimHistory]:
         """The claims the question's slot decides: among the memories read and their graph
         neighbours, a later add's differing value for what the question asks is current."""
         memories = self._slot_memories(indices)
@@ -110,7 +155,8 @@ class Currency:
 
         read = set(indices)
         found: list[ClaimHistory] = []
-        for change in slot_changes(question, memories, decided):
+        encode = self.embedder.encode if self.embedder is not None else None
+        for change in slot_changes(question, memories, decided, query_vector, encode):
             note = self._slot_note(change)
             contradiction = change.contradiction
             if change.older.chunk in read:

@@ -35,7 +35,8 @@ from memory_bank.errors import ToolError
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.llm.roles import AnswerEvidence, AnswerRequest
-from memory_bank.query.answering import NOT_FOUND_THRESHOLD, extractive_answer
+from memory_bank.query.answer_sentences import NOT_FOUND_THRESHOLD
+from memory_bank.query.answering import extractive_answer
 from memory_bank.query.currency import Currency
 from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
 from memory_bank.query.tools import StoreTools
@@ -326,7 +327,9 @@ class NavigationAgent:
             question=run.question,
             evidence=[self._evidence(index, memory_text) for index, memory_text in read.items()],
             query_vector=query_vector,
-            claims=self.currency.claims(read, run.question) if self.currency is not None else [],
+            claims=self.currency.claims(read, run.question, query_vector)
+            if self.currency is not None
+            else [],
         )
         result = extractive_answer(request)
         for path in result.sources[len(read) :]:  # current claims of memories not read

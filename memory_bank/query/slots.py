@@ -7,13 +7,17 @@ it announces a change ("now", "replaced", ...). A plain restatement -- the usual
 fact update -- passes unrecorded. At query time the question names the slot: what kind of
 value it asks for (a date for "when", a number for "how many", a name otherwise) and, through
 the evidence it retrieves, which memories speak of it. Two memories of the evidence (or a
-memory read and a later graph neighbour of it) contradict each other for this question when
+memory read and a graph neighbour of it) contradict each other for this question when
 - they were added by different commits (a later add is a later source; documents of one
   commit have no order);
 - a sentence of each gives a different value of the asked kind for the same subject and the
-  same attribute, by the graph's own rules (`graph.claims.find_contradiction`) with the
-  question standing in for the update cue: sentences this close in embedding
-  (PARAPHRASE_COSINE) or sharing the words around their values speak of one attribute;
+  same attribute (`query.slot_rules`): by the graph's own rules with the question standing in
+  for the update cue, where what the two sentences say about their values is alike (the
+  embeddings of the sentences with their values masked, "X is the CEO of X", at least
+  PARAPHRASE_COSINE apart) or the words around the values match; or, where each sentence is
+  its memory's best answer to the question, by the one value of the asked kind the later
+  one adds against the earlier one's value said with the same words (`answer_change`); or
+  by one common word each (`word_change`);
 - neither memory agrees with the other elsewhere: the later one does not state the old value
   as a fact of its own (only beside a replacement cue), the earlier one never names the new
   value (then both hold, as in "played for A, then B").
@@ -29,46 +33,33 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from memory_bank.graph.claims import (
-    PARAPHRASE_COSINE,
-    Contradiction,
-    SentenceFacts,
-    Subject,
-    TextFacts,
-    find_contradiction,
-    mentions_value,
-    same_subject,
-    text_facts,
+from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction, find_contradiction
+from memory_bank.graph.sentence_facts import SentenceFacts, TextFacts, mentions_value, text_facts
+from memory_bank.query.question import stem_all, term_coverage
+from memory_bank.query.slot_rules import (
+    SLOT_COSINE,
+    Asked,
+    answer_change,
+    masked,
+    roles_differ,
+    word_change,
 )
-from memory_bank.text.lexicon import search_tokens, stem_words
+from memory_bank.text.lexicon import MARKDOWN_HEADER, search_tokens
 from memory_bank.text.sentences import split_sentences
 
 # Memories added this close together came in with one commit: they have no order between
 # them (a commit stamps its memories `now + position * 1e-6`; two commits are seconds apart).
 ORDER_GAP_SECONDS = 0.05
-# Two sentences about one subject this close (cosine) that differ in one common word each say
-# the same with another value ("plays the violin" / "plays the cello").
-WORD_CHANGE_COSINE = 0.75
-# Words that announce a change rather than state a value.
-_CUE_WORDS = frozenset(
-    ["now", "currently", "current", "new", "newly", "latest", "today", "actually", "still"]
-)
-
-_DATE_QUESTION = re.compile(
-    r"\b(?:when|since when|(?:what|which)\s+(?:year|date|day|month|decade|century))\b",
-    re.IGNORECASE,
-)
-_NUMBER_QUESTION = re.compile(
-    r"\bhow\s+(?:many|much|long|old|tall|high|far|big|large|heavy|deep|wide|often)\b|"
-    r"\b(?:population|number|amount|count|percentage|share|size|length|height|area|total|"
-    r"price|cost|salary|capacity|attendance|age|rate)\b",
-    re.IGNORECASE,
-)
+# An earlier sentence compared by the question's value is one of its memory's best answers.
+ANSWER_RANK = 2
+# Sentence pairs sharing no value and no frame word are compared only from this cosine.
+CANDIDATE_COSINE = PARAPHRASE_COSINE
 _REPLACEMENT = re.compile(
     r"\b(?:not|no longer|formerly|previously|former|replac\w*|succeed\w*|instead of|rather than|"
     r"changed? from|moved from|switched from|earlier|used to|once)\b",
     re.IGNORECASE,
 )
+Encode = Callable[[list[str]], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -93,15 +84,16 @@ class SlotChange:
     new_vector: np.ndarray | None  # the new sentence's vector, where stored
 
 
-def answer_kinds(question: str) -> frozenset[str]:
-    """The kinds of value the question asks for: "date" (when, what year), "number" (how
-    many, the population), else "name" (who, where, which ...)."""
-    kinds = set()
-    if _DATE_QUESTION.search(question):
-        kinds.add("date")
-    if _NUMBER_QUESTION.search(question):
-        kinds.add("number")
-    return frozenset(kinds or {"name"})
+@dataclass(frozen=True)
+class _Candidate:
+    older: SlotMemory
+    newer: SlotMemory
+    old_facts: TextFacts
+    new_facts: TextFacts
+    earlier: SentenceFacts
+    later: SentenceFacts
+    cosine: float | None  # of the two sentences' stored vectors
+    new_vector: np.ndarray | None
 
 
 def ordered(older: SlotMemory, newer: SlotMemory) -> bool:
@@ -112,37 +104,51 @@ def slot_changes(
     question: str,
     memories: Sequence[SlotMemory],
     decided: Callable[[str, str], bool] | None = None,
+    query_vector: np.ndarray | None = None,
+    encode: Encode | None = None,
 ) -> list[SlotChange]:
     """The claims of `memories` that a later memory replaced, for what `question` asks.
-    `decided(older node, newer node)`: the graph already holds a verdict on the pair."""
-    kinds = answer_kinds(question)
+    `decided(older node, newer node)`: the graph already holds a verdict on the pair.
+    `query_vector` (the question's embedding) finds each memory's best answers to the
+    question; `encode` embeds the masked sentences (else the stored vectors stand in)."""
+    asked = Asked(question)
     facts = {memory.chunk: text_facts(memory.text) for memory in memories}
+    answers = {m.chunk: _answers(m, asked.terms, query_vector) for m in memories}
+    candidates = [
+        candidate
+        for newer in memories
+        for older in memories
+        if older.chunk != newer.chunk
+        and ordered(older, newer)
+        and not (decided is not None and decided(older.node_id, newer.node_id))
+        for candidate in _candidates(older, newer, facts[older.chunk], facts[newer.chunk])
+    ]
     changes: list[SlotChange] = []
-    for newer in memories:
-        for older in memories:
-            if older.chunk == newer.chunk or not ordered(older, newer):
-                continue
-            if decided is not None and decided(older.node_id, newer.node_id):
-                continue
-            for found in _pair_changes(older, newer, facts[older.chunk], facts[newer.chunk]):
-                contradiction, vector = found
-                if _asked(contradiction, kinds, question) and not _agree(
-                    older, newer, contradiction
-                ):
-                    changes.append(SlotChange(older, newer, contradiction, vector))
+    for candidate, contradiction in zip(
+        candidates, _verdicts(candidates, asked, encode), strict=True
+    ):
+        if contradiction is None:
+            continue
+        if contradiction.kind == "answer" and not (
+            contradiction.old_sentence in answers[candidate.older.chunk][:ANSWER_RANK]
+            and contradiction.new_sentence in answers[candidate.newer.chunk][:1]
+        ):
+            continue
+        if not _agree(candidate.older, candidate.newer, contradiction):
+            changes.append(
+                SlotChange(candidate.older, candidate.newer, contradiction, candidate.new_vector)
+            )
     return _latest(changes)
 
 
-def _pair_changes(
+def _candidates(
     older: SlotMemory, newer: SlotMemory, old_facts: TextFacts, new_facts: TextFacts
-) -> list[tuple[Contradiction, np.ndarray | None]]:
+) -> list[_Candidate]:
+    """The sentence pairs worth judging: a shared value or frame word, or close vectors."""
     old_vectors = _vectors_by_text(older)
     new_vectors = _vectors_by_text(newer)
-    found: list[tuple[Contradiction, np.ndarray | None]] = []
+    found = []
     for later in new_facts.sentences:
-        later_about = new_facts.about(later)
-        # The question names the slot: the later sentence needs no update cue of its own.
-        cued = replace(later, announces=True)
         new_vector = new_vectors.get(later.text.strip())
         for earlier in old_facts.sentences:
             old_vector = old_vectors.get(earlier.text.strip())
@@ -151,63 +157,99 @@ def _pair_changes(
                 if old_vector is not None and new_vector is not None
                 else None
             )
-            if not (earlier.keys & later.keys or earlier.frame & later.frame) and (
-                cosine is None or cosine < PARAPHRASE_COSINE
+            if (
+                earlier.keys & later.keys
+                or earlier.frame & later.frame
+                or (cosine is not None and cosine >= CANDIDATE_COSINE)
             ):
-                continue
-            earlier_about = old_facts.about(earlier)
-            contradiction = find_contradiction(earlier, cued, cosine, earlier_about, later_about)
-            if contradiction is None:
-                contradiction = word_change(earlier, later, cosine, earlier_about, later_about)
-            if contradiction is not None:
-                found.append((contradiction, new_vector))
+                found.append(
+                    _Candidate(
+                        older, newer, old_facts, new_facts, earlier, later, cosine, new_vector
+                    )
+                )
     return found
 
 
-def word_change(
-    earlier: SentenceFacts,
-    later: SentenceFacts,
-    cosine: float | None,
-    earlier_about: list[Subject],
-    later_about: list[Subject],
-) -> Contradiction | None:
-    """Two sentences about one subject that say the same in all but one word each ("Marta
-    Ilves plays the violin" / "Marta Ilves now plays the cello"): the value is a common word
-    (an instrument, a sport, a genre), which names and numbers do not cover. Only sentences
-    this close in embedding (WORD_CHANGE_COSINE) and without other values in which they
-    differ."""
-    if cosine is None or cosine < WORD_CHANGE_COSINE or earlier.keys != later.keys:
-        return None
-    shared_name = any(v.kind == "name" for v in earlier.values)  # the same names: one subject
-    if not shared_name and not any(same_subject(a, b) for a in earlier_about for b in later_about):
-        return None
-    old_words = _plain_words(earlier)
-    new_words = _plain_words(later)
-    old_only = {stem: word for stem, word in old_words.items() if stem not in new_words}
-    new_only = {stem: word for stem, word in new_words.items() if stem not in old_words}
-    if len(old_only) != 1 or len(new_only) != 1:
-        return None
-    [old_value] = old_only.values()
-    [new_value] = new_only.values()
-    shared = sorted(set(old_words) & set(new_words))
-    return Contradiction(
-        old_sentence=earlier.text,
-        new_sentence=later.text,
-        subject=", ".join(sorted(v.text for v in earlier.values if v.kind == "name")),
-        attribute=" ".join(shared[:4]) or "(paraphrased)",
-        old_value=old_value,
-        new_value=new_value,
-        kind="word",
+def _verdicts(
+    candidates: Sequence[_Candidate], asked: Asked, encode: Encode | None
+) -> list[Contradiction | None]:
+    """Each pair's change, if any. How alike two sentences are in what they say about their
+    values decides some pairs: the mean of their stored vectors' cosine and of their masked
+    sentences' cosine (`slot_rules.masked`), computed -- in one encode -- only for the pairs
+    whose verdict depends on it; without an encoder, the stored vectors' cosine. The names
+    dominate a sentence's embedding ("Satya Nadella studied in Manipal" / "Satya Nadella is
+    employed by Google": 0.66); with them masked, one attribute in other words still scores
+    high ("X is the CEO of X" / "The chief executive of X is X": 0.87), another one low
+    (0.49)."""
+    verdicts: list[Contradiction | None] = []
+    open_pairs: list[int] = []
+    for number, candidate in enumerate(candidates):
+        apart = _judge(candidate, asked, None)
+        alike = _judge(candidate, asked, 1.0)
+        verdicts.append(apart)
+        if apart != alike:
+            open_pairs.append(number)
+    if not open_pairs:
+        return verdicts
+    similarity: dict[int, float | None] = {n: candidates[n].cosine for n in open_pairs}
+    if encode is not None:
+        texts = list(
+            dict.fromkeys(
+                masked(f) for n in open_pairs for f in (candidates[n].earlier, candidates[n].later)
+            )
+        )
+        vectors = np.asarray(encode(texts), dtype=np.float32)
+        row = {text: vectors[i] for i, text in enumerate(texts)}
+        for n in open_pairs:
+            candidate = candidates[n]
+            masked_cosine = float(row[masked(candidate.earlier)] @ row[masked(candidate.later)])
+            raw = candidate.cosine
+            similarity[n] = masked_cosine if raw is None else (masked_cosine + raw) / 2
+    for n in open_pairs:
+        verdicts[n] = _judge(candidates[n], asked, similarity[n])
+    return verdicts
+
+
+def _judge(candidate: _Candidate, asked: Asked, similarity: float | None) -> Contradiction | None:
+    """The change the pair makes to what the question asks, if any (the rules in turn)."""
+    earlier, later = candidate.earlier, candidate.later
+    earlier_about = candidate.old_facts.about(earlier)
+    later_about = candidate.new_facts.about(later)
+    aligned = similarity is not None and similarity >= SLOT_COSINE
+    # The question names the slot: the later sentence needs no update cue of its own, and
+    # sentences this alike speak of one attribute (the rules' paraphrase test).
+    cued = replace(later, announces=True)
+    found = find_contradiction(earlier, cued, 1.0 if aligned else 0.0, earlier_about, later_about)
+    if (
+        found is not None
+        and _asked(found, asked.kinds, asked.question)
+        and not roles_differ(earlier, later, found)
+    ):
+        return found
+    found = word_change(earlier, later, candidate.cosine, earlier_about, later_about)
+    if found is not None and _asked(found, asked.kinds, asked.question):
+        return found
+    return answer_change(earlier, later, asked, candidate.old_facts.principal, similarity)
+
+
+def _answers(
+    memory: SlotMemory, terms: frozenset[str], query_vector: np.ndarray | None
+) -> list[str]:
+    """The memory's sentences, best answer to the question first (cosine plus the share of
+    question terms, as the extractive answer scores them); empty without a query vector."""
+    if query_vector is None or len(memory.vectors) != len(memory.sentences):
+        return []
+    scores = memory.vectors @ query_vector
+    ranked = sorted(
+        (
+            -(float(score) + 0.3 * term_coverage(list(terms), stem_all(search_tokens(text)))),
+            number,
+            text.strip(),
+        )
+        for number, (text, score) in enumerate(zip(memory.sentences, scores, strict=True))
+        if not MARKDOWN_HEADER.match(text)  # a heading names a topic; it answers nothing
     )
-
-
-def _plain_words(facts: SentenceFacts) -> dict[str, str]:
-    """Stem -> word of a sentence's content words outside its values, cue words left out."""
-    text = list(facts.text)
-    for value in facts.values:
-        text[value.start : value.end] = " " * (value.end - value.start)
-    words = [w for w in search_tokens("".join(text)) if w not in _CUE_WORDS]
-    return dict(zip(stem_words(words), words, strict=True))
+    return [text for _, _, text in ranked]
 
 
 def _asked(contradiction: Contradiction, kinds: frozenset[str], question: str) -> bool:

@@ -27,7 +27,7 @@ from memory_bank.config import ResearchConfig, RetrievalConfig
 from memory_bank.errors import ToolError
 from memory_bank.index.bm25 import top_positive
 from memory_bank.index.hybrid import HybridSearch
-from memory_bank.query.answering import answer_text, calibrate_confidence, complete_lead_ins
+from memory_bank.query.answer_sentences import answer_text, calibrate_confidence, complete_lead_ins
 from memory_bank.query.question import stem_all, term_coverage
 from memory_bank.research.evidence import EvidencePool, SentenceSource, integrate, score_sentences
 from memory_bank.research.plans import (

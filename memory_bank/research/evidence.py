@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memory_bank.query.answering import (
+from memory_bank.query.answer_sentences import (
     SENTENCE_TERM_WEIGHT,
     AnswerSentence,
     is_section_title,

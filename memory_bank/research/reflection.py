@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 
-from memory_bank.query.answering import AnswerSentence
+from memory_bank.query.answer_sentences import AnswerSentence
 from memory_bank.research.entities import Mention, mentions_overlap, name_mentions
 from memory_bank.research.plans import Bridge, Reflection
 from memory_bank.text.lexicon import search_tokens, stem_words

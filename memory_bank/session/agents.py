@@ -28,7 +28,7 @@ from memory_bank.graph.analysis import (
     analyze_offline,
     integrate_offline,
 )
-from memory_bank.graph.claims import Contradiction
+from memory_bank.graph.contradictions import Contradiction
 from memory_bank.index.embedding import Embedder
 from memory_bank.llm.session_roles import (
     AnalyzeRequest,

@@ -25,7 +25,7 @@ import numpy as np
 
 from memory_bank.graph.analysis import NodeView, Relationship, two_phase, with_relation
 from memory_bank.graph.batch import conflict_record, context_text, refresh_contexts
-from memory_bank.graph.claims import Contradiction
+from memory_bank.graph.contradictions import Contradiction
 from memory_bank.graph.graph import compose_embedding, node_terms, query_terms
 from memory_bank.graph.model import Conflict, GraphNode, HistoryEntry, MergeEvent
 from memory_bank.graph.persist import GraphState

@@ -66,6 +66,7 @@ _BOUNDARY = re.compile(
 
 
 _LOWERCASE_START = re.compile(r"[a-z]")
+_INITIALISM = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
 
 
 class Span(NamedTuple):
@@ -79,6 +80,8 @@ def _ends_with_abbreviation(text: str) -> bool:
         return False
     word = re.split(r"\s", tail[:-1])[-1].lower() if tail[:-1] else ""
     if len(word) == 1 and word.isalpha():  # an initial such as "J."
+        return True
+    if _INITIALISM.fullmatch(word):  # letters with their dots: "F.C.", "D.C.", "A.E."
         return True
     if word.isdigit() and len(word) <= 3 and tail.lstrip() == word + ".":
         return True  # the number of a numbered list item: "1. Database storage"

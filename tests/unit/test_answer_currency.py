@@ -1,10 +1,10 @@
 """The extractive answer with replaced claims: nothing of what a later claim replaced is quoted
-beside the current one (`query.answering`)."""
+beside the current one (`query.answer_currency`)."""
 
 from __future__ import annotations
 
 from memory_bank.llm.roles import ClaimHistory
-from memory_bank.query.answering import repeats_replaced, without_replaced
+from memory_bank.query.answer_currency import repeats_replaced, without_replaced
 from memory_bank.schemas import HistoryNote
 
 

@@ -1,11 +1,13 @@
-"""The offline contradiction rules (memory_bank/graph/claims.py): one subject and attribute with
-two values is a contradiction; two subjects, two times, lists and aliases are not."""
+"""The offline contradiction rules (memory_bank/graph/contradictions.py): one subject and
+attribute with two values is a contradiction; two subjects, two times, lists and aliases are not."""
 
 from __future__ import annotations
 
 import pytest
 
-from memory_bank.graph.claims import extract_values, find_contradictions, text_facts
+from memory_bank.graph.contradictions import find_contradictions
+from memory_bank.graph.sentence_facts import text_facts
+from memory_bank.graph.values import extract_values
 
 
 def contradictions(old: str, new: str, old_title: str | None = None, new_title: str | None = None):
@@ -50,6 +52,12 @@ def contradictions(old: str, new: str, old_title: str | None = None, new_title: 
         ),
         # a sentence with no content word of its own: its preposition is its attribute
         ("The Eiffel Tower is in Paris.", "The Eiffel Tower is in Rome.", ("Paris", "Rome")),
+        # a copula between two names is the attribute ("was the Earl of ...")
+        (
+            "Tostig Godwinson was the Earl of Northumbria.",
+            "Tostig Godwinson was the Earl of Mercia.",
+            ("Earl of Northumbria", "Earl of Mercia"),
+        ),
         # a name opening a sentence before an adverb is still a name
         ("Friends originally aired on NBC.", "Friends originally aired on CBS.", ("NBC", "CBS")),
         # several values on both sides: the announced change pairs those after one predicate
@@ -144,3 +152,12 @@ def test_a_raw_texts_first_sentence_given_as_its_title_names_no_subject():
     [found] = contradictions(old, new, old_title=old, new_title=new)
 
     assert (found.old_value, found.new_value) == ("Ashby Park", "Kingsmead Stadium")
+
+
+def test_a_middle_initial_stays_inside_its_name():
+    texts = [v.text for v in extract_values("President George W. Bush appointed Ann B. Davis.")]
+    assert texts == ["President George W. Bush", "Ann B. Davis"]
+    # an initial that ends a clause does not swallow the next sentence's pronoun
+    assert [v.text for v in extract_values("He served in World War I. He then moved.")] == [
+        "World War I"
+    ]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from memory_bank.config import RetrievalConfig
-from memory_bank.query.answering import (
+from memory_bank.query.answer_sentences import (
     AnswerSentence,
     answer_text,
     calibrate_confidence,

@@ -55,3 +55,13 @@ def test_a_period_before_a_lowercase_word_ends_no_sentence():
         "The offices are in Washington, D.C. and Little Rock, Arkansas.",
         "They moved in 2024.",
     ]
+
+
+def test_an_initialism_with_its_dots_ends_no_sentence():
+    text = "He plays as a central defender for F.C. Famalicão. He was born in Lisbon."
+    assert split_sentences(text) == [
+        "He plays as a central defender for F.C. Famalicão.",
+        "He was born in Lisbon.",
+    ]
+    # a plain word before a full stop still ends its sentence
+    assert split_sentences("He joined the club. It won.") == ["He joined the club.", "It won."]

@@ -12,7 +12,8 @@ import pytest
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.ingest.executor import LocalExecutor
-from memory_bank.query.slots import SlotMemory, answer_kinds, slot_changes
+from memory_bank.query.slot_rules import answer_kinds
+from memory_bank.query.slots import SlotMemory, slot_changes
 from memory_bank.text.sentences import split_sentences
 
 CEO = "The chief executive of Norvale Foods is Alice Moreno. The company makes frozen soups."
@@ -160,3 +161,112 @@ def test_a_common_word_can_be_the_value_that_changed(embedder):
     found = change.contradiction
     assert (found.old_value, found.new_value, found.kind) == ("violin", "cello", "word")
     assert slot_changes("When did Marta Ilves start playing?", [older, newer]) == []
+
+
+def _question(embedder, text: str) -> np.ndarray:
+    return np.asarray(embedder.encode([text])[0], dtype=np.float32)
+
+
+def test_names_do_not_make_two_attributes_one(embedder):
+    # The raw sentences are close (the name dominates their embeddings); with their values
+    # masked, "X studied in X" and "X is employed by X" are not the same statement.
+    older = _memory(embedder, 0, "Satya Nadella studied in Manipal.", 100.0)
+    newer = _memory(embedder, 1, "Satya Nadella is employed by Google.", 200.0)
+    question = "Which company employs Satya Nadella?"
+
+    found = slot_changes(
+        question, [older, newer], query_vector=_question(embedder, question), encode=embedder.encode
+    )
+
+    assert found == []
+
+
+def test_an_encyclopedic_sentence_is_compared_by_the_value_the_question_asks_for(embedder):
+    older = _memory(
+        embedder,
+        0,
+        "# Eddie Irvine\n\nEdmund Irvine Jr. (born 10 November 1965) is a retired British racing "
+        "driver from Northern Ireland. He was a Formula One driver between 1993 and 2002.",
+        100.0,
+    )
+    newer = _memory(embedder, 1, "Eddie Irvine was born on 10 November 1964.", 200.0)
+    question = "When was the racing driver Eddie Irvine born?"
+
+    [change] = slot_changes(
+        question, [older, newer], query_vector=_question(embedder, question), encode=embedder.encode
+    )
+
+    found = change.contradiction
+    assert (found.old_value, found.new_value) == ("10 November 1965", "10 November 1964")
+    assert found.old_sentence.startswith("Edmund Irvine Jr.")
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [("What is the birth date of Eddie Irvine?", {"date"}), ("For how many years?", {"number"})],
+)
+def test_a_date_is_asked_for_by_its_name_too(question, kinds):
+    assert answer_kinds(question) == kinds
+
+
+def _changes(embedder, old: str, new: str, question: str) -> list[tuple[str, str]]:
+    older = _memory(embedder, 0, old, 100.0)
+    newer = _memory(embedder, 1, new, 200.0)
+    found = slot_changes(
+        question, [older, newer], query_vector=_question(embedder, question), encode=embedder.encode
+    )
+    return [(c.contradiction.old_value, c.contradiction.new_value) for c in found]
+
+
+def test_two_people_of_one_family_are_two_values(embedder):
+    # One surname, first names that do not begin alike: two people, not one told two ways.
+    old = "# Bass Brewery\n\nThe Bass Brewery was founded in 1777 by William Bass in Burton."
+    new = "The founder of the Bass Brewery was Michael Bass."
+
+    assert _changes(embedder, old, new, "Who founded the Bass Brewery?") == [
+        ("William Bass", "Michael Bass")
+    ]
+
+
+def test_a_possessor_is_not_the_value_it_qualifies(embedder):
+    old = (
+        "# Palash Sen\n\nPalash Sen is an Indian singer, songwriter, musician, composer and actor "
+        "best known as the founder and frontman of India's pop band Euphoria."
+    )
+    new = "Palash Sen is the founder and frontman of the band Indian Ocean."
+
+    assert _changes(embedder, old, new, "Which band did Palash Sen found?") == [
+        ("Euphoria", "Indian Ocean")
+    ]
+
+
+def test_a_place_after_a_lifespan_is_where_the_person_died(embedder):
+    old = (
+        "# Elsie Driggs\n\nElsie Driggs (1898 – July 12, 1992 in New York City) was an American "
+        "painter known for her contributions to Precisionism."
+    )
+    new = "Elsie Driggs died in Philadelphia."
+
+    assert _changes(embedder, old, new, "Where did the painter Elsie Driggs die?") == [
+        ("New York City", "Philadelphia")
+    ]
+
+
+def test_a_main_clause_after_a_fronted_phrase_is_about_the_texts_subject(embedder):
+    old = (
+        "# BroadwayHD\n\nBroadwayHD is a company founded in 2013 by Stewart F. Lane. Based out "
+        "of New York City, the company records live theater performances."
+    )
+    new = "BroadwayHD is based in Chicago."
+
+    assert ("New York City", "Chicago") in _changes(
+        embedder, old, new, "Where is the company BroadwayHD based?"
+    )
+
+
+def test_a_founder_is_no_place(embedder):
+    # "by" introduces who did it, "in" where: the founder is not the city the company left.
+    old = "# BroadwayHD\n\nBroadwayHD is a company founded in 2013 by Stewart F. Lane."
+    new = "BroadwayHD is based in Chicago."
+
+    assert _changes(embedder, old, new, "Where is the company BroadwayHD based?") == []

@@ -1,0 +1,252 @@
+"""One sentence read for what a contradiction turns on: its values, its frame (the stems of
+its other content words), its cues (a replacement named, a change announced, a single role),
+where its subject phrase ends; and a text's principal subject, which sentences referring back
+("It was ...") are about."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memory_bank.graph.value_identity import (
+    compatible_names,
+    dates_compatible,
+    same_name,
+    value_key_of,
+)
+from memory_bank.graph.values import Value, extract_values
+from memory_bank.text.lexicon import MARKDOWN_HEADER, search_tokens, stem_words
+from memory_bank.text.sentences import split_sentences
+
+# A later sentence that names the value it replaces.
+REPLACEMENT_CUES = re.compile(
+    r"\b(?:replac(?:ed|es|ing)|succeed(?:ed|s)?|successor|took over|takes over|no longer|"
+    r"formerly|previously|former|instead of|rather than|changed? from|switched from|"
+    r"moved from|renamed|not\b[^.;]*\bbut\b|used to|earlier (?:reports?|records?)|"
+    r"(?:,|;|\(|—|–)\s*not\b|\bnot\s+(?:as|like)\b)",
+    re.IGNORECASE,
+)
+# A later sentence that announces a change without naming what it replaces.
+_UPDATE_CUES = re.compile(
+    r"\b(?:now|new|newly|current(?:ly)?|latest|updated?|as of|has become|became|becomes|"
+    r"appointed|elected|named|moved|relocated|changed|switched|corrected|correction|revised|"
+    r"actually|in fact|took office|stepped down|resigned|retired|since)\b",
+    re.IGNORECASE,
+)
+# "is the CEO of", "as the director of", "'s new president": a role only one holder fills.
+_SINGLE_ROLE = re.compile(
+    r"\b(?:is|was|became|becomes|remains|remained|as|named|appointed|elected)\s+"
+    r"(?:now\s+|currently\s+|still\s+)?(?:the|its|their|his|her)\s+(?:new\s+|current\s+|sole\s+|only\s+)?(?:[\w-]+\s+){0,2}?"
+    r"(?:of|for|at)\b|['’]s\s+(?:new\s+|current\s+)?(?:[\w-]+\s+){0,2}?(?:is|was)\b",
+    re.IGNORECASE,
+)
+# Where a sentence's subject phrase ends: its first copula, auxiliary or past-tense verb.
+_SUBJECT_END = re.compile(
+    r"\b(?:is|are|was|were|be|been|has|have|had|will|would|can|could|may|might|shall|should|"
+    r"must|became|becomes|remains|remained|[a-z]{3,}ed|(?!(?:its|this|was|has|his|hers|ours|"
+    r"yours|theirs|always|perhaps|sometimes|besides|whereas|towards|afterwards|news|series|"
+    r"species|class)\b)[a-z]{2,}[^s\W]s)\b"
+)
+# Sentences that open by referring back to what the text is about.
+_REFERENCE_OPENING = re.compile(
+    r"^\W*(?:it|its|he|his|she|her|they|their|this|these|(?:the|a|an)\s+[a-z])",
+    re.IGNORECASE,
+)
+_PRONOUN_SUBJECT = re.compile(
+    r"\b(?:it|he|she|they)\s+(?:is|was|are|were|has|had|became)\b", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class SentenceFacts:
+    """One sentence read for values and frame (see the module docstring)."""
+
+    text: str
+    values: tuple[Value, ...]
+    frame: frozenset[str]  # stems of the content words outside values
+    replaces: bool  # a replacement cue: the sentence may name the value it replaces
+    announces: bool  # an update cue
+    single_role: bool  # "is the CEO of": only one holder
+    subject_end: int  # where the subject phrase ends (its first copula or past-tense verb)
+    refers_back: bool  # opens with a pronoun or a common noun: about what the text is about
+    role_objects: frozenset[str]  # names a single role is of ("Acme" in "the CEO of Acme")
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset(value.key for value in self.values)
+
+
+@lru_cache(maxsize=65536)
+def sentence_facts(sentence: str) -> SentenceFacts:
+    values = tuple(extract_values(sentence))
+    outside = list(sentence)
+    for value in values:
+        outside[value.start : value.end] = " " * (value.end - value.start)
+    words = "".join(outside)  # a cue is a word of the sentence, not of a name ("New Jersey")
+    frame = frozenset(stem_words(search_tokens(words))) or _preposition_frame(sentence, values)
+    role = _SINGLE_ROLE.search(sentence)
+    subject_end = _SUBJECT_END.search(sentence)
+    return SentenceFacts(
+        text=sentence,
+        values=values,
+        frame=frame,
+        replaces=REPLACEMENT_CUES.search(words) is not None,
+        announces=_UPDATE_CUES.search(words) is not None,
+        single_role=role is not None,
+        subject_end=subject_end.start() if subject_end else len(sentence),
+        refers_back=_REFERENCE_OPENING.match(sentence) is not None,
+        role_objects=_role_objects(sentence, values, role),
+    )
+
+
+_COPULA = re.compile(r"\b(?:is|was|are|were)\s+(?:the|an?)\b", re.IGNORECASE)
+_PREPOSITION_BEFORE = re.compile(r"\b(in|at|on|from|of|by|to|near|for)\s*$", re.IGNORECASE)
+
+
+def _preposition_frame(sentence: str, values: tuple[Value, ...]) -> frozenset[str]:
+    """The frame of a sentence with no content word of its own ("The Eiffel Tower is in
+    Paris."): the prepositions that introduce its values ("@in")."""
+    found = frozenset(
+        f"@{match.group(1).lower()}"
+        for value in values
+        if (match := _PREPOSITION_BEFORE.search(sentence[max(0, value.start - 8) : value.start]))
+    )
+    # "Tostig Godwinson was the Earl of Mercia.": a copula between two names is the attribute
+    return found or (frozenset({"@be"}) if _COPULA.search(sentence) else frozenset())
+
+
+Subject = frozenset[str]  # the name and date keys that pick out what a sentence is about
+
+
+@dataclass(frozen=True)
+class TextFacts:
+    """A text's sentences with values, and its principal subject: the names and dates of its
+    title, or of its first sentence's subject phrase ("The 1964 United States presidential
+    election"); sentences that refer back ("It was held on ...") are about it."""
+
+    principal: Subject
+    sentences: tuple[SentenceFacts, ...]
+
+    def about(self, facts: SentenceFacts) -> list[Subject]:
+        """What a sentence is about: its own subject phrase's names and dates, the principal
+        subject when it names it or refers back, the organization of a single role."""
+        subjects: list[Subject] = [frozenset({key}) for key in facts.role_objects]
+        names = [v.key for v in facts.values if v.kind == "name"]
+        principal_names = [k for k in self.principal if k.startswith("e:")]
+        own = _subject_of(facts) if not facts.refers_back else _of_subject(facts)
+        pronoun = not own and _PRONOUN_SUBJECT.search(facts.text) is not None
+        if self.principal and (
+            facts.refers_back
+            or pronoun
+            or any(compatible_names(n, p) for n in names for p in principal_names)
+        ):
+            subjects.append(self.principal)
+        if own:
+            subjects.append(own)
+        return subjects
+
+
+def text_facts(text: str, title: str | None = None) -> TextFacts:
+    """The facts of every sentence of `text` that holds a value and a frame."""
+    sentences = [
+        sentence_facts(sentence)
+        for sentence in split_sentences(text)
+        if not MARKDOWN_HEADER.match(sentence)  # a heading names a topic, it states nothing
+    ]
+    for line in text.splitlines()[:3]:
+        heading = MARKDOWN_HEADER.match(line)
+        if heading and not title:
+            title = heading.group(2).strip()
+    if title and _excerpt_title(title, text):
+        title = None  # a raw text's first sentence, not a name for what the text is about
+    principal: Subject = frozenset()
+    if title:
+        title_values = extract_values(f"About {title}")  # a title's first word is no grammar
+        principal = frozenset(v.key for v in title_values if v.kind in ("name", "date"))
+    if not principal and sentences:
+        principal = _subject_of(sentences[0])
+    kept = tuple(fact for fact in sentences if fact.values and fact.frame)
+    return TextFacts(principal, kept)
+
+
+def _excerpt_title(title: str, text: str) -> bool:
+    """Whether `title` is the opening of a text that has no title of its own: a raw text's
+    first line, a sentence (possibly cut short with "…"), given as its title by ingest."""
+    first = text.lstrip().split("\n", 1)[0].strip()
+    stem = title.strip().rstrip("…").rstrip()
+    is_sentence = title.strip()[-1:] in ".!?…"
+    return (
+        bool(stem) and is_sentence and not MARKDOWN_HEADER.match(first) and first.startswith(stem)
+    )
+
+
+def _subject_of(facts: SentenceFacts) -> Subject:
+    """The names (and the dates beside them) of a sentence's subject phrase."""
+    opening = [v for v in facts.values if v.start < facts.subject_end]
+    if not any(v.kind == "name" for v in opening):
+        return _of_subject(facts)
+    return frozenset(v.key for v in opening if v.kind in ("name", "date"))
+
+
+# "The headquarters of Nokia are ...", "The mother tongue of Danielle Darrieux is ...": an
+# opening attribute phrase names what the sentence is about after its "of".
+_OF_OPENING = re.compile(r"\W*(?i:the|a|an)\s+(?:[a-z][\w'’-]*\s+){1,4}?of\s+(?:the\s+)?")
+
+
+def _of_subject(facts: SentenceFacts) -> Subject:
+    """The name right after an opening "The <attribute> of" (empty without one)."""
+    opening = _OF_OPENING.match(facts.text)
+    if opening is None:
+        return frozenset()
+    for value in facts.values:
+        if value.kind == "name" and opening.end() <= value.start <= opening.end() + 1:
+            return frozenset({value.key})
+    return frozenset()
+
+
+def same_subject(first: Subject, second: Subject, strict: bool = False) -> bool:
+    """Whether two subjects pick out one thing: every name of the smaller has a compatible
+    name in the other (`strict`: the same name, or a surname of it), and where both carry
+    dates they share one."""
+    names_a = [k for k in first if k.startswith("e:")]
+    names_b = [k for k in second if k.startswith("e:")]
+    if not names_a or not names_b:
+        return False
+    small, large = (names_a, names_b) if len(names_a) <= len(names_b) else (names_b, names_a)
+    match = same_name if strict else compatible_names
+    if not all(any(match(a, b) for b in large) for a in small):
+        return False
+    dates_a = {k for k in first if k.startswith("d:")}
+    dates_b = {k for k in second if k.startswith("d:")}
+    if dates_a and dates_b:
+        return any(dates_compatible(a, b) for a in dates_a for b in dates_b)
+    return True
+
+
+def _role_objects(
+    sentence: str, values: tuple[Value, ...], role: re.Match[str] | None
+) -> frozenset[str]:
+    """The name a single role is of: "the CEO of Acme" -> Acme (right after the role)."""
+    if role is None:
+        return frozenset()
+    for value in values:
+        if value.kind == "name" and value.start >= role.end():
+            between = search_tokens(sentence[role.end() : value.start])
+            return frozenset({value.key}) if len(between) <= 1 else frozenset()
+    return frozenset()
+
+
+def same_frame(sentence: str, claim_sentence: str) -> bool:
+    """Whether a sentence speaks of a claim's attribute: it shares a frame word with it."""
+    a, b = sentence_facts(sentence.strip()), sentence_facts(claim_sentence.strip())
+    return bool(a.frame & b.frame)
+
+
+def mentions_value(sentence: str, value: str) -> bool:
+    """Whether `sentence` states `value` (a value's surface text), as a value of its own."""
+    key = value_key_of(value)
+    if key is not None:
+        return any(v.key == key for v in sentence_facts(sentence).values)
+    # A common word ("cello"): as a word of its own, not inside another ("violoncello").
+    return re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", sentence.lower()) is not None

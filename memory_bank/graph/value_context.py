@@ -1,0 +1,123 @@
+"""The words around a value in its sentence: the predicate it fills ("formed in", "born
+on"), its local frame, the words before it; and whether the sentence assigns it at all (not an
+alias, not one item of an enumeration, not qualified by a date of its clause)."""
+
+from __future__ import annotations
+
+import re
+
+from memory_bank.graph.sentence_facts import SentenceFacts
+from memory_bank.graph.values import Value
+from memory_bank.text.lexicon import search_tokens, stem_words
+
+_ALIAS = re.compile(
+    r"\b(?:known|called|nicknamed|referred to|dubbed|titled)\s+(?:as|by)?\b", re.IGNORECASE
+)
+# Enumerations: values of one kind, this many, joined by commas and "and": a list, not a value.
+MAX_VALUES_OF_A_KIND = 3
+_LIST_GAP = re.compile(r"\s*(?:,|;|/)?\s*(?:(?:and|or|&)\s+)?")
+
+
+def named_as_alias(facts: SentenceFacts, value: Value) -> bool:
+    """ "also known as X": the words right before the value introduce an alias."""
+    return _ALIAS.search(facts.text[max(0, value.start - 40) : value.start] + "\x00") is not None
+
+
+def clause_date(facts: SentenceFacts, value: Value, differing: list[Value]) -> bool:
+    """Whether another differing value in the value's own clause is a date (its qualifier)."""
+    start, end = _clause_bounds(facts.text, value)
+    return any(
+        v.kind == "date" and v.key != value.key and start <= v.start and v.end <= end
+        for v in differing
+    )
+
+
+def _clause_bounds(text: str, value: Value) -> tuple[int, int]:
+    left = max((text.rfind(mark, 0, value.start) for mark in ",;:()–—"), default=-1)
+    rights = [text.find(mark, value.end) for mark in ",;:()–—"]
+    right = min((r for r in rights if r >= 0), default=len(text))
+    return left + 1, right
+
+
+def local_frame(facts: SentenceFacts, value: Value) -> frozenset[str]:
+    """The content words next to a value (five before, two after, other values skipped): the
+    attribute it fills. A lifespan "(1 July 1903 – 5 January 1941)" says born and died."""
+    before = _outside_values(facts, 0, value.start)
+    after = _outside_values(facts, value.end, len(facts.text))
+    words = set(stem_words(search_tokens(before)[-5:] + search_tokens(after)[:2]))
+    if value.kind == "date" and _LIFESPAN.search(facts.text):
+        words |= {"born", "die"}
+    return frozenset(words)
+
+
+def _outside_values(facts: SentenceFacts, start: int, end: int) -> str:
+    text = list(facts.text[start:end])
+    for other in facts.values:
+        if other.end > start and other.start < end:
+            for i in range(max(other.start, start), min(other.end, end)):
+                text[i - start] = " "
+    return "".join(text)
+
+
+# "(1 July 1903 – 5 January 1941)", "(1898 – July 12, 1992 in New York City)"
+_LIFESPAN = re.compile(r"\([^()]*\d{3,4}\s*[–—-]\s*[^()]*\d{3,4}(?:\s+(?:in|at)\s[^()\d]*)?\s*\)")
+
+
+def value_context(facts: SentenceFacts, value: Value) -> frozenset[str]:
+    """The words a value is said with: its predicate and the content words before it."""
+    return predicate_of(facts, value) | left_context(facts, value)
+
+
+def assigns(facts: SentenceFacts, value: Value) -> bool:
+    """Whether the sentence gives `value` as a value: not an alias ("also known as") and not
+    one of an enumeration ("starring A, B and C")."""
+    aliased = value.kind == "name" and named_as_alias(facts, value)  # a date has no alias
+    return not (aliased or in_list(facts, value))
+
+
+def predicate_of(facts: SentenceFacts, value: Value) -> frozenset[str]:
+    """The two content words nearest before a value (its predicate: "formed in", "born on");
+    the dates of a lifespan "(1 July 1903 - 5 January 1941)" are born and died, and so are
+    the places after them."""
+    lifespan = _LIFESPAN.search(facts.text)
+    if lifespan and lifespan.start() <= value.start < lifespan.end():
+        dates = [
+            v
+            for v in facts.values
+            if v.kind == "date" and lifespan.start() <= v.start < lifespan.end()
+        ]
+        if value.kind == "date":
+            return frozenset({"born"} if dates and dates[0] is value else {"die"})
+        # "(1898 – July 12, 1992 in New York City)": a place after the second date is where
+        # the person died, after the first where they were born.
+        before = [d for d in dates if d.end <= value.start]
+        if before:
+            return frozenset({"born"} if len(before) == 1 else {"die"})
+    before = search_tokens(_outside_values(facts, 0, value.start))[-2:]
+    return frozenset(stem_words(before))
+
+
+def left_context(facts: SentenceFacts, value: Value, words: int = 3) -> frozenset[str]:
+    """The content words before a value, back to the previous value of its kind."""
+    start = max(
+        (v.end for v in facts.values if v.kind == value.kind and v.end <= value.start), default=0
+    )
+    before = search_tokens(_outside_values(facts, start, value.start))[-words:]
+    return frozenset(stem_words(before))
+
+
+def in_list(facts: SentenceFacts, value: Value) -> bool:
+    """Whether `value` stands in a list of at least MAX_VALUES_OF_A_KIND values of its kind,
+    one after the other, joined by commas and "and" ("A, B and C")."""
+    same = [v for v in facts.values if v.kind == value.kind]
+    if value not in same:
+        return False
+    position = same.index(value)
+    first = last = position
+    while first > 0 and _LIST_GAP.fullmatch(facts.text[same[first - 1].end : same[first].start]):
+        first -= 1
+    while last < len(same) - 1 and _LIST_GAP.fullmatch(
+        facts.text[same[last].end : same[last + 1].start]
+    ):
+        last += 1
+    return last - first + 1 >= MAX_VALUES_OF_A_KIND

@@ -1,0 +1,94 @@
+"""When two values are one: a name told longer or shorter ("Smith", "Bob Smith"), a place
+without its region, a date told more or less precisely, a bare number and the same number with
+its unit."""
+
+from __future__ import annotations
+
+from memory_bank.graph.values import Value, extract_values
+
+
+def value_key_of(text: str) -> str | None:
+    values = extract_values(text)
+    return values[0].key if len(values) == 1 else None
+
+
+def distinct_values(values: list[Value]) -> list[Value]:
+    seen: dict[str, Value] = {}
+    for value in values:
+        seen.setdefault(value.key, value)
+    return list(seen.values())
+
+
+def date_parts_shared(first: str, second: str) -> int:
+    if not (first.startswith("d:") and second.startswith("d:")):
+        return 0
+    a, b = first[2:].split("-"), second[2:].split("-")
+    return sum(1 for x, y in zip(a, b, strict=False) if x == y and x.strip("-"))
+
+
+def same_kind(first: str, second: str) -> bool:
+    if first == second:
+        return True
+    # A bare number and a number with a unit may be the same quantity ("12" vs "12 members").
+    return (
+        first.startswith("number:")
+        and second.startswith("number:")
+        and ""
+        in (
+            first.split(":", 1)[1],
+            second.split(":", 1)[1],
+        )
+    )
+
+
+def name_contains(first: Value, second: Value) -> bool:
+    """ "Bob Smith" and "Smith" name the same person: not two values."""
+    if first.kind != "name":
+        return False
+    a = set(first.key[2:].replace("|", " ").split())
+    b = set(second.key[2:].replace("|", " ").split())
+    return a <= b or b <= a
+
+
+def present_in(value: Value, others: tuple[Value, ...]) -> bool:
+    """Whether `others` hold `value`, or the same name told longer or shorter ("Acme" and
+    "Acme Corporation")."""
+    return any(
+        other.key == value.key
+        or (value.kind == "name" == other.kind and name_contains(value, other))
+        for other in others
+    )
+
+
+def dates_compatible(first: str, second: str) -> bool:
+    """ "June 2017" and "June 16, 2017": one date told more or less precisely."""
+    if not (first.startswith("d:") and second.startswith("d:")):
+        return False
+    return first.startswith(second) or second.startswith(first)
+
+
+def same_name(first: str, second: str) -> bool:
+    """Equal name keys, or one the other's last words ("e:weizman", "e:ezer weizman"), or a
+    place named without its region ("e:young", "e:young|new south wales")."""
+    if first == second:
+        return True
+    if "|" in first or "|" in second:
+        return same_name(first.split("|")[0], second.split("|")[0])
+    a, b = first[2:].split(), second[2:].split()
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    return bool(short) and long[-len(short) :] == short and (len(short) > 1 or len(long) <= 3)
+
+
+def compatible_names(first: str, second: str) -> bool:
+    """Two name keys for one entity: equal, or one's words within the other's ("e:stella",
+    "e:joseph stella")."""
+    if first == second:
+        return True
+    if "|" in first or "|" in second:
+        return compatible_names(first.split("|")[0], second.split("|")[0]) or compatible_names(
+            first.replace("|", " "), second.replace("|", " ")
+        )
+    if not (first.startswith("e:") and second.startswith("e:")):
+        return False
+    a, b = set(first[2:].replace("|", " ").split()), set(second[2:].replace("|", " ").split())
+    return bool(a and b) and (a <= b or b <= a)

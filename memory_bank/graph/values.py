@@ -1,0 +1,382 @@
+"""The values of a sentence: the spans a fact turns on.
+
+Dates and years (normalized to "d:YYYY-MM-DD" keys, told more or less precisely), numbers with
+their unit class ("n:3.5e+06", "number:inhabitant"), number words before a unit ("three
+members"), weekdays, and names: runs of capitalized words joined by "of", "de", ..., without
+grammar's capitals (a sentence-opening "The", "Currently"), a place with its region ("Young,
+New South Wales") or a pair ("Steely and Clevie") as one value, and names ending in a model
+number ("Apollo 11"). Everything else a sentence says is its frame (`sentence_facts`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from memory_bank.text.lexicon import FUNCTION_WORDS, stem_words
+
+MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_MONTH_ABBREVIATIONS = {month[:3]: month for month in MONTHS} | {"sept": "september"}
+_WEEKDAYS = frozenset(
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+)
+# Titles written in capitals that name a role, not someone: frame words, never values.
+_ROLE_ACRONYMS = frozenset(
+    ["ceo", "cfo", "cto", "coo", "cio", "cmo", "cso", "vp", "svp", "evp", "md", "mp", "mep", "gm"]
+)
+_NUMBER_WORDS = {
+    word: value
+    for value, word in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+    if value >= 2  # "one" is a pronoun as often as a number
+}
+_SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "bn": 1e9, "m": 1e6}
+_MONTH_NAME = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+_YEAR = r"(?:1[0-9]{3}|20[0-9]{2})"
+_DATE = re.compile(
+    rf"\b(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?P<m1>{_MONTH_NAME})(?:,?\s+(?P<y1>{_YEAR}))?"
+    rf"|(?P<m2>{_MONTH_NAME})\s+(?:(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+)?(?P<y2>{_YEAR})"
+    rf"|(?P<y3>{_YEAR})-(?P<mn>\d{{2}})-(?P<dn>\d{{2}})"
+    rf"|(?P<y4>{_YEAR})(?![\d,.]\d))\b"
+)
+_NUMBER = re.compile(
+    r"(?<![\w.])(?P<currency>[$€£¥])?(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?:\s?(?P<scale>thousand|million|billion|trillion|bn|m)\b)?"
+    r"(?:\s?(?P<percent>%|per ?cent\b))?",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W\d_][\w'’.-]*[^\W_]|[^\W\d_]")
+# Words that may join capitalized words into one name ("Bank of America", "Leonardo da Vinci").
+_NAME_JOINERS = frozenset({"of", "de", "da", "del", "der", "di", "du", "van", "von", "la", "le"})
+# Capitalized at a sentence's start by grammar, and not names there.
+_NOT_NAMES = FUNCTION_WORDS | frozenset(
+    [
+        "according",
+        "like",
+        "unlike",
+        "although",
+        "despite",
+        "following",
+        "today",
+        "yesterday",
+        "tomorrow",
+        "currently",
+        "recently",
+        "initially",
+        "originally",
+        "later",
+        "earlier",
+        "meanwhile",
+        "now",
+        "since",
+        "while",
+        "yes",
+        "no",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "our",
+        "their",
+        "his",
+        "her",
+        "its",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "from",
+        "with",
+        "after",
+        "before",
+        "during",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Value:
+    """A span a fact turns on: its surface text, a normalized key, and its kind."""
+
+    text: str
+    key: str
+    kind: str  # "name", "date", "number:<unit class>"
+    start: int
+    end: int
+
+
+def extract_values(sentence: str) -> list[Value]:
+    """Dates, numbers and names of one sentence, left to right, non-overlapping."""
+    values: list[Value] = []
+    taken: list[tuple[int, int]] = []
+
+    def free(start: int, end: int) -> bool:
+        return all(end <= s or start >= e for s, e in taken)
+
+    for match in _DATE.finditer(sentence):
+        key = _date_key(match)
+        if key and free(match.start(), match.end()):
+            values.append(Value(match.group(0), key, "date", match.start(), match.end()))
+            taken.append((match.start(), match.end()))
+    for start, end in _numbered_names(sentence):
+        if free(start, end):
+            text = sentence[start:end]
+            values.append(Value(text, "e:" + name_key(text), "name", start, end))
+            taken.append((start, end))
+    for match in _NUMBER.finditer(sentence):
+        start, end = match.start(), match.end()
+        if not free(start, end):
+            continue
+        number = float(match.group("number").replace(",", ""))
+        scale = (match.group("scale") or "").lower()
+        number *= _SCALE.get(scale, 1.0)
+        unit = _unit_after(sentence, end)
+        if match.group("percent"):
+            unit = "percent"
+        elif match.group("currency"):
+            unit = "money"
+        values.append(Value(match.group(0), f"n:{number:g}", f"number:{unit}", start, end))
+        taken.append((start, end))
+    for match in _WORD.finditer(sentence):
+        word = match.group(0).lower()
+        if word in _NUMBER_WORDS and free(match.start(), match.end()):
+            unit = _unit_after(sentence, match.end())
+            if _CAPITALIZED_NEXT.match(sentence, match.end()):
+                continue  # "Nine Inch Nails", "Two Dollar Radio": a name
+            if unit:  # "three members", not "the three of them"
+                key = f"n:{_NUMBER_WORDS[word]:g}"
+                values.append(
+                    Value(match.group(0), key, f"number:{unit}", match.start(), match.end())
+                )
+                taken.append((match.start(), match.end()))
+    for match in _WORD.finditer(sentence):
+        if match.group(0).lower() in _WEEKDAYS and free(match.start(), match.end()):
+            key = "w:" + match.group(0).lower()
+            values.append(Value(match.group(0), key, "weekday", match.start(), match.end()))
+            taken.append((match.start(), match.end()))
+    for start, end in _joined(sentence, [s for s in _name_spans(sentence) if free(*s)]):
+        text = sentence[start:end]
+        place = re.fullmatch(r"(.+?),\s*(.+)", text)  # "Young, New South Wales"
+        key = f"{name_key(place[1])}|{name_key(place[2])}" if place else name_key(text)
+        values.append(Value(text, "e:" + key, "name", start, end))
+        taken.append((start, end))
+    return sorted(values, key=lambda value: value.start)
+
+
+_PAIR_GAP = re.compile(r",\s*|\s+and\s+|\s*&\s*")
+_AND_GAP = re.compile(r"\s+(?:and|&)\s+")
+
+
+def _joined(sentence: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Two names that make one value: a place and its region ("Columbus, Ohio") or a pair
+    ("Steely and Clevie"). Only two: a third name joined the same way makes a list."""
+    joined: list[tuple[int, int]] = []
+    position = 0
+    while position < len(spans):
+        start, end = spans[position]
+        if position + 1 < len(spans):
+            next_start, next_end = spans[position + 1]
+            gap = sentence[end:next_start]
+            third = spans[position + 2] if position + 2 < len(spans) else None
+            continues = third is not None and _PAIR_GAP.fullmatch(sentence[next_end : third[0]])
+            # "New York City and Little Rock, Arkansas": after an "and", a comma joins a
+            # place to its region (a list puts its commas before the "and").
+            region = (
+                gap.strip() == ","
+                and position > 0
+                and _AND_GAP.fullmatch(sentence[spans[position - 1][1] : start]) is not None
+            )
+            if (
+                _PAIR_GAP.fullmatch(gap)
+                and not continues
+                and (region or not _starts_list(sentence, start, spans[:position]))
+            ):
+                joined.append((start, next_end))
+                position += 2
+                continue
+        joined.append((start, end))
+        position += 1
+    return joined
+
+
+def _starts_list(sentence: str, start: int, before: list[tuple[int, int]]) -> bool:
+    """Whether the name at `start` continues a list begun by an earlier name."""
+    return bool(before) and _PAIR_GAP.fullmatch(sentence[before[-1][1] : start]) is not None
+
+
+def _unit_after(sentence: str, end: int) -> str:
+    match = re.match(r"\s*([A-Za-z][a-z]+)", sentence[end:])
+    if not match:
+        return ""
+    word = match.group(1).lower()
+    if word in FUNCTION_WORDS or word in MONTHS or word in _SCALE:
+        return ""
+    return stem_words([word])[0]
+
+
+def _date_key(match: re.Match[str]) -> str | None:
+    groups = match.groupdict()
+    year = groups["y1"] or groups["y2"] or groups["y3"] or groups["y4"]
+    month_text = groups["m1"] or groups["m2"]
+    day = groups["d1"] or groups["d2"] or groups["dn"]
+    month = None
+    if month_text:
+        month = MONTHS.index(_MONTH_ABBREVIATIONS[month_text.lower().rstrip(".")[:3]]) + 1
+    elif groups["mn"]:
+        month = int(groups["mn"])
+    if month_text and not year and not day:
+        return None
+    if groups["m2"] and not day and not year:
+        return None
+    if groups["m1"] and not year:  # "5 May": a day of some year
+        return f"d:--{month:02d}-{int(day):02d}"
+    parts = [year or "----"]
+    if month:
+        parts.append(f"{month:02d}")
+        if day:
+            parts.append(f"{int(day):02d}")
+    return "d:" + "-".join(parts)
+
+
+def _name_spans(sentence: str) -> list[tuple[int, int]]:
+    """Runs of capitalized words (joined by "of", "de", ...), minus grammar's capitals."""
+    words = list(_WORD.finditer(sentence))
+    spans: list[tuple[int, int]] = []
+    run: list[re.Match[str]] = []
+
+    def close() -> None:
+        while run and run[-1].group(0).lower() in _NAME_JOINERS:
+            run.pop()
+        if run:
+            spans.append((run[0].start(), run[-1].end()))
+        run.clear()
+
+    for position, match in enumerate(words):
+        word = match.group(0)
+        lower = word.lower().rstrip(".")
+        capitalized = word[0].isupper() and lower not in _ROLE_ACRONYMS
+        gap = sentence[run[-1].end() : match.start()] if run else " "
+        # "Ann B. Davis", "George W. Bush": a middle initial's dot continues the name
+        initial = gap == ". " and len(run[-1].group(0)) == 1 and run[-1].group(0).isupper()
+        if run and (
+            (
+                gap not in (" ", "-")
+                and not (initial and word[0].isupper() and lower not in _NOT_NAMES)
+            )
+            or _POSSESSIVE.search(run[-1].group(0))
+        ):
+            close()
+        if capitalized and lower not in MONTHS and lower not in _WEEKDAYS:
+            if lower in _MONTH_ABBREVIATIONS and len(lower) <= 4:
+                close()
+                continue
+            opening = position == 0 or _opens_clause(sentence, match.start())
+            numbered = lower in _NUMBER_WORDS and _CAPITALIZED_NEXT.match(sentence, match.end())
+            if (
+                opening
+                and not run
+                and not numbered  # "Nine Inch Nails", "Two Dollar Radio"
+                and (lower in _NOT_NAMES or _common_opening(sentence, words, position))
+            ):
+                continue
+            run.append(match)
+        elif run and lower in _NAME_JOINERS:
+            run.append(match)
+        else:
+            close()
+    close()
+    return [(start, _strip_possessive(sentence, start, end)) for start, end in spans]
+
+
+_CAPITALIZED_NEXT = re.compile(r"\s+[A-Z]")
+_NUMBERED_NAME = re.compile(r"\b(?:[A-Z][\w-]*\s+)*[A-Z][A-Z\w-]*\s+\d{1,3}(?![\d,.]\d|\w)")
+
+
+def _numbered_names(sentence: str) -> list[tuple[int, int]]:
+    """Names that end in a model number ("HD 21", "Apollo 11", "Boeing 747")."""
+    spans = []
+    for match in _NUMBERED_NAME.finditer(sentence):
+        first = match.group(0).split()[0]
+        if first.lower() not in _NOT_NAMES and first.lower() not in MONTHS:
+            spans.append((match.start(), match.end()))
+    return spans
+
+
+_POSSESSIVE = re.compile(r"['’]s$")
+# What follows a sentence-opening name: a verb, a comma, a possessive ("Alice is", "Penn
+# recorded", "Bob, ..."). A capitalized opening word followed by a common word is grammar's
+# capital ("Club historians have ...", "Archival records show ...").
+_NAME_FOLLOWER = re.compile(
+    r"(?:is|are|was|were|has|have|had|will|would|can|could|may|might|must|should|said|says|"
+    r"became|becomes|remains|joined|left|took|won|made|[a-z]+ed|[a-z]+s|[a-z]{3,}ly)$"
+)
+
+
+def _common_opening(sentence: str, words: list[re.Match[str]], position: int) -> bool:
+    word = words[position].group(0)
+    if word.isupper() or _POSSESSIVE.search(word) or position + 1 >= len(words):
+        return False
+    following = words[position + 1]
+    gap = sentence[words[position].end() : following.start()]
+    if gap.strip() or following.group(0)[0].isupper():
+        return False  # "Bob, the CEO", "Alice Moreno": a name
+    return _NAME_FOLLOWER.fullmatch(following.group(0)) is None
+
+
+def _opens_clause(sentence: str, start: int) -> bool:
+    before = sentence[:start].rstrip()
+    return not before or before[-1] in '.:;!?"“(–—-'
+
+
+def _strip_possessive(sentence: str, start: int, end: int) -> int:
+    text = sentence[start:end]
+    for suffix in ("'s", "’s"):
+        if text.endswith(suffix):
+            return end - len(suffix)
+    return end
+
+
+def name_key(text: str) -> str:
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode() or text
+    folded = _POSSESSIVE.sub("", folded.replace("’", "'"))
+    words = [w.lower().strip(".,") for w in re.split(r"[\s,&]+|\band\b", folded) if w.strip(".,")]
+    return " ".join(w for w in words if w not in _NAME_JOINERS and w != "the")
