@@ -2,6 +2,8 @@
 
     python bench/ingest.py [--tokens 1000000] [--store bench/out/ingest_store] [--quick]
                            [--set ray.memorize.concurrency=2 ...]
+    python bench/ingest.py --runners [stories,1000000]   # in-process runner beside Ray
+    python bench/ingest.py --nodes 1,2,3                 # on local clusters of 1-CPU nodes
 
 Builds (once, cached under bench/out/corpus_<tokens>/) a corpus of at least `--tokens` cl100k
 tokens of real text: the QMSum validation meetings as conversation JSON, the HotpotQA corpus
@@ -373,8 +375,23 @@ def main() -> None:
         help="instead: ingest with `ray job submit` on local clusters of these many 1-CPU "
         "nodes (bench/ingest_nodes.py), next to the ideal linear line",
     )
+    parser.add_argument(
+        "--runners",
+        nargs="?",
+        const="stories,TOKENS",
+        default=None,
+        metavar="SIZES",
+        help="instead: the in-process runner and Ray side by side, each a whole `memory-bank "
+        "ingest` process, on these corpora (bench/runners.py; `stories` is the ~70k-token one, "
+        "a number this script's corpus of that many tokens; default: stories and --tokens)",
+    )
     args = parser.parse_args()
     target = 100_000 if args.quick else args.tokens
+    if args.runners:
+        from bench.runners import compare
+
+        compare(args.runners.replace("TOKENS", str(target)).split(","))
+        return
     config = with_overrides(load_config(args.config), args.overrides)
 
     corpus = build_corpus(target)

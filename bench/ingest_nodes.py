@@ -120,7 +120,8 @@ def chunk_ids(out: Path, nodes: int) -> list[str]:
 
 
 def print_node_table(runs: list[NodeRun]) -> None:
-    """Throughput per node count, the ideal linear line from one node, efficiency, stages."""
+    """Throughput per node count, the ideal linear line from one node, efficiency (against
+    that line and against the machine's cores), stages."""
     base = next(run for run in runs if run.nodes == min(r.nodes for r in runs))
     per_node = base.tokens / base.ingest_seconds / base.nodes
     header = [
@@ -130,6 +131,9 @@ def print_node_table(runs: list[NodeRun]) -> None:
         "tokens/s",
         "ideal tokens/s",
         "efficiency",
+        "cores",
+        "2-core cap tokens/s",
+        "of cap",
         "chunks/s",
         "read+chunk s",
         "embed+memorize s",
@@ -137,10 +141,15 @@ def print_node_table(runs: list[NodeRun]) -> None:
         "plan / readme / graph / write",
         "load before/after",
     ]
+    cores = len(os.sched_getaffinity(0))
+    header[header.index("2-core cap tokens/s")] = f"{cores}-core cap tokens/s"
     rows = []
     for run in runs:
         rate = run.tokens / run.ingest_seconds
         ideal = per_node * run.nodes
+        # Nodes are pinned one to a core: beyond the machine's cores they share cores, so the
+        # most this machine can show is the one-node rate times min(nodes, cores).
+        cap = per_node * min(run.nodes, cores)
         stages = run.stages
         commit_parts = [
             stages.get("commit: plan", 0),
@@ -156,6 +165,9 @@ def print_node_table(runs: list[NodeRun]) -> None:
                 f"{rate:,.0f}",
                 f"{ideal:,.0f}",
                 f"{rate / ideal:.2f}",
+                str(min(run.nodes, cores)),
+                f"{cap:,.0f}",
+                f"{rate / cap:.2f}",
                 f"{run.chunks / run.ingest_seconds:.1f}",
                 f"{stages.get('read', 0) + stages.get('chunk', 0):.1f}",
                 f"{stages.get('embed+memorize', 0):.1f}",

@@ -81,23 +81,40 @@ def run_once(corpus: Path, runner: str) -> dict:
     return {"wall": wall, "summary": summary}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="stories,1000000")
-    parser.add_argument("--repeats", type=int, default=1)
-    args = parser.parse_args()
+# Issue 14's targets for Ray's wall time over the in-process runner's: at most 1.25x on a small
+# corpus (~70k tokens), at most 1.0x at 1M tokens.
+SMALL_TOKENS, SMALL_TARGET = 100_000, 1.25
+LARGE_TOKENS, LARGE_TARGET = 900_000, 1.0
+
+
+def target_ratio(tokens: int) -> float | None:
+    """The ratio Ray should stay within at `tokens`; None between the two sizes."""
+    if tokens <= SMALL_TOKENS:
+        return SMALL_TARGET
+    if tokens >= LARGE_TOKENS:
+        return LARGE_TARGET
+    return None
+
+
+def compare(sizes: list[str], repeats: int = 1) -> None:
+    """Ingest each corpus with both runners, alternating; print one table."""
     threshold = AppConfig().ray.in_process_below_tokens
 
     rows = []
-    for size in args.sizes.split(","):
+    for size in sizes:
         corpus = corpus_for(size)
         estimate = estimated_tokens(discover_files([corpus]))
         runs: dict[str, list[dict]] = {"local": [], "ray": []}
         loads = [os.getloadavg()[0]]
-        for _ in range(args.repeats):
+        for _ in range(repeats):
             for runner in ("local", "ray"):
                 runs[runner].append(run_once(corpus, runner))
                 loads.append(os.getloadavg()[0])
+                print(
+                    f"{size} {runner}: {runs[runner][-1]['wall']:.1f} s, load "
+                    f"{loads[-2]:.1f} -> {loads[-1]:.1f}",
+                    flush=True,
+                )
         local = statistics.median(run["wall"] for run in runs["local"])
         ray = statistics.median(run["wall"] for run in runs["ray"])
         auto = choose_runner(
@@ -115,6 +132,12 @@ def main() -> None:
             reverse=True,
         )
         chunks = runs["local"][-1]["summary"]["chunks"]
+        target = target_ratio(estimate if size == "stories" else int(size))
+        verdict = (
+            "-"
+            if target is None
+            else f"<= {target:.2f}x: {'met' if ray / local <= target else 'missed'}"
+        )
         rows.append(
             (
                 size,
@@ -123,23 +146,33 @@ def main() -> None:
                 f"{local:.1f}",
                 f"{ray:.1f}",
                 f"{ray / local:.2f}x",
+                verdict,
                 auto.runner,
                 ", ".join(f"{stage} +{extra:.1f}s" for extra, stage in differences[:4]),
-                f"{statistics.mean(loads):.1f}",
+                " -> ".join(f"{load:.1f}" for load in loads),
             )
         )
 
     header = (
-        "corpus", "tokens (est.)", "chunks", "local s", "ray s", "ray/local", "auto",
-        "where Ray spends more (last run)", "load",
+        "corpus", "tokens (est.)", "chunks", "local s", "ray s", "ray/local", "target",
+        "auto", "where Ray spends more (last run)", "load (1 min) before, after each run",
     )  # fmt: skip
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    print(f"{os.cpu_count()} cores; median of {args.repeats} run(s) per runner; wall seconds of "
+    print()
+    print(f"{os.cpu_count()} cores; median of {repeats} run(s) per runner; wall seconds of "
           f"the whole `memory-bank ingest` process; auto threshold {threshold:,} tokens")  # fmt: skip
     for number, row in enumerate([header, *rows]):
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
         if number == 0:
             print("  ".join("-" * width for width in widths))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="stories,1000000")
+    parser.add_argument("--repeats", type=int, default=1)
+    args = parser.parse_args()
+    compare(args.sizes.split(","), args.repeats)
 
 
 if __name__ == "__main__":
