@@ -317,7 +317,13 @@ def _pair_by_context(
     """Of several values on both sides, the one pair whose preceding words match ("franchise
     based in Philadelphia, Pennsylvania" / "now based in Camden, New Jersey"); all of them
     when no single pair does."""
-    scored = [(len(left_context(old, a) & left_context(new, b)), a, b) for a in olds for b in news]
+    old_contexts = [left_context(old, a) for a in olds]
+    new_contexts = [left_context(new, b) for b in news]
+    scored = [
+        (len(old_context & new_context), a, b)
+        for a, old_context in zip(olds, old_contexts, strict=True)
+        for b, new_context in zip(news, new_contexts, strict=True)
+    ]
     best = max(score for score, _, _ in scored)
     top = [(a, b) for score, a, b in scored if score == best]
     if best > 0 and len(top) == 1:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from memory_bank.graph.value_identity import (
     compatible_names,
@@ -72,7 +72,7 @@ class SentenceFacts:
     refers_back: bool  # opens with a pronoun or a common noun: about what the text is about
     role_objects: frozenset[str]  # names a single role is of ("Acme" in "the CEO of Acme")
 
-    @property
+    @cached_property  # read for every pair of sentences compared; the values never change
     def keys(self) -> frozenset[str]:
         return frozenset(value.key for value in self.values)
 

@@ -12,6 +12,7 @@ is placed above a hit whose matching claim was superseded, which carries the his
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
@@ -36,6 +37,7 @@ class Currency:
         self.view = view
         self.corpus = corpus
         self.embedder = embedder
+        self._masked_vectors = _VectorCache(embedder.encode) if embedder is not None else None
         self._index_of_chunk = {chunk_id: i for i, chunk_id in enumerate(corpus.chunk_ids)}
 
     def supersessions(self, indices: Iterable[int]) -> dict[int, list[Supersession]]:
@@ -155,7 +157,7 @@ class Currency:
 
         read = set(indices)
         found: list[ClaimHistory] = []
-        encode = self.embedder.encode if self.embedder is not None else None
+        encode = self._masked_vectors
         for change in slot_changes(question, memories, decided, query_vector, encode):
             note = self._slot_note(change)
             contradiction = change.contradiction
@@ -397,3 +399,26 @@ def _stating(summary: str, value: str) -> str | None:
 
 def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _VectorCache:
+    """`encode` with the vectors of recent texts kept: the slot rules embed the same masked
+    sentences of the same memories for question after question."""
+
+    def __init__(self, encode: Callable[[list[str]], np.ndarray], size: int = 4096) -> None:
+        self._encode = encode
+        self._size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            encoded = np.asarray(self._encode(missing), dtype=np.float32)
+            self._vectors.update(zip(missing, encoded, strict=True))
+        rows = []
+        for text in texts:
+            self._vectors.move_to_end(text)
+            rows.append(self._vectors[text])
+        while len(self._vectors) > self._size:
+            self._vectors.popitem(last=False)
+        return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)

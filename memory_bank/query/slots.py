@@ -54,6 +54,11 @@ ORDER_GAP_SECONDS = 0.05
 ANSWER_RANK = 2
 # Sentence pairs sharing no value and no frame word are compared only from this cosine.
 CANDIDATE_COSINE = PARAPHRASE_COSINE
+# Sentence pairs judged per question, those closest to answering it first. Dated memories that
+# share many names (the turns of a meeting series) make thousands of pairs, each judged up to
+# three times; unbounded, one such question held a Serve replica's only domain thread for a
+# second and every request queued behind it waited.
+MAX_JUDGED_PAIRS = 64
 _REPLACEMENT = re.compile(
     r"\b(?:not|no longer|formerly|previously|former|replac\w*|succeed\w*|instead of|rather than|"
     r"changed? from|moved from|switched from|earlier|used to|once)\b",
@@ -123,6 +128,8 @@ def slot_changes(
         and not (decided is not None and decided(older.node_id, newer.node_id))
         for candidate in _candidates(older, newer, facts[older.chunk], facts[newer.chunk])
     ]
+    if len(candidates) > MAX_JUDGED_PAIRS:
+        candidates = _closest_to_the_question(candidates, answers)[:MAX_JUDGED_PAIRS]
     changes: list[SlotChange] = []
     for candidate, contradiction in zip(
         candidates, _verdicts(candidates, asked, encode), strict=True
@@ -130,8 +137,8 @@ def slot_changes(
         if contradiction is None:
             continue
         if contradiction.kind == "answer" and not (
-            contradiction.old_sentence in answers[candidate.older.chunk][:ANSWER_RANK]
-            and contradiction.new_sentence in answers[candidate.newer.chunk][:1]
+            contradiction.old_sentence in list(answers[candidate.older.chunk])[:ANSWER_RANK]
+            and contradiction.new_sentence in list(answers[candidate.newer.chunk])[:1]
         ):
             continue
         if not _agree(candidate.older, candidate.newer, contradiction):
@@ -139,6 +146,20 @@ def slot_changes(
                 SlotChange(candidate.older, candidate.newer, contradiction, candidate.new_vector)
             )
     return _latest(changes)
+
+
+def _closest_to_the_question(
+    candidates: Sequence[_Candidate], answers: dict[int, dict[str, float]]
+) -> list[_Candidate]:
+    """The pairs ordered by how well their two sentences answer the question together (the sum
+    of their answer scores); ties, and everything without a query vector, keep their order."""
+
+    def score(memory: SlotMemory, text: str) -> float:
+        return answers[memory.chunk].get(text.strip(), 0.0)
+
+    return sorted(
+        candidates, key=lambda c: -(score(c.older, c.earlier.text) + score(c.newer, c.later.text))
+    )
 
 
 def _candidates(
@@ -234,11 +255,12 @@ def _judge(candidate: _Candidate, asked: Asked, similarity: float | None) -> Con
 
 def _answers(
     memory: SlotMemory, terms: frozenset[str], query_vector: np.ndarray | None
-) -> list[str]:
-    """The memory's sentences, best answer to the question first (cosine plus the share of
-    question terms, as the extractive answer scores them); empty without a query vector."""
+) -> dict[str, float]:
+    """The memory's sentences with how well each answers the question (cosine plus the share
+    of question terms, as the extractive answer scores them), best first; empty without a
+    query vector."""
     if query_vector is None or len(memory.vectors) != len(memory.sentences):
-        return []
+        return {}
     scores = memory.vectors @ query_vector
     ranked = sorted(
         (
@@ -249,7 +271,10 @@ def _answers(
         for number, (text, score) in enumerate(zip(memory.sentences, scores, strict=True))
         if not MARKDOWN_HEADER.match(text)  # a heading names a topic; it answers nothing
     )
-    return [text for _, _, text in ranked]
+    best: dict[str, float] = {}
+    for negative, _, text in ranked:
+        best.setdefault(text, -negative)  # a sentence said twice keeps its better place
+    return best
 
 
 def _asked(contradiction: Contradiction, kinds: frozenset[str], question: str) -> bool:

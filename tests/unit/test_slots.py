@@ -270,3 +270,41 @@ def test_a_founder_is_no_place(embedder):
     new = "BroadwayHD is based in Chicago."
 
     assert _changes(embedder, old, new, "Where is the company BroadwayHD based?") == []
+
+
+def test_a_question_over_many_dated_memories_judges_a_bounded_number_of_pairs(
+    embedder, monkeypatch
+):
+    from memory_bank.query import slots
+
+    routine = (
+        "The Norvale Foods team met on the third floor. Norvale Foods reviewed the soup recipes. "
+        "The Norvale Foods kitchen was cleaned. Norvale Foods staff tasted the new broth."
+    )
+    meetings = [_memory(embedder, n, routine, 10.0 + n) for n in range(12)]
+    older = _memory(embedder, 12, CEO, 100.0)
+    newer = _memory(embedder, 13, CEO_UPDATE, 200.0)
+    built, judged = [], []
+    closest, verdicts = slots._closest_to_the_question, slots._verdicts
+
+    def record_built(candidates, answers):
+        built.append(len(candidates))
+        return closest(candidates, answers)
+
+    def record_judged(candidates, asked, encode):
+        judged.append(len(candidates))
+        return verdicts(candidates, asked, encode)
+
+    monkeypatch.setattr(slots, "_closest_to_the_question", record_built)
+    monkeypatch.setattr(slots, "_verdicts", record_judged)
+    question = "Who runs Norvale Foods?"
+    query_vector = np.asarray(embedder.encode([question]), dtype=np.float32)[0]
+
+    [change] = slot_changes(question, [*meetings, older, newer], query_vector=query_vector)
+
+    assert built[0] > slots.MAX_JUDGED_PAIRS  # the meetings alone make more pairs than that
+    assert judged == [slots.MAX_JUDGED_PAIRS]
+    assert (change.contradiction.old_value, change.contradiction.new_value) == (
+        "Alice Moreno",
+        "Bob Tran",
+    )
