@@ -55,6 +55,8 @@ class LoopbackLLM:
     def reset(self) -> None:
         """Forget requests, queued faults and the persistent rejection; handlers stay."""
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0  # requests being answered now (all on the server's event loop)
+        self.most_in_flight = 0  # the most at once since the last reset
         self.faults: deque[tuple[str, dict[str, Any]]] = deque()
         self.rejected_response_formats: set[str] = set()
         self._call_ids = itertools.count(1)
@@ -93,12 +95,16 @@ class LoopbackLLM:
                 "fault": fault[0] if fault else None,
             }
             self.requests.append(record)
-            await self._pause(self.latency_seconds)
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
             try:
+                await self._pause(self.latency_seconds)
                 return await self._answer(body, record["role"], fault)
             except Exception as exc:  # surfaces in the test as an APIError with this text
                 record["error"] = repr(exc)
                 return _error(500, f"loopback: answering failed: {exc!r}", "server_error")
+            finally:
+                self.in_flight -= 1
 
         return app
 

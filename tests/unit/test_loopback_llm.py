@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -159,9 +158,8 @@ def test_concurrent_requests_overlap(llm_server):
     llm_server.handle("title", _title_handler)
     llm_server.latency_seconds = 0.3
     client = _client(llm_server)
-    started = time.monotonic()
     with ThreadPoolExecutor(max_workers=8) as pool:
         replies = list(pool.map(lambda i: _ask_title(client, f"topic {i}"), range(8)))
-    elapsed = time.monotonic() - started
     assert len(replies) == 8 and len(llm_server.requests) == 8
-    assert elapsed < 1.5, f"8 requests of 0.3 s took {elapsed:.2f} s: not served concurrently"
+    # A server answering one request at a time would never hold two.
+    assert llm_server.most_in_flight > 1
