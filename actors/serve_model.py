@@ -45,10 +45,10 @@ class MemoryBankModel:
         settings = AppConfig.model_validate(config)
         self._service = QueryService(Path(store), settings)
         self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
-        # Evicted turns reach the store by the same add as any other source.
-        self._conversations = self._service.conversations(
-            lambda files: MemoryBank(Path(store), config=settings).add(files=files)
-        )
+        # Evicted turns reach the store by the same add as any other source, embedded by the
+        # replica's own model.
+        writer = MemoryBank(Path(store), config=settings, embedder=self._service.embedder)
+        self._conversations = self._service.conversations(lambda files: writer.add(files=files))
         self._thread = DomainThread(self._service.encode_queries, settings.serve.batch_size)
 
     async def query(self, request: QueryRequest) -> ChatResult:

@@ -14,26 +14,10 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from memory_bank.text.lexicon import FUNCTION_WORDS, stem_words
+from memory_bank.text.lexicon import FUNCTION_WORDS, MONTHS, WEEKDAYS, stem_words
 
-MONTHS = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
 _MONTH_ABBREVIATIONS = {month[:3]: month for month in MONTHS} | {"sept": "september"}
-_WEEKDAYS = frozenset(
-    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-)
+_WEEKDAYS = frozenset(WEEKDAYS)
 # Titles written in capitals that name a role, not someone: frame words, never values.
 _ROLE_ACRONYMS = frozenset(
     ["ceo", "cfo", "cto", "coo", "cio", "cmo", "cso", "vp", "svp", "evp", "md", "mp", "mep", "gm"]

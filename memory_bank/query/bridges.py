@@ -82,8 +82,13 @@ def asks_about(question: str, conflict: Conflict) -> bool:
     """Whether the conflict's value is of a kind the question asks for and is said with a word
     of the question (its predicate or the words before it: "broadcast" in "was originally
     broadcast by UPN"; not "series" in "The series Charmed", which names the subject)."""
+    return _asked(answer_kinds(question), set(content_terms(question)), conflict)
+
+
+def _asked(kinds: frozenset[str], terms: set[str], conflict: Conflict) -> bool:
+    """`asks_about` for a question's parsed kinds and content terms."""
     kind, words = _said_with(conflict.new_sentence.strip(), conflict.new_value)
-    return kind in answer_kinds(question) and bool(words & set(content_terms(question)))
+    return kind in kinds and bool(words & terms)
 
 
 @lru_cache(maxsize=16384)
@@ -107,8 +112,7 @@ def bridges(question: str, conflicts: Iterable[Conflict]) -> list[Bridge]:
     for conflict in conflicts:
         if conflict.status != "resolved" or conflict.current != conflict.newer:
             continue
-        kind, words = _said_with(conflict.new_sentence.strip(), conflict.new_value)
-        if kind not in kinds or not words & terms:
+        if not _asked(kinds, terms, conflict):
             continue
         about = conflict_subject(conflict)
         if about:

@@ -12,7 +12,6 @@ is placed above a hit whose matching claim was superseded, which carries the his
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
@@ -22,6 +21,7 @@ from memory_bank.graph.sentence_facts import mentions_value, same_frame
 from memory_bank.graph.view import GraphView, Supersession
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.index.embedding import TextEncoder
+from memory_bank.index.vector_cache import TextVectorCache
 from memory_bank.llm.roles import ClaimHistory
 from memory_bank.query.bridges import bridges
 from memory_bank.query.question import stem_all, term_coverage
@@ -30,6 +30,7 @@ from memory_bank.schemas import HistoryNote, SearchHit
 from memory_bank.text.lexicon import search_tokens
 
 MAX_SLOT_MEMORIES = 32  # memories read plus graph neighbours compared for the question's slot
+MASKED_CACHE_SIZE = 4096  # masked-sentence vectors of the slot rules kept across questions
 
 
 class Currency:
@@ -37,7 +38,11 @@ class Currency:
         self.view = view
         self.corpus = corpus
         self.embedder = embedder
-        self._masked_vectors = _VectorCache(embedder.encode) if embedder is not None else None
+        # The slot rules embed the same masked sentences of the same memories question after
+        # question.
+        self._masked_vectors = (
+            TextVectorCache(embedder.encode, MASKED_CACHE_SIZE) if embedder is not None else None
+        )
         self._index_of_chunk = {chunk_id: i for i, chunk_id in enumerate(corpus.chunk_ids)}
 
     def supersessions(self, indices: Iterable[int]) -> dict[int, list[Supersession]]:
@@ -86,25 +91,14 @@ class Currency:
             current = self.view.standing(conflict.newer)
             if superseded is None or current is None or current.id in read:
                 continue  # the current claim was read: the answer's own evidence states it
-            claim = Supersession(conflict, superseded, current)
-            current_chunk, text, vector = self._current_sentence(claim)
-            if not text or vector is None:
+            replaced = self._superseded(-1, Supersession(conflict, superseded, current))
+            if not replaced.current_sentence or replaced.current_vector is None:
                 continue
+            # Told where the current claim stands: no memory read holds the replaced one.
+            chunk = replaced.current_chunk if replaced.current_chunk is not None else -1
             found.append(
-                ClaimHistory(
-                    kind="bridge",
-                    chunk=current_chunk if current_chunk is not None else -1,
-                    sentence=conflict.old_sentence,
-                    old_value=conflict.old_value,
-                    new_value=conflict.new_value,
-                    current_sentence=text,
-                    current_chunk=current_chunk,
-                    current_path=self.corpus.chunk_path(current_chunk)
-                    if current_chunk is not None
-                    else None,
-                    current_vector=vector,
-                    note=self.note(claim),
-                    about=list(bridge.about),
+                replaced.model_copy(
+                    update={"kind": "bridge", "chunk": chunk, "about": list(bridge.about)}
                 )
             )
         return found
@@ -399,26 +393,3 @@ def _stating(summary: str, value: str) -> str | None:
 
 def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class _VectorCache:
-    """`encode` with the vectors of recent texts kept: the slot rules embed the same masked
-    sentences of the same memories for question after question."""
-
-    def __init__(self, encode: Callable[[list[str]], np.ndarray], size: int = 4096) -> None:
-        self._encode = encode
-        self._size = size
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        if missing:
-            encoded = np.asarray(self._encode(missing), dtype=np.float32)
-            self._vectors.update(zip(missing, encoded, strict=True))
-        rows = []
-        for text in texts:
-            self._vectors.move_to_end(text)
-            rows.append(self._vectors[text])
-        while len(self._vectors) > self._size:
-            self._vectors.popitem(last=False)
-        return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)

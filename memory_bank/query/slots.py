@@ -118,7 +118,6 @@ def slot_changes(
     question; `encode` embeds the masked sentences (else the stored vectors stand in)."""
     asked = Asked(question)
     facts = {memory.chunk: text_facts(memory.text) for memory in memories}
-    answers = {m.chunk: _answers(m, asked.terms, query_vector) for m in memories}
     candidates = [
         candidate
         for newer in memories
@@ -128,6 +127,9 @@ def slot_changes(
         and not (decided is not None and decided(older.node_id, newer.node_id))
         for candidate in _candidates(older, newer, facts[older.chunk], facts[newer.chunk])
     ]
+    if not candidates:  # most questions: no two memories of different commits to compare
+        return []
+    answers = {m.chunk: _answers(m, asked.terms, query_vector) for m in memories}
     if len(candidates) > MAX_JUDGED_PAIRS:
         candidates = _closest_to_the_question(candidates, answers)[:MAX_JUDGED_PAIRS]
     changes: list[SlotChange] = []

@@ -18,7 +18,13 @@ import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from memory_bank.text.lexicon import FUNCTION_WORDS, QUESTION_WORDS, search_tokens
+from memory_bank.text.lexicon import (
+    FUNCTION_WORDS,
+    MONTHS,
+    QUESTION_WORDS,
+    WEEKDAYS,
+    search_tokens,
+)
 
 # Lowercase words that may join two capitalized words inside one name.
 NAME_CONNECTORS = frozenset({"of", "de", "du", "da", "di", "del", "der", "van", "von", "la", "le"})
@@ -26,14 +32,7 @@ NAME_CONNECTORS = frozenset({"of", "de", "du", "da", "di", "del", "der", "van", 
 MAX_NAME_WORDS = 8
 
 # Calendar words start with a capital but name a time, not a thing to look up.
-CALENDAR_WORDS = frozenset(
-    [
-        *("january", "february", "march", "april", "may", "june", "july", "august"),
-        *("september", "october", "november", "december", "jan", "feb", "mar", "apr", "jun"),
-        *("jul", "aug", "sep", "sept", "oct", "nov", "dec", "monday", "tuesday", "wednesday"),
-        *("thursday", "friday", "saturday", "sunday"),
-    ]
-)
+CALENDAR_WORDS = frozenset([*MONTHS, *(month[:3] for month in MONTHS), "sept", *WEEKDAYS])
 _WORD = re.compile(r"[^\W_](?:[\w'’.-]*[^\W_])?")
 _QUOTED = re.compile(r"[\"“]([^\"“”]{2,80})[\"”]")
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$|^\s*$")

@@ -215,8 +215,7 @@ def _ward_labels(
     candidates = [labels for labels in candidates if labels.max() >= 1]
     if len(candidates) <= 1:
         return candidates[0] if candidates else fcluster(tree, k_target, criterion="maxclust") - 1
-    distances = np.clip(1.0 - vectors @ vectors.T, 0.0, 2.0)
-    np.fill_diagonal(distances, 0.0)
+    distances = cosine_distances(vectors)
     scores = [
         silhouette_score(distances, labels, metric="precomputed")
         - LEAF_BOUNDS_PENALTY * _out_of_bounds_share(labels, bounds, leaf_children)
@@ -305,3 +304,11 @@ def _grow(
     groups = partition(vectors[rows], levels, config)
     children = [_grow(rows[group], vectors, levels - 1, config, False) for group in groups]
     return ClusterNode(rows, children)
+
+
+def cosine_distances(vectors: np.ndarray) -> np.ndarray:
+    """Pairwise cosine distances of unit vectors (in their dtype), clipped to [0, 2], zero
+    diagonal: what the silhouette of a partition is computed on."""
+    distances = np.clip(1.0 - vectors @ vectors.T, 0.0, 2.0)
+    np.fill_diagonal(distances, 0.0)
+    return distances

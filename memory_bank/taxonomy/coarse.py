@@ -31,6 +31,7 @@ from memory_bank.taxonomy.clustering import (
     NATURAL_MAX_BRANCHING,
     LeafBounds,
     branching_factor,
+    cosine_distances,
     euclidean_condensed,
     nearest_centroid,
     spherical_kmeans,
@@ -98,9 +99,7 @@ def top_level_labels(
     candidates = [labels for labels in candidates if labels.max() >= 1]
     if len(candidates) <= 1:
         return (candidates[0] if candidates else np.zeros(len(data))).astype(np.int64)
-    similarities = judge.astype(np.float64) @ judge.T.astype(np.float64)
-    distances = np.clip(1.0 - similarities, 0.0, 2.0)
-    np.fill_diagonal(distances, 0.0)
+    distances = cosine_distances(judge.astype(np.float64))
     scores = [silhouette_score(distances, labels, metric="precomputed") for labels in candidates]
     return candidates[int(np.argmax(scores))].astype(np.int64)
 
@@ -191,21 +190,13 @@ def _merge_small(data: np.ndarray, labels: np.ndarray, smallest: int) -> np.ndar
     return order[inverse.ravel()].astype(np.int64)
 
 
-def cosine_distances(vectors: np.ndarray) -> np.ndarray:
-    """Pairwise cosine distances of unit vectors, clipped to [0, 2], zero diagonal."""
-    data = vectors.astype(np.float64)
-    distances = np.clip(1.0 - data @ data.T, 0.0, 2.0)
-    np.fill_diagonal(distances, 0.0)
-    return distances
-
-
 def accept_splits(judge: np.ndarray, labels: np.ndarray, splits: list[np.ndarray]) -> list[bool]:
     """Which proposed refinements of the top-level `labels` (one label per row) to make: each
     split gives every row of one group its part's label (-1 elsewhere); it is made when the
     silhouette of the memories' own vectors `judge` (a seeded `WARD_ROWS` sample) is at least as
     good with it as without, the splits tried in turn, each on what the earlier ones left."""
     rows = ward_sample(len(judge))
-    distances = cosine_distances(_check_vectors(judge)[rows])
+    distances = cosine_distances(_check_vectors(judge)[rows].astype(np.float64))
     current = labels.astype(np.int64).copy()
 
     def silhouette(candidate: np.ndarray) -> float:

@@ -100,6 +100,12 @@ FILLER_WORDS = frozenset(
         "ce",
     ]
 )
+# The calendar's names, months in their order (lowercase).
+MONTHS = (
+    *("january", "february", "march", "april", "may", "june"),
+    *("july", "august", "september", "october", "november", "december"),
+)
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 # Words that name no topic: fillers of technical prose, vague size and quality words, and time
 # words (dates say when, not what about). Never part of a directory name.
 GENERIC_WORDS = frozenset(
@@ -197,25 +203,8 @@ GENERIC_WORDS = frozenset(
         "annual",
         "daily",
         "weekly",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
+        *WEEKDAYS,
+        *MONTHS,
     ]
 )
 KEY_TERM_STOPWORDS = FUNCTION_WORDS | FILLER_WORDS
