@@ -27,6 +27,7 @@ decided the pair (a validated conflict, or one still open), its verdict stands.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -65,6 +66,8 @@ _REPLACEMENT = re.compile(
     re.IGNORECASE,
 )
 Encode = Callable[[list[str]], np.ndarray]
+# A memory's facts, parsed once per process rather than once per question that reads it.
+_text_facts = functools.lru_cache(maxsize=4096)(text_facts)
 
 
 @dataclass(frozen=True)
@@ -116,16 +119,21 @@ def slot_changes(
     `decided(older node, newer node)`: the graph already holds a verdict on the pair.
     `query_vector` (the question's embedding) finds each memory's best answers to the
     question; `encode` embeds the masked sentences (else the stored vectors stand in)."""
-    asked = Asked(question)
-    facts = {memory.chunk: text_facts(memory.text) for memory in memories}
-    candidates = [
-        candidate
+    pairs = [
+        (older, newer)
         for newer in memories
         for older in memories
         if older.chunk != newer.chunk
         and ordered(older, newer)
         and not (decided is not None and decided(older.node_id, newer.node_id))
-        for candidate in _candidates(older, newer, facts[older.chunk], facts[newer.chunk])
+    ]
+    if not pairs:  # most questions: every memory read came with one commit
+        return []
+    asked = Asked(question)
+    candidates = [
+        candidate
+        for older, newer in pairs
+        for candidate in _candidates(older, newer, _text_facts(older.text), _text_facts(newer.text))
     ]
     if not candidates:  # most questions: no two memories of different commits to compare
         return []
@@ -207,8 +215,11 @@ def _verdicts(
     verdicts: list[Contradiction | None] = []
     open_pairs: list[int] = []
     for number, candidate in enumerate(candidates):
-        apart = _judge(candidate, asked, None)
+        # Likeness only ever lets a rule through (a paraphrase for a shared frame, a bar
+        # for values said without shared words), so a pair that finds no change even as
+        # alike finds none at all -- most pairs, judged once.
         alike = _judge(candidate, asked, 1.0)
+        apart = None if alike is None else _judge(candidate, asked, None)
         verdicts.append(apart)
         if apart != alike:
             open_pairs.append(number)
