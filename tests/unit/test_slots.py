@@ -277,11 +277,14 @@ def test_a_question_over_many_dated_memories_judges_a_bounded_number_of_pairs(
 ):
     from memory_bank.query import slots
 
-    routine = (
-        "The Norvale Foods team met on the third floor. Norvale Foods reviewed the soup recipes. "
-        "The Norvale Foods kitchen was cleaned. Norvale Foods staff tasted the new broth."
-    )
-    meetings = [_memory(embedder, n, routine, 10.0 + n) for n in range(12)]
+    def routine(n: int) -> str:  # each meeting in words of its own: no two sentences alike
+        return (
+            f"The Norvale Foods team met on floor {n + 2}. Norvale Foods reviewed {n + 3} soup "
+            f"recipes. The Norvale Foods kitchen was cleaned {n + 4} times. Norvale Foods staff "
+            f"tasted {n + 5} new broths."
+        )
+
+    meetings = [_memory(embedder, n, routine(n), 10.0 + n) for n in range(12)]
     older = _memory(embedder, 12, CEO, 100.0)
     newer = _memory(embedder, 13, CEO_UPDATE, 200.0)
     built, judged = [], []
@@ -308,3 +311,17 @@ def test_a_question_over_many_dated_memories_judges_a_bounded_number_of_pairs(
         "Alice Moreno",
         "Bob Tran",
     )
+
+
+def test_a_sentence_said_again_is_no_pair_to_judge(embedder):
+    from memory_bank.graph.sentence_facts import text_facts
+    from memory_bank.query import slots
+
+    minutes = "Attendees: Dana Ruiz and Omar Haddad. The budget review is due on 3 March."
+    first = _memory(embedder, 1, minutes, 10.0)
+    again = _memory(embedder, 2, minutes + " The budget review is now due on 5 March.", 20.0)
+
+    pairs = slots._candidates(first, again, text_facts(first.text), text_facts(again.text))
+
+    assert pairs  # the new sentence is compared with the old ones ...
+    assert all(pair.earlier.text != pair.later.text for pair in pairs)  # ... not with itself
