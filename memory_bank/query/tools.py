@@ -19,13 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory_bank.errors import StoreError, ToolError
 from memory_bank.index.grep_corpus import GrepCorpus
 from memory_bank.schemas import SearchHit
-from memory_bank.store.layout import META_FILE
+from memory_bank.store.layout import META_FILE, is_store
 
 if TYPE_CHECKING:
     from memory_bank.index.search import Searcher
     from memory_bank.store.reader import StoreReader
 
 DEFAULT_MAX_GREP_MATCHES = 100
+MAX_RESOLVED_PATHS = 4096  # paths whose resolution a committed store keeps
 
 
 class Entry(BaseModel):
@@ -80,6 +81,9 @@ class StoreTools:
         self._grep_corpus: GrepCorpus | None = None
         self._grep_corpus_key: tuple[int, int, int] | None = None
         self._chunk_texts: dict[str, str] | None = None
+        # A committed store version never changes (a commit writes a new one), so what a path
+        # resolves to can be kept; a plain directory may change under us, so there it cannot.
+        self._resolved: dict[str, Path] | None = {} if is_store(self.root) else None
 
     # --- filesystem tools -------------------------------------------------------------------
 
@@ -235,6 +239,14 @@ class StoreTools:
 
     def resolve(self, path: str) -> Path:
         """The absolute path of a store path, refusing anything outside the store or hidden."""
+        if self._resolved is not None and (known := self._resolved.get(path)) is not None:
+            return known
+        resolved = self._resolve(path)
+        if self._resolved is not None and len(self._resolved) < MAX_RESOLVED_PATHS:
+            self._resolved[path] = resolved
+        return resolved
+
+    def _resolve(self, path: str) -> Path:
         text = path.strip()
         if "\x00" in text:
             raise ToolError(f"invalid path (NUL byte): {path!r}")
