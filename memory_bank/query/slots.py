@@ -67,8 +67,14 @@ _REPLACEMENT = re.compile(
     re.IGNORECASE,
 )
 Encode = Callable[[list[str]], np.ndarray]
-# A memory's facts, parsed once per process rather than once per question that reads it.
+# A memory's facts, and a sentence's stemmed words, worked out once per process rather than
+# once per question that reads them.
 _text_facts = functools.lru_cache(maxsize=4096)(text_facts)
+
+
+@functools.lru_cache(maxsize=16384)
+def _sentence_stems(text: str) -> frozenset[str]:
+    return stem_all(search_tokens(text))
 
 
 @dataclass(frozen=True)
@@ -131,10 +137,14 @@ def slot_changes(
     if not pairs:  # most questions: every memory read came with one commit
         return []
     asked = Asked(question)
+    paired = {m.chunk: m for pair in pairs for m in pair}
+    vectors = {chunk: _fact_vectors(m, _text_facts(m.text)) for chunk, m in paired.items()}
     candidates = [
         candidate
         for older, newer in pairs
-        for candidate in _candidates(older, newer, _text_facts(older.text), _text_facts(newer.text))
+        for candidate in _candidates(
+            older, newer, _text_facts(older.text), _text_facts(newer.text), vectors
+        )
     ]
     if not candidates:  # most questions: no two memories of different commits to compare
         return []
@@ -174,23 +184,30 @@ def _closest_to_the_question(
 
 
 def _candidates(
-    older: SlotMemory, newer: SlotMemory, old_facts: TextFacts, new_facts: TextFacts
+    older: SlotMemory,
+    newer: SlotMemory,
+    old_facts: TextFacts,
+    new_facts: TextFacts,
+    vectors: dict[int, np.ndarray] | None = None,
 ) -> list[_Candidate]:
-    """The sentence pairs worth judging: a shared value or frame word, or close vectors."""
-    old_vectors = _vectors_by_text(older)
-    new_vectors = _vectors_by_text(newer)
+    """The sentence pairs worth judging: a shared value or frame word, or close vectors.
+    `vectors`: each memory's `_fact_vectors`, where the caller has them."""
+    old_rows = vectors[older.chunk] if vectors else _fact_vectors(older, old_facts)
+    new_rows = vectors[newer.chunk] if vectors else _fact_vectors(newer, new_facts)
+    # NaN where a sentence has no stored vector: no cosine, the words alone decide.
+    if old_rows.shape[1] == new_rows.shape[1]:
+        cosines = new_rows @ old_rows.T
+    else:  # one of the two memories has no vectors at all
+        cosines = np.full((len(new_rows), len(old_rows)), np.nan, dtype=np.float32)
     found = []
-    for later in new_facts.sentences:
-        new_vector = new_vectors.get(later.text.strip())
-        for earlier in old_facts.sentences:
-            old_vector = old_vectors.get(earlier.text.strip())
-            cosine = (
-                float(old_vector @ new_vector)
-                if old_vector is not None and new_vector is not None
-                else None
-            )
+    for j, later in enumerate(new_facts.sentences):
+        new_vector = None if np.isnan(new_rows[j, 0]) else new_rows[j]
+        for i, earlier in enumerate(old_facts.sentences):
             if earlier.text == later.text:
                 continue  # a sentence said again (a meeting series' boilerplate) changes nothing
+            cosine = float(cosines[j, i])
+            if cosine != cosine:  # NaN
+                cosine = None
             if (
                 earlier.keys & later.keys
                 or earlier.frame & later.frame
@@ -202,6 +219,18 @@ def _candidates(
                     )
                 )
     return found
+
+
+def _fact_vectors(memory: SlotMemory, facts: TextFacts) -> np.ndarray:
+    """One row per sentence of `facts`: its stored vector, or NaN where there is none."""
+    stored = _vectors_by_text(memory)
+    dimension = memory.vectors.shape[1] if memory.vectors.ndim == 2 else 1
+    rows = np.full((len(facts.sentences), dimension), np.nan, dtype=np.float32)
+    for number, sentence in enumerate(facts.sentences):
+        vector = stored.get(sentence.text.strip())
+        if vector is not None:
+            rows[number] = vector
+    return rows
 
 
 def _verdicts(
@@ -280,7 +309,7 @@ def _answers(
     scores = memory.vectors @ query_vector
     ranked = sorted(
         (
-            -(float(score) + 0.3 * term_coverage(list(terms), stem_all(search_tokens(text)))),
+            -(float(score) + 0.3 * term_coverage(list(terms), _sentence_stems(text))),
             number,
             text.strip(),
         )
