@@ -373,3 +373,9 @@ def test_splits_are_made_when_they_separate_the_memories_better():
     scattered = np.array([number % 2 for number in range(20)] + [-1] * 10)
     assert accept_splits(vectors, labels, [apart]) == [True]
     assert accept_splits(vectors, labels, [scattered]) == [False]
+
+
+def test_spoken_contractions_and_everyday_verbs_name_nothing():
+    # A meeting says "don't", "let's try", "look at" in every part; a tale "she cried".
+    said = "I don't know, let's try it and look at the remote control. She cried; thou art"
+    assert tokenize(said) == ["remote", "control", "art"]
