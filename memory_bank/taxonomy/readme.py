@@ -38,7 +38,7 @@ from memory_bank.text.lexicon import name_words
 DEFAULT_STORE_TITLE = "Memory Bank"
 # Recorded in `.gam_meta.json` (`ingest.commit`): a release that writes READMEs differently
 # bumps it, so the next commit rewrites every README instead of keeping the old ones.
-README_FORMAT = 4
+README_FORMAT = 5
 KEY_TERMS = 3
 INDEX_NOTE = (
     "Words of the memories below, those that set this directory apart from its siblings first:"

@@ -33,9 +33,12 @@ MIN_KEY_TERMS = 12
 MAX_KEY_TERMS = 20
 # The README's index (its last section, for search and descent): words of the subtree's
 # memories, as many per memory, at most `MAX_INDEX_TERMS`. On the development stores a
-# directory's whole vocabulary averaged 190-270 words; 20 per memory keeps nearly all of it.
+# directory's whole vocabulary averaged 190-270 words, 20 per memory keeps nearly all of it.
+# The maximum only guards against a huge README: a top-level directory of HotpotQA's 994
+# paragraphs uses 2,500-3,300 words, and its rare ones (a name in one paragraph) are what a
+# question asks for; at most 1,000 of them cost the descent 5 of 100 questions.
 INDEX_TERMS_PER_MEMORY = 20
-MAX_INDEX_TERMS = 1000
+MAX_INDEX_TERMS = 10_000
 LEAF_SENTENCES = 3
 PARENT_SENTENCES = 5
 # Weight of closeness to the subtree's mean against unlikeness to the memories already chosen
@@ -172,6 +175,10 @@ def subtree_index_terms(tree: DirectoryNode, texts: Mapping[int, str]) -> dict[s
     search reads them: `search_tokens`), ranked against its siblings like the key terms,
     `INDEX_TERMS_PER_MEMORY` per memory, at most `MAX_INDEX_TERMS`. The README lists them in
     its last section, for search and for the README-only descent: a question names the words
-    of a passage ("why was the farmer angry?"), which a few key phrases per memory rarely hold."""
+    of a passage ("why was the farmer angry?"), which a few key phrases per memory rarely hold.
+    The root has no siblings to be told apart from, and no index: its README is the one a
+    person opens first."""
     words = {index: search_tokens(text) for index, text in texts.items()}
-    return ranked_against_siblings(tree, words, INDEX_TERMS_PER_MEMORY, 0, MAX_INDEX_TERMS)
+    found = ranked_against_siblings(tree, words, INDEX_TERMS_PER_MEMORY, 0, MAX_INDEX_TERMS)
+    found.pop("/", None)
+    return found

@@ -202,5 +202,6 @@ def test_index_terms_are_the_memories_words_what_only_one_sibling_has_first():
     assert index["/a/x"].index("ogre") < index["/a/x"].index("king")
     assert index["/a/y"] == ["horse", "rode", "sang", "king"]  # the king last: /a/x has him too
     assert "the" not in index["/a/x"]  # function words are not search terms
+    assert "/" not in index  # the root has no siblings to be told apart from
     many = {index: " ".join(f"w{index}x{k}" for k in range(50)) for index in range(9)}
     assert len(subtree_index_terms(TREE, many)["/a/x"]) == INDEX_TERMS_PER_MEMORY * 4
