@@ -38,6 +38,7 @@ from memory_bank.ingest.stages import (
     embed_readmes,
     plan_tree,
     readme_highlights,
+    readme_index_terms,
     readme_key_terms,
     taxonomy_items,
 )
@@ -441,6 +442,7 @@ class StoreCommitter:
         by_index = {memory.index: memory for memory in memories}
         highlights = readme_highlights(tree, memories, parts.memory_vectors, chunk_paths)
         key_terms = readme_key_terms(tree, memories)
+        index_terms = readme_index_terms(tree, memories)
         readmes = {path: state.readmes[path] for path in directories if path not in stale}
         requests = []
         for path in stale:
@@ -453,6 +455,7 @@ class StoreCommitter:
                     files=files,
                     highlights=highlights.get(path, []),
                     key_terms=key_terms.get(path, []),
+                    index_terms=index_terms.get(path, []),
                 )
             )
         for path, result in zip(stale, self.backend.readmes(requests), strict=True):

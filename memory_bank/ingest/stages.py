@@ -34,7 +34,11 @@ from memory_bank.store.tables import SentenceRecord
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import TaxonomyItem, flat_fallback, validate_taxonomy
 from memory_bank.taxonomy.readme import ReadmeFileEntry, ReadmeHighlight
-from memory_bank.taxonomy.summary import subtree_highlights, subtree_key_terms
+from memory_bank.taxonomy.summary import (
+    subtree_highlights,
+    subtree_index_terms,
+    subtree_key_terms,
+)
 from memory_bank.text.chunking import SectionSplit, SplitChooser, chunk_document
 from memory_bank.text.sources import FileReader, SourceLoad, document_from_text, load_sources
 
@@ -187,6 +191,22 @@ def readme_key_terms(
     return subtree_key_terms(tree, {memory.index: memory.keywords for memory in memories})
 
 
+def readme_index_terms(
+    tree: DirectoryNode, memories: Sequence[MemorizedChunk]
+) -> dict[str, list[str]]:
+    """The README index of every directory of `tree` (`taxonomy.summary`): the words of its
+    memories (title, keywords and memory text), the most telling first."""
+    return subtree_index_terms(
+        tree,
+        {
+            memory.index: " ".join(
+                [memory.title.replace("_", " "), " ".join(memory.keywords), memory.memory]
+            )
+            for memory in memories
+        },
+    )
+
+
 def _relative_to(chunk_path: str, directory: str) -> str:
     prefix = directory.strip("/")
     return chunk_path.removeprefix(prefix + "/") if prefix else chunk_path
@@ -214,8 +234,11 @@ def compose_readmes(
         readme_highlights(tree, memories, vectors, chunk_paths) if vectors is not None else {}
     )
     key_terms = readme_key_terms(tree, memories) if vectors is not None else {}
+    index_terms = readme_index_terms(tree, memories) if vectors is not None else {}
     if len(memories) <= config.coarse_threshold:
-        return compose_subtree_readmes(tree, memories, chunk_paths, backend, highlights, key_terms)
+        return compose_subtree_readmes(
+            tree, memories, chunk_paths, backend, highlights, key_terms, index_terms
+        )
     by_index = {memory.index: memory for memory in memories}
     calls = []
     for subtree in tree.children:
@@ -225,8 +248,9 @@ def compose_readmes(
             node.path: highlights.get(node.path, []) for node in subtree.iter_nodes()
         }
         part_terms = {node.path: key_terms.get(node.path, []) for node in subtree.iter_nodes()}
+        part_index = {node.path: index_terms.get(node.path, []) for node in subtree.iter_nodes()}
         paths = {i: chunk_paths[i] for i in indices}
-        calls.append((subtree, part, paths, backend, part_highlights, part_terms))
+        calls.append((subtree, part, paths, backend, part_highlights, part_terms, part_index))
     readmes: dict[str, str] = {}
     for part, usage in map_subtrees(_subtree_readmes_and_usage, calls):
         readmes.update(part)
@@ -237,6 +261,7 @@ def compose_readmes(
         files=[],
         highlights=highlights.get("/", []),
         key_terms=key_terms.get("/", []),
+        index_terms=index_terms.get("/", []),
     )
     readmes["/"] = backend.readme(root).text
     return readmes
@@ -249,10 +274,13 @@ def _subtree_readmes_and_usage(
     backend: LLMBackend,
     highlights: Mapping[str, list[ReadmeHighlight]],
     key_terms: Mapping[str, list[str]],
+    index_terms: Mapping[str, list[str]],
 ) -> tuple[dict[str, str], dict]:
     """`compose_subtree_readmes` and the LLM usage it recorded: on Ray the backend is a copy in
     a task, whose ledger would be lost (in this process, taking and adding it back is a no-op)."""
-    readmes = compose_subtree_readmes(node, memories, chunk_paths, backend, highlights, key_terms)
+    readmes = compose_subtree_readmes(
+        node, memories, chunk_paths, backend, highlights, key_terms, index_terms
+    )
     return readmes, take_usage(backend).model_dump(mode="json")
 
 
@@ -263,6 +291,7 @@ def compose_subtree_readmes(
     backend: LLMBackend,
     highlights: Mapping[str, Sequence[ReadmeHighlight]] | None = None,
     key_terms: Mapping[str, Sequence[str]] | None = None,
+    index_terms: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, str]:
     """README text for `node` and every directory below it (tree path -> text), each from the
     backend's readme role."""
@@ -279,7 +308,11 @@ def compose_subtree_readmes(
         for directory in node.iter_nodes()
     }
     requests = readme_requests(
-        node, files_by_directory, dict(highlights or {}), dict(key_terms or {})
+        node,
+        files_by_directory,
+        dict(highlights or {}),
+        dict(key_terms or {}),
+        dict(index_terms or {}),
     )
     results = backend.readmes(requests)
     return {

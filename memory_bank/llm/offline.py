@@ -95,6 +95,7 @@ class OfflineBackend:
             request.files,
             highlights=request.highlights,
             key_terms=request.key_terms,
+            index_terms=request.index_terms,
         )
         return ReadmeResult(text=text)
 

@@ -131,6 +131,7 @@ class ReadmeRequest(RoleModel):
     files: list[InstanceOf[ReadmeFileEntry]]
     highlights: list[InstanceOf[ReadmeHighlight]] = Field(default_factory=list)
     key_terms: list[str] = Field(default_factory=list)  # the subtree's most telling keywords
+    index_terms: list[str] = Field(default_factory=list)  # its memories' words, most telling first
 
 
 class ReadmeResult(RoleModel):
@@ -260,10 +261,12 @@ def readme_requests(
     files_by_directory: dict[str, Sequence[ReadmeFileEntry]],
     highlights_by_directory: dict[str, Sequence[ReadmeHighlight]] | None = None,
     key_terms_by_directory: dict[str, Sequence[str]] | None = None,
+    index_terms_by_directory: dict[str, Sequence[str]] | None = None,
 ) -> list[ReadmeRequest]:
     """One request per directory of `node`'s subtree, parents before children."""
     highlights = highlights_by_directory or {}
     key_terms = key_terms_by_directory or {}
+    index_terms = index_terms_by_directory or {}
     return [
         ReadmeRequest(
             node=directory,
@@ -271,6 +274,7 @@ def readme_requests(
             files=list(files_by_directory.get(directory.path, [])),
             highlights=list(highlights.get(directory.path, [])),
             key_terms=list(key_terms.get(directory.path, [])),
+            index_terms=list(index_terms.get(directory.path, [])),
         )
         for directory in node.iter_nodes()
     ]

@@ -41,10 +41,11 @@ def _part_pattern(source: str) -> tuple[str, str] | None:
     return str(path.parent), _NUMBER.sub("#", path.name)
 
 
-def document_groups(items: Sequence[TaxonomyItem]) -> np.ndarray:
+def document_groups(items: Sequence[TaxonomyItem], units: bool = True) -> np.ndarray:
     """A document number per item (row order): one per source, numbered parts of one work
     sharing theirs; items without a source are documents of their own. When every item comes
-    from one document there is nothing to keep together: each item is its own unit then."""
+    from one document there is nothing to keep together: with `units` each item is its own
+    unit then (planning); without, they keep their one document (naming by title)."""
     sources_of: dict[tuple[str, str], set[str]] = defaultdict(set)
     for item in items:
         pattern = _part_pattern(item.source) if item.source else None
@@ -58,7 +59,7 @@ def document_groups(items: Sequence[TaxonomyItem]) -> np.ndarray:
             pattern = _part_pattern(item.source)
             key = pattern if pattern is not None and len(sources_of[pattern]) > 1 else item.source
         groups[row] = numbers.setdefault(key, len(numbers))
-    if len(numbers) == 1:
+    if units and len(numbers) == 1:
         return np.arange(len(items), dtype=np.int64)
     return groups
 

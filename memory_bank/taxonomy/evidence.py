@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import NamedTuple
 
 import numpy as np
@@ -46,6 +47,8 @@ class GroupEvidence:
     # (memories, plain phrase of its most central memory) of the largest documents, largest
     # first: what an honest name of a group without a cohesive term is made of.
     document_phrases: tuple[tuple[int, str], ...] = ()
+    # The title of the one whole document the group holds (`document_title`), "" else.
+    document_title: str = ""
 
 
 def gather_evidence(
@@ -55,11 +58,14 @@ def gather_evidence(
     central_rows: Sequence[int],
     items: Sequence[TaxonomyItem],
     document_centrals: Sequence[Sequence[tuple[int, int]]] = (),
+    titled_documents: np.ndarray | None = None,
 ) -> list[GroupEvidence]:
     """Evidence of each group of rows (of `matrix` and `items`); `documents[row]` is the row's
     document number, `central_rows[g]` the most central row of group g and
     `document_centrals[g]` (optional) the (memories, most central row) of its largest documents
-    within it, largest first."""
+    within it, largest first. `titled_documents` (default `documents`) are the document
+    numbers a group's title is read by (`document_title`)."""
+    titled = documents if titled_documents is None else titled_documents
     n_rows = matrix.presence.shape[0]
     membership = group_membership(groups, n_rows)
     memory_counts = (membership @ matrix.presence).toarray()
@@ -117,9 +123,28 @@ def gather_evidence(
                     document_centrals[g] if document_centrals else (),
                     items,
                 ),
+                document_title=document_title(rows, titled, items),
             )
         )
     return evidence
+
+
+def document_title(rows: np.ndarray, documents: np.ndarray, items: Sequence[TaxonomyItem]) -> str:
+    """The title of the document `rows` are all of: its file's name ("the_water_cycle"), or for
+    a work in numbered parts (`documents.document_groups`) their folder's
+    ("bamboo-cutter-moon-child"); "" when the rows hold several documents, part of one, or a
+    document of one memory."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if len(rows) < 2:
+        return ""
+    document = documents[rows[0]]
+    if np.any(documents[rows] != document) or np.count_nonzero(documents == document) != len(rows):
+        return ""
+    sources = {items[row].source for row in rows}
+    if not all(sources):
+        return ""
+    path = PurePath(next(iter(sources)))
+    return path.parent.name if len(sources) > 1 else path.stem
 
 
 def _describing(

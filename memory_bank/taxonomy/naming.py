@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from memory_bank.taxonomy.evidence import COHESION, PHRASE_BONUS, GroupEvidence, TermCounts
 from memory_bank.taxonomy.terms import is_phrase
-from memory_bank.text.lexicon import MAX_NAME_LENGTH
+from memory_bank.text.lexicon import MAX_NAME_LENGTH, is_name_word, plural_key
 
 # A term the siblings use as much as the directory tells nothing apart, but may be all it has.
 DISTINCT_FLOOR = 0.05
@@ -146,11 +146,30 @@ def mixed_phrase(group: GroupEvidence) -> str:
     return ", ".join(words) + " and more"
 
 
+def title_phrase(group: GroupEvidence, ranked: Sequence[Candidate]) -> str:
+    """The title of the one whole document the group holds, as a phrase ("climate of mars"
+    from "the_climate_of_mars.md"), when a word of it passes the cohesion test (is among the
+    `ranked` candidates): a title is what a person named the document, but a file called
+    "Bed002" or "notes" says nothing of what is inside. "" else."""
+    words = _name_parts(group.document_title)
+    while words and not is_name_word(words[0]):
+        words.pop(0)
+    while words and not is_name_word(words[-1]):
+        words.pop()
+    cohesive = {candidate.term for candidate in ranked}
+    if not any(plural_key(word) in cohesive or word in cohesive for word in words):
+        return ""
+    return " ".join(words)
+
+
 def _name_options(group: GroupEvidence, ranked: Sequence[Candidate]) -> list[str]:
-    """Display forms of the names the directory could take, best first: its distinct
-    candidates, then a plain phrase (`mixed_phrase`)."""
+    """Display forms of the names the directory could take, best first: the title of the
+    document it holds whole (`title_phrase`), its distinct candidates, then a plain phrase
+    (`mixed_phrase`)."""
+    title = title_phrase(group, ranked)
     terms = distinct_terms([candidate.term for candidate in ranked], len(ranked))
-    return [group.spellings.get(term, term) for term in terms] + [mixed_phrase(group)]
+    spelled = [group.spellings.get(term, term) for term in terms]
+    return ([title] if title else []) + spelled + [mixed_phrase(group)]
 
 
 # --- 3. and 4. distinct among siblings, with the central phrase as fallback ---------------------

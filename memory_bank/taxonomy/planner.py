@@ -70,6 +70,7 @@ class _Labels:
         self.items = items
         self.vectors = vectors  # the memories' own vectors: centrality is about them
         self.documents = document_groups(items)
+        self.titled_documents = document_groups(items, units=False)
         self.indices = np.array([item.index for item in items], dtype=np.int64)
         self.matrix = TermMatrix.build(
             [item.text for item in items],
@@ -81,7 +82,13 @@ class _Labels:
         central = [central_row(self.vectors, np.asarray(rows)) for rows in groups]
         by_document = [self._largest_documents(np.asarray(rows)) for rows in groups]
         return gather_evidence(
-            self.matrix, groups, self.documents, central, self.items, by_document
+            self.matrix,
+            groups,
+            self.documents,
+            central,
+            self.items,
+            by_document,
+            titled_documents=self.titled_documents,
         )
 
     def _largest_documents(self, rows: np.ndarray) -> list[tuple[int, int]]:

@@ -4,7 +4,9 @@ Format (seed 000 §3.2): a "# Title" line, the directory's summary (its highligh
 the central and diverse memories of its subtree, `summary.subtree_highlights`) followed by a
 sentence on what it holds, or, without highlights, a 1-3 sentence description; then
 "## Contents" with one bullet per subdirectory ("- **name/**: description") and per memory
-("- **file.md**: tldr").
+("- **file.md**: tldr"); last, with index terms, "## Index": the words of the subtree's
+memories that set it apart from its siblings, for search and for the README-only descent, kept
+out of the way of a person reading the summary and the short key-term line.
 READMEs are written bottom-up, so a parent can be described from its children with
 `describe_directory` when the plan gave it none. A parent description that already lists its
 subdirectories with their sizes (as the planner's do) is not followed by a second listing.
@@ -36,8 +38,11 @@ from memory_bank.text.lexicon import name_words
 DEFAULT_STORE_TITLE = "Memory Bank"
 # Recorded in `.gam_meta.json` (`ingest.commit`): a release that writes READMEs differently
 # bumps it, so the next commit rewrites every README instead of keeping the old ones.
-README_FORMAT = 3
+README_FORMAT = 5
 KEY_TERMS = 3
+INDEX_NOTE = (
+    "Words of the memories below, those that set this directory apart from its siblings first:"
+)
 PARENT_KEY_TERMS = 2
 # Words of the description templates themselves ("Memories about ...", "in 3 subdirectories").
 _TEMPLATE_WORDS = frozenset({"memories", "memory", "subdirectories", "subdirectory"})
@@ -198,12 +203,13 @@ def compose_readme(
     store_title: str | None = None,
     highlights: Sequence[ReadmeHighlight] = (),
     key_terms: Sequence[str] = (),
+    index_terms: Sequence[str] = (),
 ) -> str:
     """The README.md text of `node`, listing `child_dirs` first, then `files`, in given order.
 
     With `highlights` the README opens with them as the summary, then says what the directory
     holds; the description (what the parent lists for it) is not repeated. `key_terms` are
-    listed after that."""
+    listed after that; `index_terms` (those not among the key terms) close the README."""
     summary = summary_text(highlights)
     head = [f"# {readme_title(node, store_title)}", ""]
     if summary:
@@ -233,4 +239,8 @@ def compose_readme(
         lines.append(_bullet(entry.name, text))
     if not child_dirs and not files:
         lines.append("_No entries yet._")
+    shown = {one_line(term).lower() for term in key_terms}
+    indexed = [term for term in map(one_line, index_terms) if term and term.lower() not in shown]
+    if indexed:
+        lines += ["", "## Index", "", INDEX_NOTE, "", ", ".join(indexed)]
     return "\n".join(lines) + "\n"

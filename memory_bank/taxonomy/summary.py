@@ -18,18 +18,27 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from memory_bank.schemas import DirectoryNode
-from memory_bank.text.lexicon import name_words
+from memory_bank.text.lexicon import name_words, search_tokens
 
-# Key terms a README lists: a few per memory of its subtree (what a reader scanning for a name
-# or a thing finds), at least `MIN_KEY_TERMS` and at most `MAX_KEY_TERMS`.
+# Key terms a README shows: a few per memory of its subtree (what a reader scanning for a name
+# or a thing finds), at least `MIN_KEY_TERMS` and at most `MAX_KEY_TERMS` (one line a person
+# reads; the root's ran to 120 terms when they also served the descent).
 KEY_TERMS_PER_MEMORY = 3
 MIN_KEY_TERMS = 12
-MAX_KEY_TERMS = 120
+MAX_KEY_TERMS = 20
+# The README's index (its last section, for search and descent): words of the subtree's
+# memories, as many per memory, at most `MAX_INDEX_TERMS`. On the development stores a
+# directory's whole vocabulary averaged 190-270 words, 20 per memory keeps nearly all of it.
+# The maximum only guards against a huge README: a top-level directory of HotpotQA's 994
+# paragraphs uses 2,500-3,300 words, and its rare ones (a name in one paragraph) are what a
+# question asks for; at most 1,000 of them cost the descent 5 of 100 questions.
+INDEX_TERMS_PER_MEMORY = 20
+MAX_INDEX_TERMS = 10_000
 LEAF_SENTENCES = 3
 PARENT_SENTENCES = 5
 # Weight of closeness to the subtree's mean against unlikeness to the memories already chosen
@@ -97,28 +106,26 @@ def subtree_highlights(
     return {path: sorted(indices) for path, indices in chosen_order.items()}
 
 
-def subtree_key_terms(
-    tree: DirectoryNode, keywords: Mapping[int, Sequence[str]]
+def ranked_against_siblings(
+    tree: DirectoryNode,
+    terms_of: Mapping[int, Iterable[str]],
+    per_memory: int,
+    minimum: int,
+    maximum: int,
 ) -> dict[str, list[str]]:
-    """The key terms of every directory (memorize's keywords of its subtree's memories, those
-    with a word fit for a name: no dates, months or fillers), the most telling first: what sets
-    the directory apart from its siblings (class-based TF-IDF): how many of its memories have
-    the term, weighted by how rare the term is among the memories of its parent's subtree (the
-    root: of the whole tree; idf log(N / df), so a term every sibling has weighs nothing and
-    ranks by its count after the telling ones). Sections of one story share their characters' names; what each
-    section has that the others lack is what a reader choosing among them needs.
-    `keywords[index]` are memory `index`'s. The README lists them, so a reader (or `grep`)
-    sees what a directory holds beyond its summary's few sentences."""
-    telling = {
-        index: {term.lower() for term in terms if name_words(term)}
-        for index, terms in keywords.items()
-    }
+    """The terms of every directory (those of its subtree's memories, `terms_of[index]`), the
+    most telling first: what sets the directory apart from its siblings (class-based TF-IDF):
+    how many of its memories have the term, weighted by how rare the term is among the memories
+    of its parent's subtree (the root: of the whole tree; idf log(N / df), so a term every
+    sibling has weighs nothing and ranks by its count after the telling ones). A directory keeps
+    `per_memory` terms per memory of its subtree, at least `minimum`, at most `maximum`."""
+    sets = {index: frozenset(terms) for index, terms in terms_of.items()}
     found: dict[str, list[str]] = {}
 
     def rank(
         node: DirectoryNode, counts: Counter[str], among: Counter[str], total: int, size: int
     ) -> None:
-        limit = min(max(KEY_TERMS_PER_MEMORY * size, MIN_KEY_TERMS), MAX_KEY_TERMS)
+        limit = min(max(per_memory * size, minimum), maximum)
         ranked = sorted(
             counts,
             key=lambda term: (-counts[term] * math.log(total / among[term]), -counts[term], term),
@@ -131,7 +138,7 @@ def subtree_key_terms(
         counts: Counter[str] = Counter()
         size = len(node.chunk_indices)
         for index in node.chunk_indices:
-            counts.update(telling.get(index, ()))
+            counts.update(sets.get(index, ()))
         parts = [visit(child) for child in node.children]
         for child_counts, child_size in parts:
             counts.update(child_counts)
@@ -142,4 +149,36 @@ def subtree_key_terms(
 
     counts, size = visit(tree)
     rank(tree, counts, counts, max(size, 1), size)
+    return found
+
+
+def subtree_key_terms(
+    tree: DirectoryNode, keywords: Mapping[int, Sequence[str]]
+) -> dict[str, list[str]]:
+    """The key terms of every directory (memorize's keywords of its subtree's memories, those
+    with a word fit for a name: no dates, months or fillers), ranked against its siblings
+    (`ranked_against_siblings`): sections of one story share their characters' names; what each
+    section has that the others lack is what a reader choosing among them needs.
+    `keywords[index]` are memory `index`'s. The README shows them on one line a person reads
+    (at most `MAX_KEY_TERMS`)."""
+    telling = {
+        index: {term.lower() for term in terms if name_words(term)}
+        for index, terms in keywords.items()
+    }
+    return ranked_against_siblings(
+        tree, telling, KEY_TERMS_PER_MEMORY, MIN_KEY_TERMS, MAX_KEY_TERMS
+    )
+
+
+def subtree_index_terms(tree: DirectoryNode, texts: Mapping[int, str]) -> dict[str, list[str]]:
+    """The index of every directory: the words of its subtree's memories (`texts[index]`, as
+    search reads them: `search_tokens`), ranked against its siblings like the key terms,
+    `INDEX_TERMS_PER_MEMORY` per memory, at most `MAX_INDEX_TERMS`. The README lists them in
+    its last section, for search and for the README-only descent: a question names the words
+    of a passage ("why was the farmer angry?"), which a few key phrases per memory rarely hold.
+    The root has no siblings to be told apart from, and no index: its README is the one a
+    person opens first."""
+    words = {index: search_tokens(text) for index, text in texts.items()}
+    found = ranked_against_siblings(tree, words, INDEX_TERMS_PER_MEMORY, 0, MAX_INDEX_TERMS)
+    found.pop("/", None)
     return found

@@ -212,6 +212,9 @@ KEY_TERM_STOPWORDS = FUNCTION_WORDS | FILLER_WORDS
 SPOKEN_FILLER_WORDS = frozenset(
     ["right", "gonna", "wanna", "sure", "actually", "maybe", "guess", "stuff", "alright"]
     + ["basically", "probably", "anyway", "kinda", "sorta", "hmm", "mhm", "uhm", "erm"]
+    # what is left of a spoken contraction ("don't" -> "don"): the negation of any verb
+    + ["don", "didn", "doesn", "isn", "wasn", "aren", "weren", "haven", "hasn", "couldn"]
+    + ["wouldn", "shouldn", "yep", "nope"]
 )
 # Verbs every narrative and biography uses: what happened, never what it is about ("came").
 COMMON_VERBS = frozenset(
@@ -219,6 +222,11 @@ COMMON_VERBS = frozenset(
     + ["looked", "heard", "knew", "left", "felt", "turned", "seemed", "tried", "brought", "kept"]
     + ["ran", "stood", "sat", "fell", "became", "become", "born", "died", "released", "worked"]
     + ["known", "named", "held", "led", "won", "lost", "started", "returned", "wanted", "sort"]
+    # the same verbs said in the present, as in meetings ("let's try", "look at")
+    + ["come", "go", "get", "take", "see", "tell", "ask", "give", "find", "keep", "feel", "try"]
+    + ["look", "seem", "bring", "put", "start", "talk", "tries", "trying", "looking", "gets"]
+    # what a narrator says of speech and growth ("she cried", "he grew"), and old tales' thou
+    + ["cried", "replied", "answered", "grew", "shall", "thou", "thee", "thy", "hath"]
 )
 # A directory name says what is inside: no function, generic or filler word ("yeah_right").
 NAME_STOPWORDS = FUNCTION_WORDS | GENERIC_WORDS | FILLER_WORDS | SPOKEN_FILLER_WORDS | COMMON_VERBS

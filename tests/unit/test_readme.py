@@ -161,3 +161,22 @@ def test_highlights_open_the_readme_as_its_summary():
         "It holds 7 memories in 2 subdirectories: key value caches (4) and sql databases (3)."
     )
     assert compose_readme(LEAF, [], FILES, highlights=[]) == compose_readme(LEAF, [], FILES)
+
+
+def test_index_terms_close_the_readme_after_the_contents_without_the_key_terms():
+    highlights = [ReadmeHighlight("PostgreSQL uses B-tree indexes.", FILES[0].name)]
+    readme = compose_readme(
+        LEAF,
+        [],
+        FILES,
+        highlights=highlights,
+        key_terms=["postgresql", "b-tree"],
+        index_terms=["postgresql", "vacuum", "wal"],
+    )
+    key_terms = readme.index("## Key terms")
+    contents = readme.index("## Contents")
+    index = readme.index("## Index")
+    assert key_terms < contents < index
+    assert readme.rstrip().endswith("vacuum, wal")  # "postgresql" is shown once, as a key term
+    assert "vacuum" not in readme[:index]
+    assert "## Index" not in compose_readme(LEAF, [], FILES, highlights=highlights)

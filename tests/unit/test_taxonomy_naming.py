@@ -373,3 +373,35 @@ def test_splits_are_made_when_they_separate_the_memories_better():
     scattered = np.array([number % 2 for number in range(20)] + [-1] * 10)
     assert accept_splits(vectors, labels, [apart]) == [True]
     assert accept_splits(vectors, labels, [scattered]) == [False]
+
+
+def test_spoken_contractions_and_everyday_verbs_name_nothing():
+    # A meeting says "don't", "let's try", "look at" in every part; a tale "she cried".
+    said = "I don't know, let's try it and look at the remote control. She cried; thou art"
+    assert tokenize(said) == ["remote", "control", "art"]
+
+
+def test_a_whole_document_is_named_by_its_title_when_its_memories_use_a_word_of_it():
+    rnn = {"state": TermCounts(4, 1, 3), "recurrent": TermCounts(4, 1, 2)}
+    titled = GroupEvidence(5, 1, rnn, {t: t for t in rnn}, "", document_title="the_recurrent_nets")
+    assert name_siblings([titled])[0].name == "recurrent_nets"  # not "state", one of its words
+    meeting = GroupEvidence(5, 1, rnn, {t: t for t in rnn}, "", document_title="Bed002")
+    assert name_siblings([meeting])[0].name == "state"  # a file name that says nothing
+
+
+def test_a_title_belongs_to_a_group_holding_one_whole_document():
+    from memory_bank.taxonomy.evidence import document_title
+
+    items = [
+        TaxonomyItem(0, "a", "a", source="/notes/the_water_cycle.md"),
+        TaxonomyItem(1, "b", "b", source="/notes/the_water_cycle.md"),
+        TaxonomyItem(2, "c", "c", source="/tales/moon-child/section_01.txt"),
+        TaxonomyItem(3, "d", "d", source="/tales/moon-child/section_02.txt"),
+        TaxonomyItem(4, "e", "e", source="/tales/moon-child/section_03.txt"),
+    ]
+    documents = np.array([0, 0, 1, 1, 1])
+    assert document_title(np.array([0, 1]), documents, items) == "the_water_cycle"
+    assert document_title(np.array([2, 3, 4]), documents, items) == "moon-child"  # its folder
+    assert document_title(np.array([2, 3]), documents, items) == ""  # part of a story
+    assert document_title(np.array([1, 2]), documents, items) == ""  # two documents
+    assert document_title(np.array([0]), documents, items) == ""

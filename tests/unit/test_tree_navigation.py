@@ -171,3 +171,37 @@ def test_a_term_every_sibling_has_weighs_less_than_one_only_one_has():
     assert shares[2] > shares[0] == shares[1]
     assert sibling_term_shares(readmes, frozenset()).tolist() == [0.0, 0.0, 0.0]
     assert sibling_term_shares(readmes, frozenset({"king"})).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_key_terms_stay_a_short_line_however_large_the_subtree():
+    from memory_bank.taxonomy.summary import MAX_KEY_TERMS, subtree_key_terms
+
+    keywords = {index: [f"term{index}x{k}" for k in range(30)] for index in range(9)}
+    terms = subtree_key_terms(TREE, keywords)
+    assert len(terms["/"]) == MAX_KEY_TERMS == 20
+
+
+def test_index_terms_are_the_memories_words_what_only_one_sibling_has_first():
+    from memory_bank.taxonomy.summary import INDEX_TERMS_PER_MEMORY, subtree_index_terms
+
+    # /a/x and /a/y are sections of one story: both name the king; the ogre and the farmer's
+    # anger are in /a/x only, and the index (unlike the key phrases) keeps every such word.
+    texts = {
+        0: "The king met an ogre.",
+        1: "The farmer was angry with the king.",
+        2: "The king slept.",
+        3: "The king woke.",
+        4: "The king rode a horse.",
+        5: "The king sang.",
+        6: "A bridge over the river.",
+        7: "The bridge fell.",
+        8: "A new bridge.",
+    }
+    index = subtree_index_terms(TREE, texts)
+    assert {"ogre", "farmer", "angry"} <= set(index["/a/x"])
+    assert index["/a/x"].index("ogre") < index["/a/x"].index("king")
+    assert index["/a/y"] == ["horse", "rode", "sang", "king"]  # the king last: /a/x has him too
+    assert "the" not in index["/a/x"]  # function words are not search terms
+    assert "/" not in index  # the root has no siblings to be told apart from
+    many = {index: " ".join(f"w{index}x{k}" for k in range(50)) for index in range(9)}
+    assert len(subtree_index_terms(TREE, many)["/a/x"]) == INDEX_TERMS_PER_MEMORY * 4
