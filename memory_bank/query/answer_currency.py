@@ -123,8 +123,22 @@ def apply_bridges(
     history: list[HistoryNote] = []
     paths: list[str] = []
     for claim in bridges:
+        # A quoted sentence names it, or another sentence of its chunk does ("He is best known
+        # for his portrayal of Chris Halliwell in the television series "Charmed"" beside the
+        # quoted "Drew Fuller (born May 19, 1980) is an American actor").
         naming = next(
             (s for s in chosen if names_any(s.text, claim.about, texts.get(s.chunk))), None
+        ) or next(
+            (
+                s
+                for s in chosen
+                if any(
+                    names_any(o.text, claim.about, texts.get(o.chunk))
+                    for o in sentences
+                    if o.chunk == s.chunk
+                )
+            ),
+            None,
         )
         if naming is None or claim.note in history:
             continue
