@@ -34,14 +34,17 @@ from memory_bank.graph.sentence_facts import (
     Subject,
     TextFacts,
     same_subject,
+    sentence_facts,
 )
 from memory_bank.graph.value_context import (
     clause_date,
     in_list,
     left_context,
     local_frame,
+    modifies_noun,
     named_as_alias,
     predicate_of,
+    value_context,
 )
 from memory_bank.graph.value_identity import (
     date_parts_shared,
@@ -100,7 +103,19 @@ def find_contradiction(
     candidates_new = [v for v in new.values if not _is_subject(v, subject_names)]
     old_only = distinct_values([v for v in candidates_old if not present_in(v, new.values)])
     new_only = distinct_values([v for v in candidates_new if not present_in(v, old.values)])
-    pair = _value_pair(old, new, old_only, new_only)
+    # A name qualifying a noun ("an American actress", "the Gambino crime family") is a value
+    # only against another such name: a nationality is no birthplace, no employer.
+    pair = _value_pair(
+        old,
+        new,
+        [v for v in old_only if not modifies_noun(old, v)],
+        [v for v in new_only if not modifies_noun(new, v)],
+    ) or _value_pair(
+        old,
+        new,
+        [v for v in old_only if modifies_noun(old, v)],
+        [v for v in new_only if modifies_noun(new, v)],
+    )
     if pair is None and new.replaces:
         # "Bob replaced Alice as CEO of Acme": the old value is named in the later sentence.
         named = [v for v in candidates_old if present_in(v, new.values)]
@@ -215,8 +230,33 @@ def find_contradictions(
             ):
                 found.append(contradiction)
                 if len(found) >= limit:
-                    return found
-    return found
+                    return best_supported(found)
+    return best_supported(found)
+
+
+def best_supported(found: list[Contradiction]) -> list[Contradiction]:
+    """A later sentence gives one value for one attribute: of the earlier claims it would
+    replace, those whose values are said with the most words alike (`support`)."""
+    scores = [support(c) for c in found]
+    best: dict[str, int] = {}
+    for contradiction, score in zip(found, scores, strict=True):
+        best[contradiction.new_sentence] = max(best.get(contradiction.new_sentence, score), score)
+    return [c for c, score in zip(found, scores, strict=True) if score == best[c.new_sentence]]
+
+
+def support(contradiction: Contradiction) -> int:
+    """How many words the change's old and new values are said with alike ("headquartered in
+    Canton" / "headquartered in Atlanta": 1; "runs two chains: Dunkin' Donuts and
+    Baskin-Robbins" / "headquartered in Atlanta": 0)."""
+    old, new = (
+        sentence_facts(contradiction.old_sentence),
+        sentence_facts(contradiction.new_sentence),
+    )
+    old_value = next((v for v in old.values if v.text == contradiction.old_value), None)
+    new_value = next((v for v in new.values if v.text == contradiction.new_value), None)
+    if old_value is None or new_value is None:
+        return 0
+    return len(value_context(old, old_value) & value_context(new, new_value))
 
 
 def _value_pair(

@@ -8,35 +8,79 @@ import re
 
 from memory_bank.graph.sentence_facts import SentenceFacts
 from memory_bank.graph.values import Value
-from memory_bank.text.lexicon import search_tokens, stem_words
+from memory_bank.text.lexicon import FUNCTION_WORDS, search_tokens, stem_words
 
 _ALIAS = re.compile(
     r"\b(?:known|called|nicknamed|referred to|dubbed|titled)\s+(?:as|by)?\b", re.IGNORECASE
+)
+# Between an alias cue and the alias: an article, a name's kind, within a quote ("known by
+# his stage name ASAP Rocky", "best known as "Eddie the Eagle"").
+_DIRECTLY = re.compile(
+    r"\s*(?:(?:as|by|under|the|an?|his|her|its|their|(?:[a-z]+\s+)?name)\s+)*"
+    r"(?:[\"“'‘][^\"”’]*)?"
 )
 # Enumerations: values of one kind, this many, joined by commas and "and": a list, not a value.
 MAX_VALUES_OF_A_KIND = 3
 _LIST_GAP = re.compile(r"\s*(?:,|;|/)?\s*(?:(?:and|or|&)\s+)?")
 
 
+# "an American football coach", "a 2015 South Korean romantic comedy film", "the Fox Theatre
+# building": after an article (and up to two words), a name that a common noun follows
+# qualifies that noun -- a nationality, a make, a place -- and is not what the sentence says.
+_ARTICLE_BEFORE = re.compile(r"\b(?:an?|the)\s+((?:[\w-]+\s+){0,2})$", re.IGNORECASE)
+_NOUN_AFTER = re.compile(r" ([a-z][a-z-]*)\b")
+# A lowercase word after a name that reads as its verb ("the Beatles recorded", "Acme makes").
+_VERB_LIKE = re.compile(r"(?:[a-z]+ed|[a-z]*[^s]s|[a-z]{3,}ly)")
+
+
+def modifies_noun(facts: SentenceFacts, value: Value) -> bool:
+    """Whether a name stands as a modifier before a common noun ("an American actress") or as
+    a possessor ("NBA TV's NBA Inside Stuff"): no value of its own."""
+    if value.kind != "name":
+        return False
+    if facts.text[value.end : value.end + 2] in ("'s", "’s"):
+        return True  # "NBA TV's NBA Inside Stuff": the possessor qualifies what it owns
+    noun = _NOUN_AFTER.match(facts.text, value.end)
+    article = _ARTICLE_BEFORE.search(facts.text[max(0, value.start - 40) : value.start])
+    if noun is None or article is None:
+        return False
+    if any(word.lower() in FUNCTION_WORDS for word in article.group(1).split()):
+        return False  # "a city in Zhejiang province": the object of a preposition
+    word = noun.group(1)
+    return word not in FUNCTION_WORDS and _VERB_LIKE.fullmatch(word) is None
+
+
 def named_as_alias(facts: SentenceFacts, value: Value) -> bool:
-    """ "also known as X": the words right before the value introduce an alias."""
-    return _ALIAS.search(facts.text[max(0, value.start - 40) : value.start] + "\x00") is not None
+    """ "also known as X": the words right before the value introduce an alias, directly ("best
+    known as Marcia Brady, was born on August 5, 1957": the date is no alias; "known for
+    playing the part of Alice Nelson": no alias)."""
+    before = facts.text[max(0, value.start - 40) : value.start]
+    cues = list(_ALIAS.finditer(before + "\x00"))
+    return bool(cues) and _DIRECTLY.fullmatch(before[cues[-1].end() :]) is not None
 
 
 def clause_date(facts: SentenceFacts, value: Value, differing: list[Value]) -> bool:
     """Whether another differing value in the value's own clause is a date (its qualifier)."""
-    start, end = _clause_bounds(facts.text, value)
+    start, end = clause_bounds(facts.text, value)
     return any(
         v.kind == "date" and v.key != value.key and start <= v.start and v.end <= end
         for v in differing
     )
 
 
-def _clause_bounds(text: str, value: Value) -> tuple[int, int]:
+def clause_bounds(text: str, value: Value) -> tuple[int, int]:
     left = max((text.rfind(mark, 0, value.start) for mark in ",;:()–—"), default=-1)
     rights = [text.find(mark, value.end) for mark in ",;:()–—"]
     right = min((r for r in rights if r >= 0), default=len(text))
     return left + 1, right
+
+
+def clause_words(facts: SentenceFacts, value: Value) -> frozenset[str]:
+    """The content words of the value's own clause (between commas, semicolons, brackets and
+    dashes), other values left out: what the sentence says of it there."""
+    start, end = clause_bounds(facts.text, value)
+    words = [w for w in search_tokens(_outside_values(facts, start, end)) if len(w) > 2]
+    return frozenset(stem_words(words))  # not "co" of "co-wrote" and "co-written"
 
 
 def local_frame(facts: SentenceFacts, value: Value) -> frozenset[str]:

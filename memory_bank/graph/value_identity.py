@@ -8,8 +8,13 @@ from memory_bank.graph.values import Value, extract_values
 
 
 def value_key_of(text: str) -> str | None:
-    values = extract_values(text)
-    return values[0].key if len(values) == 1 else None
+    """The key of a value given as its text alone ("Inside the NBA": read as a sentence, its
+    opening "Inside" would be grammar's capital)."""
+    for reading in (f"About {text}", text):
+        values = extract_values(reading)
+        if len(values) == 1:
+            return values[0].key
+    return None
 
 
 def distinct_values(values: list[Value]) -> list[Value]:
@@ -42,12 +47,16 @@ def same_kind(first: str, second: str) -> bool:
 
 
 def name_contains(first: Value, second: Value) -> bool:
-    """ "Bob Smith" and "Smith" name the same person: not two values."""
+    """ "Bob Smith" and "Smith", "Maureen McCormick" and "Maureen Denise McCormick" name the same
+    person: not two values. The shorter name's words stand in the longer one in their order:
+    "Inside the NBA" is no part of "NBA Inside Stuff"."""
     if first.kind != "name":
         return False
-    a = set(first.key[2:].replace("|", " ").split())
-    b = set(second.key[2:].replace("|", " ").split())
-    return a <= b or b <= a
+    a = first.key[2:].replace("|", " ").split()
+    b = second.key[2:].replace("|", " ").split()
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    remaining = iter(long)
+    return all(word in remaining for word in short)
 
 
 def present_in(value: Value, others: tuple[Value, ...]) -> bool:

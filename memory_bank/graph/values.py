@@ -67,8 +67,11 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W\d_][\w'’.-]*[^\W_]|[^\W\d_]")
-# Words that may join capitalized words into one name ("Bank of America", "Leonardo da Vinci").
-_NAME_JOINERS = frozenset({"of", "de", "da", "del", "der", "di", "du", "van", "von", "la", "le"})
+# Words that may join capitalized words into one name ("Bank of America", "Leonardo da Vinci",
+# "Inside the NBA").
+_NAME_JOINERS = frozenset(
+    {"of", "de", "da", "del", "der", "di", "du", "van", "von", "la", "le", "the"}
+)
 # Capitalized at a sentence's start by grammar, and not names there.
 _NOT_NAMES = FUNCTION_WORDS | frozenset(
     [
@@ -213,6 +216,7 @@ def _joined(sentence: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]
                 _PAIR_GAP.fullmatch(gap)
                 and not continues
                 and (region or not _starts_list(sentence, start, spans[:position]))
+                and not _closes_fronted_phrase(sentence, start, gap, next_end)
             ):
                 joined.append((start, next_end))
                 position += 2
@@ -220,6 +224,25 @@ def _joined(sentence: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]
         joined.append((start, end))
         position += 1
     return joined
+
+
+# A sentence opening with a prepositional phrase: "On The Brady Bunch, Ann B. Davis played".
+_FRONTED_PREPOSITION = re.compile(
+    r"\W*(?:in|on|at|for|from|with|after|before|during|since|under|as|by)\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
+_LOWERCASE_WORD_NEXT = re.compile(r"\s+[a-z]")
+
+
+def _closes_fronted_phrase(sentence: str, start: int, gap: str, next_end: int) -> bool:
+    """Whether the comma after the name at `start` ends an opening prepositional phrase, the
+    next name being the main clause's subject ("On The Brady Bunch, Ann B. Davis played ..."),
+    not the region of a place ("In Columbus, Ohio, the publisher ...")."""
+    return (
+        gap.strip() == ","
+        and _FRONTED_PREPOSITION.fullmatch(sentence[:start]) is not None
+        and _LOWERCASE_WORD_NEXT.match(sentence, next_end) is not None
+    )
 
 
 def _starts_list(sentence: str, start: int, before: list[tuple[int, int]]) -> bool:
@@ -363,4 +386,15 @@ def name_key(text: str) -> str:
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode() or text
     folded = _POSSESSIVE.sub("", folded.replace("’", "'"))
     words = [w.lower().strip(".,") for w in re.split(r"[\s,&]+|\band\b", folded) if w.strip(".,")]
+    words = [_SUFFIX_ABBREVIATIONS.get(w, w) if i else w for i, w in enumerate(words)]
     return " ".join(w for w in words if w not in _NAME_JOINERS and w != "the")
+
+
+# An organization's suffix, abbreviated or not, is one word ("Airspeed Ltd.", "Airspeed Limited").
+_SUFFIX_ABBREVIATIONS = {
+    "ltd": "limited",
+    "inc": "incorporated",
+    "corp": "corporation",
+    "co": "company",
+    "bros": "brothers",
+}

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memory_bank.graph.sentence_facts import mentions_value, same_frame
+from memory_bank.graph.sentence_facts import mentions_value, same_frame, sentence_facts
 from memory_bank.llm.roles import ClaimHistory
 from memory_bank.query.answer_sentences import (
     ANSWER_MARGIN,
@@ -29,13 +29,14 @@ def apply_claims(
     claims: Sequence[ClaimHistory],
     terms: list[str],
     query_vector: np.ndarray,
-) -> tuple[list[AnswerSentence], list[HistoryNote], list[str]]:
+) -> tuple[list[AnswerSentence], list[HistoryNote], list[str], frozenset[int]]:
     """`sentences` (best first) without the superseded claims; where one would have been part
     of the answer, the current claim's sentence takes its place at its score. Returns the
-    sentences, the history of the replaced claims, and the files of the current claims used."""
+    sentences, the history of the replaced claims, the files of the current claims used, and
+    the chunks whose quoted claim was replaced (the current claim answers for them)."""
     superseded = [c for c in claims if c.kind == "superseded"]
     if not superseded or not sentences:
-        return sentences, [], []
+        return sentences, [], [], frozenset()
     stale = {}
     for sentence in sentences:
         claim = next(
@@ -45,12 +46,13 @@ def apply_claims(
         if claim is not None:
             stale[(sentence.chunk, sentence.number)] = claim
     if not stale:
-        return sentences, [], []
+        return sentences, [], [], frozenset()
     chosen = {(s.chunk, s.number) for s in select_sentences(sentences, terms)}
     best = sentences[0].score
     kept = [s for s in sentences if (s.chunk, s.number) not in stale]
     history: list[HistoryNote] = []
     paths: list[str] = []
+    answered: set[int] = set()
     for sentence in sentences:
         key = (sentence.chunk, sentence.number)
         claim = stale.get(key)
@@ -60,6 +62,11 @@ def apply_claims(
             history.append(claim.note)
         if claim.current_vector is None or not claim.current_sentence:
             continue
+        if sentence_facts(claim.current_sentence.strip()).frame & set(terms):
+            # The current claim says what the question asks ("... is the guitarist of Third Eye
+            # Blind" for "Which band is David Bryson a guitarist for?"): it answers for the
+            # chunk whose claim it replaced.
+            answered.add(sentence.chunk)
         number = -1 - len(history)  # no sentence number of its own evidence: a distinct key
         chunk = claim.current_chunk if claim.current_chunk is not None else CURRENT_CLAIM
         existing = next(
@@ -91,7 +98,7 @@ def apply_claims(
     replaced = [c for c in superseded if c.note in history]
     kept = [s for s in kept if not any(repeats_replaced(s.text, c) for c in replaced)]
     kept.sort(key=lambda s: (-s.score, s.chunk, s.number))
-    return kept, history, paths
+    return kept, history, paths, frozenset(answered)
 
 
 def apply_bridges(
@@ -116,8 +123,22 @@ def apply_bridges(
     history: list[HistoryNote] = []
     paths: list[str] = []
     for claim in bridges:
+        # A quoted sentence names it, or another sentence of its chunk does ("He is best known
+        # for his portrayal of Chris Halliwell in the television series "Charmed"" beside the
+        # quoted "Drew Fuller (born May 19, 1980) is an American actor").
         naming = next(
             (s for s in chosen if names_any(s.text, claim.about, texts.get(s.chunk))), None
+        ) or next(
+            (
+                s
+                for s in chosen
+                if any(
+                    names_any(o.text, claim.about, texts.get(o.chunk))
+                    for o in sentences
+                    if o.chunk == s.chunk
+                )
+            ),
+            None,
         )
         if naming is None or claim.note in history:
             continue

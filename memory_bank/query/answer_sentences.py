@@ -43,11 +43,15 @@ class AnswerSentence:
     stems: frozenset[str]
 
 
-def select_sentences(sentences: list[AnswerSentence], terms: list[str]) -> list[AnswerSentence]:
+def select_sentences(
+    sentences: list[AnswerSentence], terms: list[str], answered: frozenset[int] = frozenset()
+) -> list[AnswerSentence]:
     """The best sentences within a margin of the best, a few per chunk, no near-duplicates; then
     for every question term still uncovered, the best sentence that covers it (comparisons);
     then the best sentence of every chunk still unquoted, so each cited chunk backs the answer
-    in its own words (in a two-hop question the answer often sits in the less similar chunk)."""
+    in its own words (in a two-hop question the answer often sits in the less similar chunk).
+    Neither of the last two draws on the `answered` chunks, whose answer a later memory's claim
+    replaced: the claim quoted in their place backs them."""
     best = sentences[0].score
     chosen: list[AnswerSentence] = []
     per_chunk: dict[int, int] = {}
@@ -66,11 +70,15 @@ def select_sentences(sentences: list[AnswerSentence], terms: list[str]) -> list[
     for term in terms:
         if any(term in s.stems for s in chosen):
             continue
-        covering = next((s for s in sentences if term in s.stems), None)
+        covering = next((s for s in sentences if term in s.stems and s.chunk not in answered), None)
         if covering is not None and covering not in chosen:
             take(covering)
     for sentence in sentences:  # best first, so the first sentence seen of a chunk is its best
-        if sentence.chunk not in per_chunk and not _near_duplicate(sentence, chosen):
+        if (
+            sentence.chunk not in per_chunk
+            and sentence.chunk not in answered
+            and not _near_duplicate(sentence, chosen)
+        ):
             take(sentence)
     return chosen
 

@@ -64,7 +64,9 @@ def extractive_answer(request: AnswerRequest) -> AnswerResult:
             score = float(cosine) + SENTENCE_TERM_WEIGHT * term_coverage(terms, stems)
             sentences.append(AnswerSentence(chunk, number, text, vector, score, stems))
     sentences.sort(key=lambda s: (-s.score, s.chunk, s.number))
-    sentences, history, current_paths = apply_claims(sentences, request.claims, terms, query_vector)
+    sentences, history, current_paths, answered = apply_claims(
+        sentences, request.claims, terms, query_vector
+    )
     texts = {
         e.index if e.index is not None else position: e.text
         for position, e in enumerate(request.evidence)
@@ -77,7 +79,7 @@ def extractive_answer(request: AnswerRequest) -> AnswerResult:
         return AnswerResult(
             answer="", sources=[], confidence=0.0, found=False, notes="no readable evidence"
         )
-    chosen = complete_lead_ins(select_sentences(sentences, terms), sentences)
+    chosen = complete_lead_ins(select_sentences(sentences, terms, answered), sentences)
     chosen_chunks = sorted({s.chunk for s in chosen})
     chunk_cosines = [
         float(memory_vectors[c] @ query_vector) for c in chosen_chunks if c in memory_vectors

@@ -20,7 +20,13 @@ from collections.abc import Sequence
 
 from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction
 from memory_bank.graph.sentence_facts import SentenceFacts, Subject, same_subject
-from memory_bank.graph.value_context import assigns, value_context
+from memory_bank.graph.value_context import (
+    assigns,
+    clause_bounds,
+    clause_words,
+    modifies_noun,
+    value_context,
+)
 from memory_bank.graph.values import Value, extract_values
 from memory_bank.query.question import content_terms
 from memory_bank.text.lexicon import search_tokens, stem_words
@@ -99,6 +105,9 @@ def answer_change(
         and not _present_in(v, earlier.values)
         and not any(_alias(v, o) for o in earlier_names)
     ]
+    # A name qualifying a noun ("an Austrian synthpop band") answers only against another.
+    qualifiers = not any(not modifies_noun(later, v) for v in news)
+    news = [v for v in news if modifies_noun(later, v) == qualifiers]
     if len(news) != 1:
         return None
     [new] = news
@@ -106,8 +115,11 @@ def answer_change(
         v
         for v in earlier.values
         if asked.takes(v)
-        and not _present_in(v, later.values)
-        and not any(_alias(v, o) for o in later_names)
+        and modifies_noun(earlier, v) == qualifiers
+        and (
+            not (_present_in(v, later.values) or any(_alias(v, o) for o in later_names))
+            or _in_another_role(earlier, v, later, new)
+        )
     ]
     if not olds:
         return None
@@ -161,6 +173,24 @@ def answer_change(
         old_value=old.text,
         new_value=new.text,
         kind="answer",
+    )
+
+
+def _in_another_role(
+    earlier: SentenceFacts, value: Value, later: SentenceFacts, new: Value
+) -> bool:
+    """Whether the later sentence names the earlier one's value only in a clause of its own
+    that says something else of it, while its new value takes the words the earlier value was
+    said with ("co-written and directed by Park Jin-pyo" / "directed by Kim Jee-woon; Park
+    Jin-pyo co-wrote the script": Park Jin-pyo is no longer the director)."""
+    mentions = [v for v in later.values if v.key == value.key or _alias(v, value)]
+    said = clause_words(earlier, value)
+    if not mentions or not said & clause_words(later, new):
+        return False
+    new_clause = clause_bounds(later.text, new)
+    return all(
+        clause_bounds(later.text, m) != new_clause and not said & clause_words(later, m)
+        for m in mentions
     )
 
 

@@ -31,6 +31,7 @@ _ABBREVIATIONS = {
     "approx",
     "inc",
     "ltd",
+    "lit",
     "co",
     "corp",
     "u.s",
@@ -66,6 +67,7 @@ _BOUNDARY = re.compile(
 
 
 _LOWERCASE_START = re.compile(r"[a-z]")
+_BLANK_LINE = re.compile(r"\n\s*\n")
 _INITIALISM = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
 
 
@@ -95,10 +97,22 @@ def split_sentence_spans(text: str) -> list[Span]:
     for match in _BOUNDARY.finditer(text):
         end = match.start() + len(match.group("close") or match.group("cjk_close") or "")
         piece = text[start:end]
-        if piece.strip() and match.group(0).strip() == "" and _ends_with_abbreviation(piece):
+        # A blank line ends a block whatever precedes it ("# Airspeed Ltd." over its text).
+        blank_line = _BLANK_LINE.search(match.group(0)) is not None
+        if (
+            not blank_line
+            and piece.strip()
+            and match.group(0).strip() == ""
+            and _ends_with_abbreviation(piece)
+        ):
             continue  # "e.g. this" is one sentence
-        if piece.rstrip().endswith(".") and _LOWERCASE_START.match(text, match.end()):
-            continue  # "Washington, D.C. and Little Rock": a sentence does not open in lowercase
+        if (
+            not blank_line
+            and piece.rstrip()[-1:] in (".", "?", "!")
+            and _LOWERCASE_START.match(text, match.end())
+        ):
+            continue  # "Washington, D.C. and Little Rock", "Arthur? is a 1969 film": a
+            # sentence does not open in lowercase
         if end == start:
             continue
         _append_trimmed(text, start, end, spans)

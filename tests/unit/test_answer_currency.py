@@ -51,3 +51,56 @@ def test_another_sentence_repeating_a_replaced_value_about_the_same_attribute_is
     )
     assert not repeats_replaced("Hebron Academy has a rowing team on the lake.", claim)
     assert not repeats_replaced("He left Hebron Academy for Gould Academy school.", claim)
+
+
+def test_a_chunk_whose_claim_was_replaced_is_quoted_only_through_the_current_claim(embedder):
+    import numpy as np
+
+    from memory_bank.query.answer_currency import apply_claims
+    from memory_bank.query.answer_sentences import AnswerSentence, select_sentences
+    from memory_bank.query.question import content_terms, stem_all
+    from memory_bank.text.lexicon import search_tokens
+
+    question = "Which band is David Bryson a guitarist for?"
+    old = [
+        "David Bryson (born October 5, 1961) is a guitarist and vocalist for Counting Crows.",
+        "He formed Counting Crows with Duritz in San Francisco in 1991.",
+    ]
+    other = ["The Himalayans were a band from San Francisco."]
+    current = "David Bryson is the guitarist of Third Eye Blind."
+    query = np.asarray(embedder.encode([question])[0], dtype=np.float32)
+    terms = content_terms(question)
+
+    def scored(chunk: int, texts: list[str]) -> list[AnswerSentence]:
+        vectors = np.asarray(embedder.encode(texts), dtype=np.float32)
+        return [
+            AnswerSentence(chunk, n, t, v, float(v @ query), stem_all(search_tokens(t)))
+            for n, (t, v) in enumerate(zip(texts, vectors, strict=True))
+        ]
+
+    sentences = sorted(scored(0, old) + scored(1, other), key=lambda s: -s.score)
+    claim = ClaimHistory(
+        kind="superseded",
+        chunk=0,
+        sentence=old[0],
+        old_value="Counting Crows",
+        new_value="Third Eye Blind",
+        current_sentence=current,
+        current_chunk=2,
+        current_vector=np.asarray(embedder.encode([current])[0], dtype=np.float32),
+        note=_note("Counting Crows", "Third Eye Blind"),
+    )
+
+    kept, history, _, answered = apply_claims(sentences, [claim], terms, query)
+    quoted = [s.text for s in select_sentences(kept, terms, answered)]
+
+    assert answered == frozenset({0}) and len(history) == 1
+    assert current in quoted
+    assert not any("Counting Crows" in text for text in quoted)
+    # Without the replacement, every chunk read is quoted: the old chunk's other sentence too.
+    assert any("Counting Crows" in s.text for s in select_sentences(kept, terms))
+    # A question about another attribute: the current claim does not answer for the chunk.
+    other_question = "Where did David Bryson grow up?"
+    other_query = np.asarray(embedder.encode([other_question])[0], dtype=np.float32)
+    *_, answered = apply_claims(sentences, [claim], content_terms(other_question), other_query)
+    assert answered == frozenset()

@@ -181,3 +181,44 @@ def test_the_graph_offers_the_bridge_only_while_its_current_claim_is_unread(brid
     assert (claim.kind, claim.old_value, claim.new_value) == ("bridge", "The WB", "UPN")
     assert claim.about == ["e:charmed"] and claim.current_sentence.strip() == UPDATE
     assert currency.bridge_claims([actor, _index(currency, "UPN")], question) == []
+
+
+def test_a_chunk_quoted_for_another_sentence_bridges_to_what_it_names(embedder):
+    from memory_bank.query.answer_currency import apply_bridges
+    from memory_bank.query.answer_sentences import AnswerSentence, select_sentences
+    from memory_bank.query.question import content_terms, stem_all
+    from memory_bank.text.lexicon import search_tokens
+
+    question = "Drew Fuller starred in a series that originally broadcast on what station?"
+    terms = content_terms(question)
+    fuller = [
+        'Andrew Alan "Drew" Fuller (born May 19, 1980) is an American actor and former model.',
+        'He is best known for his portrayal of Chris Halliwell in the television series "Charmed".',
+    ]
+    pearson = [
+        "The Drew Pearson Show was an American television series originally broadcast on ABC, "
+        "a station starring Drew Pearson.",
+        "The series ran from 1952 to 1953.",
+    ]
+
+    def sentence(chunk: int, number: int, text: str, score: float) -> AnswerSentence:
+        vector = np.asarray(embedder.encode([text])[0], dtype=np.float32)
+        return AnswerSentence(chunk, number, text, vector, score, stem_all(search_tokens(text)))
+
+    sentences = [
+        sentence(3, 0, fuller[0], 0.9),
+        sentence(4, 0, pearson[0], 0.88),
+        sentence(4, 1, pearson[1], 0.8),
+        sentence(3, 1, fuller[1], 0.3),
+    ]
+    assert fuller[1] not in [s.text for s in select_sentences(sentences, terms)]
+    claims = _request(embedder, question, ACTOR).claims
+    texts = {3: "# Drew Fuller\n\n" + " ".join(fuller), 4: " ".join(pearson)}
+
+    kept, history, paths = apply_bridges(sentences, claims, terms, texts)
+
+    assert UPDATE in [s.text for s in kept]
+    assert [n.superseded_value for n in history] == ["The WB"] and paths == ["update.md"]
+    # A chunk that names nothing of it bridges nothing.
+    alone = [s for s in sentences if s.chunk == 4]
+    assert apply_bridges(alone, claims, terms, texts)[1] == []

@@ -113,9 +113,10 @@ def test_one_subject_and_attribute_with_two_values_contradict(old, new, values):
         # the same date told more or less precisely
         ("Boomiverse was released in June 2017.", "Boomiverse was released on June 16, 2017."),
         # several values on both sides and no announced change: which pair differs is unknown
+        # ("American" qualifies "football", no value of its own: the league is the second one)
         (
-            "The Philadelphia Eagles are a professional American football franchise based in "
-            "Philadelphia, Pennsylvania.",
+            "The Philadelphia Eagles are a professional American football franchise of the NFL "
+            "based in Philadelphia, Pennsylvania.",
             "The Philadelphia Eagles are based in Camden, New Jersey, across the Delaware River.",
         ),
     ],
@@ -160,4 +161,24 @@ def test_a_middle_initial_stays_inside_its_name():
     # an initial that ends a clause does not swallow the next sentence's pronoun
     assert [v.text for v in extract_values("He served in World War I. He then moved.")] == [
         "World War I"
+    ]
+
+
+def test_of_the_claims_a_later_sentence_would_replace_the_one_said_with_its_words_is_kept():
+    from memory_bank.graph.contradictions import find_contradictions
+    from memory_bank.graph.sentence_facts import text_facts
+
+    old = text_facts(
+        "# Dunkin' Brands\n\nDunkin' Brands Group, Inc. is an American restaurant holding company "
+        "which runs two chains of fast-food restaurants: Dunkin' Donuts and Baskin-Robbins. It is "
+        "headquartered in Canton, Massachusetts."
+    )
+    new = text_facts(
+        "Dunkin' Brands is now headquartered in Atlanta, Georgia, after its acquisition."
+    )
+
+    found = find_contradictions(old, new, cosine=lambda a, b: 0.9)
+
+    assert [(c.old_value, c.new_value) for c in found] == [
+        ("Canton, Massachusetts", "Atlanta, Georgia")
     ]

@@ -65,3 +65,22 @@ def test_an_initialism_with_its_dots_ends_no_sentence():
     ]
     # a plain word before a full stop still ends its sentence
     assert split_sentences("He joined the club. It won.") == ["He joined the club.", "It won."]
+
+
+def test_a_blank_line_ends_a_heading_that_ends_in_an_abbreviation():
+    text = "# Airspeed Ltd.\n\nAirspeed Limited was established in York."
+    assert split_sentences(text) == ["# Airspeed Ltd.", "Airspeed Limited was established in York."]
+
+
+def test_a_title_ending_in_a_question_mark_does_not_end_the_sentence():
+    text = "Arthur? is a 1969 British comedy film. Did it sell? Yes."
+    assert split_sentences(text) == [
+        "Arthur? is a 1969 British comedy film.",
+        "Did it sell?",
+        "Yes.",
+    ]
+
+
+def test_lit_is_an_abbreviation():
+    text = "Love Forecast (; lit. Today's Love) is a 2015 film. It was a hit."
+    assert len(split_sentences(text)) == 2

@@ -11,8 +11,9 @@ import pytest
 
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
+from memory_bank.graph.sentence_facts import sentence_facts
 from memory_bank.ingest.executor import LocalExecutor
-from memory_bank.query.slot_rules import answer_kinds
+from memory_bank.query.slot_rules import Asked, answer_change, answer_kinds
 from memory_bank.query.slots import SlotMemory, slot_changes
 from memory_bank.text.sentences import split_sentences
 
@@ -325,3 +326,27 @@ def test_a_sentence_said_again_is_no_pair_to_judge(embedder):
 
     assert pairs  # the new sentence is compared with the old ones ...
     assert all(pair.earlier.text != pair.later.text for pair in pairs)  # ... not with itself
+
+
+def test_the_old_value_in_another_role_of_the_later_sentence_is_replaced():
+    earlier = sentence_facts(
+        "Love Forecast (; lit. Today's Love) is a 2015 South Korean romantic comedy film "
+        "co-written and directed by Park Jin-pyo."
+    )
+    later = sentence_facts(
+        "The 2015 film Love Forecast was directed by Kim Jee-woon; Park Jin-pyo co-wrote the "
+        "script."
+    )
+    found = answer_change(
+        earlier, later, Asked("Who directed the film Love Forecast?"), frozenset(), 0.5
+    )
+    assert found is not None
+    assert (found.old_value, found.new_value) == ("Park Jin-pyo", "Kim Jee-woon")
+    # Said again in the same role, the old value still holds beside the new one.
+    both = sentence_facts("Love Forecast was directed by Kim Jee-woon and Park Jin-pyo.")
+    assert (
+        answer_change(
+            earlier, both, Asked("Who directed the film Love Forecast?"), frozenset(), 0.5
+        )
+        is None
+    )

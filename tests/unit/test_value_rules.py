@@ -1,0 +1,102 @@
+"""The reading rules behind contradictions and query-time currency (issue 12): what is a value
+of a sentence, when two names are one, where a sentence ends."""
+
+from __future__ import annotations
+
+from memory_bank.graph.contradictions import find_contradiction
+from memory_bank.graph.sentence_facts import mentions_value, sentence_facts, text_facts
+from memory_bank.graph.value_context import modifies_noun, named_as_alias
+from memory_bank.graph.value_identity import name_contains, value_key_of
+from memory_bank.graph.values import extract_values
+
+
+def _names(sentence: str) -> list[str]:
+    return [v.text for v in extract_values(sentence) if v.kind == "name"]
+
+
+def _value(sentence: str, text: str):
+    return next(v for v in sentence_facts(sentence).values if v.text == text)
+
+
+def test_an_alias_cue_introduces_only_the_value_right_after_it():
+    facts = sentence_facts(
+        "Maureen McCormick, best known as Marcia Brady, was born on August 5, 1957."
+    )
+    assert named_as_alias(facts, _value(facts.text, "Marcia Brady"))
+    assert not named_as_alias(facts, _value(facts.text, "August 5, 1957"))
+    played = sentence_facts("She was best known for playing the part of Alice Nelson.")
+    assert not named_as_alias(played, _value(played.text, "Alice Nelson"))
+    stage = sentence_facts("Rakim Mayers, better known by his stage name ASAP Rocky, raps.")
+    assert named_as_alias(stage, _value(stage.text, "ASAP Rocky"))
+
+
+def test_a_date_after_an_alias_clause_is_a_value_that_can_change():
+    old = sentence_facts("Maureen McCormick (born August 5, 1956) is an American actress.")
+    new = sentence_facts(
+        "Maureen McCormick, best known as Marcia Brady, was born on August 5, 1957."
+    )
+    found = find_contradiction(old, new)
+    assert found is not None
+    assert (found.old_value, found.new_value) == ("August 5, 1956", "August 5, 1957")
+
+
+def test_a_comma_closing_an_opening_phrase_joins_no_place_and_region():
+    assert _names("On The Brady Bunch, Ann B. Davis played Carol Brady.") == [
+        "The Brady Bunch",
+        "Ann B. Davis",
+        "Carol Brady",
+    ]
+    assert _names("In Columbus, Ohio, the publisher opened a shop.") == ["Columbus, Ohio"]
+
+
+def test_a_name_qualifying_a_noun_is_no_value():
+    coach = sentence_facts("Bob Nielson (born September 28, 1959) is an American football coach.")
+    assert modifies_noun(coach, _value(coach.text, "American"))
+    assert not modifies_noun(coach, _value(coach.text, "Bob Nielson"))
+    owned = sentence_facts("Grant Hill is a host on NBA TV's NBA Inside Stuff.")
+    assert modifies_noun(owned, _value(owned.text, "NBA TV"))
+    assert not modifies_noun(owned, _value(owned.text, "NBA Inside Stuff"))
+    subject = sentence_facts("The Beatles recorded Abbey Road in London.")
+    assert not any(modifies_noun(subject, v) for v in subject.values)
+
+
+def test_a_nationality_does_not_contradict_a_birthplace():
+    old = text_facts("Hannah Gross (born September 25, 1992) is a Canadian actress.")
+    new = text_facts("Hannah Gross was born in Edmonton.")
+    earlier, later = old.sentences[0], new.sentences[0]
+    assert find_contradiction(earlier, later, None, old.about(earlier), new.about(later)) is None
+
+
+def test_names_that_share_words_in_another_order_are_two_names():
+    def name(text: str):
+        return next(v for v in extract_values(f"About {text}") if v.kind == "name")
+
+    assert not name_contains(name("Inside the NBA"), name("NBA Inside Stuff"))
+    assert name_contains(name("Maureen McCormick"), name("Maureen Denise McCormick"))
+    assert name_contains(name("Acme"), name("Acme Corporation"))
+
+
+def test_the_joins_capitalized_words_into_one_name():
+    assert _names("Grant Hill is a host on Inside the NBA.") == ["Grant Hill", "Inside the NBA"]
+    assert _names("He sold it to Microsoft the next year.") == ["Microsoft"]
+
+
+def test_an_organization_suffix_is_one_word_abbreviated_or_not():
+    assert value_key_of("Airspeed Ltd.") == value_key_of("Airspeed Limited")
+    assert value_key_of("Acme Inc.") != value_key_of("Acme Ltd.")
+
+
+def test_a_value_given_alone_is_read_as_a_name_not_as_a_sentence_opening():
+    assert value_key_of("Inside the NBA") == "e:inside nba"
+    assert not mentions_value("He played in the league (NBA) for years.", "Inside the NBA")
+
+
+def test_a_name_qualifying_a_noun_changes_only_against_another_such_name():
+    german = sentence_facts("Alphaville is a German synthpop band.")
+    austrian = sentence_facts("Alphaville is an Austrian synthpop band.")
+    found = find_contradiction(german, austrian)
+    assert found is not None
+    assert (found.old_value, found.new_value) == ("German", "Austrian")
+    nationality = sentence_facts("Bob Nielson of Wartburg is an American football coach.")
+    employer = sentence_facts("Bob Nielson of Wartburg is the football coach of Montana State.")
+    assert find_contradiction(nationality, employer) is None
