@@ -47,7 +47,8 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import pyarrow.parquet as pq  # noqa: E402
 import yaml  # noqa: E402
 
-from bench.ingest import BUSY_LOAD, OUT, SEED, Corpus, build_corpus, with_overrides  # noqa: E402
+from bench.corpus import OUT, SEED, Corpus, build_corpus  # noqa: E402
+from bench.ingest import BUSY_LOAD, with_overrides  # noqa: E402
 from memory_bank.config import AppConfig, load_config  # noqa: E402
 from memory_bank.index.embedding import Embedder  # noqa: E402
 from memory_bank.ingest.journal import IngestJournal  # noqa: E402

@@ -28,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.corpus import build_corpus  # noqa: E402
 from memory_bank.config import AppConfig  # noqa: E402
 from memory_bank.evaluation.dataset_files import development_eval_dir  # noqa: E402
 from memory_bank.ingest.runner_choice import choose_runner, estimated_tokens  # noqa: E402
@@ -56,7 +57,6 @@ def stories_corpus() -> Path:
 def corpus_for(size: str) -> Path:
     if size == "stories":
         return stories_corpus()
-    from bench.ingest import build_corpus
 
     return build_corpus(int(size)).directory
 
