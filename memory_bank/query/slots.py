@@ -28,6 +28,7 @@ decided the pair (a validated conflict, or one still open), its verdict stands.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -138,12 +139,16 @@ def slot_changes(
         return []
     asked = Asked(question)
     paired = {m.chunk: m for pair in pairs for m in pair}
-    vectors = {chunk: _fact_vectors(m, _text_facts(m.text)) for chunk, m in paired.items()}
+    facts = {chunk: _text_facts(m.text) for chunk, m in paired.items()}
+    rows = {chunk: _fact_vectors(m, facts[chunk]) for chunk, m in paired.items()}
     candidates = [
         candidate
         for older, newer in pairs
         for candidate in _candidates(
-            older, newer, _text_facts(older.text), _text_facts(newer.text), vectors
+            older,
+            newer,
+            (facts[older.chunk], rows[older.chunk]),
+            (facts[newer.chunk], rows[newer.chunk]),
         )
     ]
     if not candidates:  # most questions: no two memories of different commits to compare
@@ -186,14 +191,12 @@ def _closest_to_the_question(
 def _candidates(
     older: SlotMemory,
     newer: SlotMemory,
-    old_facts: TextFacts,
-    new_facts: TextFacts,
-    vectors: dict[int, np.ndarray] | None = None,
+    old: tuple[TextFacts, np.ndarray],
+    new: tuple[TextFacts, np.ndarray],
 ) -> list[_Candidate]:
     """The sentence pairs worth judging: a shared value or frame word, or close vectors.
-    `vectors`: each memory's `_fact_vectors`, where the caller has them."""
-    old_rows = vectors[older.chunk] if vectors else _fact_vectors(older, old_facts)
-    new_rows = vectors[newer.chunk] if vectors else _fact_vectors(newer, new_facts)
+    Each memory comes with its facts and their `_fact_vectors`."""
+    (old_facts, old_rows), (new_facts, new_rows) = old, new
     # NaN where a sentence has no stored vector: no cosine, the words alone decide.
     if old_rows.shape[1] == new_rows.shape[1]:
         cosines = new_rows @ old_rows.T
@@ -205,9 +208,7 @@ def _candidates(
         for i, earlier in enumerate(old_facts.sentences):
             if earlier.text == later.text:
                 continue  # a sentence said again (a meeting series' boilerplate) changes nothing
-            cosine = float(cosines[j, i])
-            if cosine != cosine:  # NaN
-                cosine = None
+            cosine = None if math.isnan(cosines[j, i]) else float(cosines[j, i])
             if (
                 earlier.keys & later.keys
                 or earlier.frame & later.frame

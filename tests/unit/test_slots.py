@@ -322,7 +322,13 @@ def test_a_sentence_said_again_is_no_pair_to_judge(embedder):
     first = _memory(embedder, 1, minutes, 10.0)
     again = _memory(embedder, 2, minutes + " The budget review is now due on 5 March.", 20.0)
 
-    pairs = slots._candidates(first, again, text_facts(first.text), text_facts(again.text))
+    old_facts, new_facts = text_facts(first.text), text_facts(again.text)
+    pairs = slots._candidates(
+        first,
+        again,
+        (old_facts, slots._fact_vectors(first, old_facts)),
+        (new_facts, slots._fact_vectors(again, new_facts)),
+    )
 
     assert pairs  # the new sentence is compared with the old ones ...
     assert all(pair.earlier.text != pair.later.text for pair in pairs)  # ... not with itself
