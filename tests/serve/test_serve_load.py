@@ -6,6 +6,7 @@ asks /healthz twice a second. The assertions compare figures of that same run, n
 time: 50 clients must not get less done than the best of 1 and 8 (the collapse this guards
 against: 60 -> 7 req/s), every answer is a 200 or a deliberate 503 with Retry-After, health
 never waits behind the model, and the replica batched the questions that waited together.
+(Load shedding beyond the queue: tests/serve/test_serve_backpressure.py.)
 """
 
 from __future__ import annotations
@@ -30,9 +31,6 @@ AUTH = {"Authorization": f"Bearer {API_KEY}"}
 TOPICS = ["GIL threads", "asyncio event loop", "type hints", "React hooks", "attention heads"]
 PHASES = ((1, 4.0), (8, 5.0), (50, 25.0))  # (clients, seconds)
 HEALTH_PROBE_EVERY_S = 0.5
-# At once, more than a replica admits plus the queue before it (serve.max_ongoing_requests +
-# serve.max_queued_requests): the surplus must be turned away at once.
-BURST = 2 * (AppConfig().serve.max_ongoing_requests + AppConfig().serve.max_queued_requests)
 
 
 def _free_port() -> int:
@@ -63,25 +61,6 @@ async def _probe_health(base_url: str, until: asyncio.Event) -> list[tuple[int, 
     return answers
 
 
-async def _burst(base_url: str, body: Callable[[], dict]) -> list[tuple[int, float, str | None]]:
-    """BURST requests sent together, one connection each: (status, seconds, Retry-After)."""
-
-    async def one(http: httpx.AsyncClient) -> tuple[int, float, str | None]:
-        started = time.perf_counter()
-        response = await http.post("/query", json=body())
-        return (
-            response.status_code,
-            time.perf_counter() - started,
-            response.headers.get("retry-after"),
-        )
-
-    limits = httpx.Limits(max_connections=BURST)
-    async with httpx.AsyncClient(
-        base_url=base_url, headers=AUTH, timeout=120.0, limits=limits
-    ) as http:
-        return await asyncio.gather(*(one(http) for _ in range(BURST)))
-
-
 async def _load_run(base_url: str):
     body = _questions()
 
@@ -94,7 +73,7 @@ async def _load_run(base_url: str):
     probe = asyncio.ensure_future(_probe_health(base_url, done))
     phases.append(await drive(*PHASES[-1]))
     done.set()
-    return phases, await probe, await _burst(base_url, body)
+    return phases, await probe
 
 
 @pytest.fixture(scope="module")
@@ -112,17 +91,17 @@ def server(ray_cluster, ml_tech_store):
 
 @pytest.fixture(scope="module")
 def load_run(server):
-    phases, health, burst = asyncio.run(_load_run(server))
+    phases, health = asyncio.run(_load_run(server))
     for phase in phases:
         print(
             f"{phase.clients:>3} clients: {phase.answered_per_s:5.1f} answers/s, "
             f"p50 {phase.percentile_ms(50):.0f} ms, {dict(phase.statuses)}"
         )
-    return phases, health, burst
+    return phases, health
 
 
 def test_fifty_clients_get_at_least_nine_tenths_of_the_best_small_load_throughput(load_run):
-    phases, _, _ = load_run
+    phases, _ = load_run
     *small, crowd = phases
     best = max(phase.answered_per_s for phase in small)
 
@@ -130,7 +109,7 @@ def test_fifty_clients_get_at_least_nine_tenths_of_the_best_small_load_throughpu
 
 
 def test_under_load_every_response_is_an_answer_or_a_503_with_retry_after(load_run):
-    phases, _, _ = load_run
+    phases, _ = load_run
     for phase in phases:
         assert phase.unexplained == [], phase.unexplained[:5]
         assert set(phase.statuses) <= {200, 503}
@@ -138,7 +117,7 @@ def test_under_load_every_response_is_an_answer_or_a_503_with_retry_after(load_r
 
 
 def test_health_is_answered_while_the_query_replica_is_saturated(load_run):
-    phases, health, _ = load_run
+    phases, health = load_run
     crowd = phases[-1]
     statuses = [status for status, _ in health]
     waits = [seconds for _, seconds in health]
@@ -183,18 +162,3 @@ def test_the_api_key_is_required_on_queries_but_not_on_health(server):
     assert right.json()["sources"]
     assert tree.status_code == 200
     assert health.status_code == 200
-
-
-def test_beyond_the_queue_requests_get_a_fast_503_with_retry_after(load_run):
-    *_, burst = load_run
-    answered = [seconds for status, seconds, _ in burst if status == 200]
-    turned_away = [(seconds, retry) for status, seconds, retry in burst if status == 503]
-
-    assert {status for status, _, _ in burst} <= {200, 503}
-    assert answered and turned_away
-    assert {retry for _, retry in turned_away} == {str(AppConfig().serve.retry_after_s)}
-    # Shed without waiting in line for the model: sooner than the answers. (Not instantly: the
-    # ingress takes the burst's requests one by one, a few milliseconds each.)
-    refusals = [seconds for seconds, _ in turned_away]
-    assert np.median(refusals) < np.median(answered)
-    assert max(refusals) < max(answered)
