@@ -37,19 +37,24 @@ def _embedding_worker_node(cluster, submission_id: str, timeout: float = JOB_TIM
     deadline. The deadline is the job's own: on a loaded 2-core machine the job's workers take
     minutes to import torch and load the model before the first embedding actor is alive."""
     deadline = time.monotonic() + timeout
+    seen: dict[str, tuple[str, str | None]] = {}  # actor id -> (state, node name), last seen
     while time.monotonic() < deadline:
         info = cluster.get(f"/api/jobs/{submission_id}")
-        assert info["status"] not in ("SUCCEEDED", "FAILED", "STOPPED"), (
-            f"the job ended ({info['status']}) before an embedding actor was seen on a worker node"
-        )
+        if info["status"] in ("SUCCEEDED", "FAILED", "STOPPED"):
+            raise AssertionError(
+                f"the job ended ({info['status']}) before an embedding actor was seen alive on "
+                f"a worker node; embedding actors seen: {seen}; the job's log ends: "
+                + cluster.job_logs(submission_id)[-2000:]
+            )
         job = info.get("job_id")
         if job is not None:
             for actor in cluster.list_state("actors", job_id=job, class_name=EMBED_ACTOR):
                 name = cluster.node_name(actor.get("node_id") or "")
+                seen[actor["actor_id"]] = (actor["state"], name)
                 if actor["state"] == "ALIVE" and name not in (None, HEAD):
                     return name
         time.sleep(0.2)
-    raise AssertionError(f"no embedding actor on a worker node within {timeout} s")
+    raise AssertionError(f"no embedding actor on a worker node within {timeout} s: {seen}")
 
 
 def test_an_ingest_job_survives_losing_a_worker_node(restore_nodes, tmp_path, single_node_store):
