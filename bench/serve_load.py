@@ -30,6 +30,9 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE_STORE = REPO / "bench" / "out" / "query" / "sample"
 FRAGMENT_WORDS = 8
 WARMUP_S = 4.0
+# Each row's clients run this long before their requests count (`closed_loop`'s ramp): a row
+# measures the steady state at its number of clients, not their simultaneous start.
+ROW_RAMP_S = 2.0
 QUESTION_SEED = 14
 
 
@@ -96,7 +99,9 @@ def sweep(
             asyncio.run(closed_loop(base_url, "/query", body, 8, WARMUP_S))
             for number in clients:
                 before = os.getloadavg()[0]
-                result = asyncio.run(closed_loop(base_url, "/query", body, number, seconds))
+                result = asyncio.run(
+                    closed_loop(base_url, "/query", body, number, seconds, ramp_s=ROW_RAMP_S)
+                )
                 rows.append((count, result, (before, os.getloadavg()[0])))
                 print(
                     f"  {count} replica(s), {number:>3} clients: {result.answered_per_s:6.1f} req/s, "
@@ -111,7 +116,10 @@ def sweep(
 
 
 def print_sweep(rows: list[tuple[int, LoadResult, tuple[float, float]]], seconds: float) -> None:
-    table = Table(title=f"POST /query under load ({seconds:.0f} s per row, closed loop)")
+    table = Table(
+        title=f"POST /query under load (closed loop; per row {ROW_RAMP_S:.0f} s ramp, "
+        f"then {seconds:.0f} s recorded)"
+    )
     for header in (
         "replicas",
         "clients",

@@ -38,30 +38,43 @@ async def closed_loop(
     clients: int,
     seconds: float,
     headers: dict[str, str] | None = None,
+    ramp_s: float = 0.0,
 ) -> LoadResult:
-    """POST `body()` (a fresh body per request) to `path` from `clients` clients for `seconds`."""
+    """POST `body()` (a fresh body per request) to `path` from `clients` clients for `seconds`.
+
+    With `ramp_s`, the clients first run that long unrecorded, and only the requests sent after
+    it count: the steady state at this many clients, without the start, when every client
+    opens its connection and sends its first request at the same moment.
+    """
     result = LoadResult(clients)
-    deadline = time.perf_counter() + seconds
+    record_from = time.perf_counter() + ramp_s
+    deadline = record_from + seconds
 
     async def client() -> None:
         async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=120.0) as http:
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
+                recorded = started >= record_from
                 try:
                     response = await http.post(path, json=body())
                 except httpx.HTTPError as exc:
-                    result.unexplained.append(repr(exc))
+                    if recorded:
+                        result.unexplained.append(repr(exc))
                     continue
-                result.statuses[response.status_code] += 1
-                if response.status_code == 200:
-                    result.latencies_s.append(time.perf_counter() - started)
-                elif response.status_code == 503 and "retry-after" in response.headers:
+                if recorded:
+                    _record(result, response, time.perf_counter() - started)
+                if response.status_code == 503 and "retry-after" in response.headers:
                     wait = float(response.headers["retry-after"])
                     await asyncio.sleep(min(wait, max(0.0, deadline - time.perf_counter())))
-                else:
-                    result.unexplained.append(f"{response.status_code}: {response.text[:200]}")
 
-    started = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
-    result.seconds = time.perf_counter() - started
+    result.seconds = time.perf_counter() - record_from
     return result
+
+
+def _record(result: LoadResult, response: httpx.Response, seconds: float) -> None:
+    result.statuses[response.status_code] += 1
+    if response.status_code == 200:
+        result.latencies_s.append(seconds)
+    elif response.status_code != 503 or "retry-after" not in response.headers:
+        result.unexplained.append(f"{response.status_code}: {response.text[:200]}")

@@ -63,6 +63,13 @@ def test_an_ingest_job_survives_losing_a_worker_node(restore_nodes, tmp_path, si
     submission_id = f"node-loss-{uuid.uuid4().hex[:8]}"
     cluster.submit_job(
         [
+            # Ray Data starts an actor pool's actors without waiting for them, so the embedding
+            # actor on the head could embed every batch while the one on a worker node is still
+            # loading the model (seen once on a loaded machine: the job ended before any
+            # embedding actor on a worker was alive). Waiting for the pool keeps one there for
+            # the whole of embedding.
+            "env",
+            f"RAY_DATA_DEFAULT_WAIT_FOR_MIN_ACTORS_S={int(JOB_TIMEOUT_S)}",
             "python",
             "-m",
             "jobs.ingest",
