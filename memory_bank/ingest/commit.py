@@ -37,9 +37,7 @@ from memory_bank.ingest.stages import (
     compose_readmes,
     embed_readmes,
     plan_tree,
-    readme_highlights,
-    readme_index_terms,
-    readme_key_terms,
+    subtree_summaries,
     taxonomy_items,
 )
 from memory_bank.ingest.store_state import (
@@ -440,9 +438,7 @@ class StoreCommitter:
                 vectors=parts.memory_vectors,
             )
         by_index = {memory.index: memory for memory in memories}
-        highlights = readme_highlights(tree, memories, parts.memory_vectors, chunk_paths)
-        key_terms = readme_key_terms(tree, memories)
-        index_terms = readme_index_terms(tree, memories)
+        subtrees = subtree_summaries(tree, memories, parts.memory_vectors, chunk_paths)
         readmes = {path: state.readmes[path] for path in directories if path not in stale}
         requests = []
         for path in stale:
@@ -453,9 +449,7 @@ class StoreCommitter:
                     node=node,
                     child_dirs=list(node.children),
                     files=files,
-                    highlights=highlights.get(path, []),
-                    key_terms=key_terms.get(path, []),
-                    index_terms=index_terms.get(path, []),
+                    subtree=subtrees[path],
                 )
             )
         for path, result in zip(stale, self.backend.readmes(requests), strict=True):

@@ -33,7 +33,12 @@ from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store.tables import SentenceRecord
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import TaxonomyItem, flat_fallback, validate_taxonomy
-from memory_bank.taxonomy.readme import ReadmeFileEntry, ReadmeHighlight
+from memory_bank.taxonomy.readme import (
+    NO_SUMMARY,
+    ReadmeFileEntry,
+    ReadmeHighlight,
+    SubtreeSummary,
+)
 from memory_bank.taxonomy.summary import (
     subtree_highlights,
     subtree_index_terms,
@@ -161,42 +166,21 @@ def ensure_valid_tree(
     return tree
 
 
-def readme_highlights(
+def subtree_summaries(
     tree: DirectoryNode,
     memories: Sequence[MemorizedChunk],
     vectors: np.ndarray,
     chunk_paths: Mapping[int, str],
-) -> dict[str, list[ReadmeHighlight]]:
-    """The summary material of every directory of `tree` (`taxonomy.summary`): TL;DRs of its
-    subtree's central and diverse memories; `vectors` row i belongs to `memories[i]`."""
+) -> dict[str, SubtreeSummary]:
+    """What every directory's README says of its subtree (`taxonomy.summary`): the TL;DRs of
+    its central and diverse memories, its most telling key terms, and its index: the words of
+    its memories (title, keywords and memory text), the most telling first. `vectors` row i
+    belongs to `memories[i]`."""
     by_index = {memory.index: memory for memory in memories}
     row_of = {memory.index: row for row, memory in enumerate(memories)}
-    chosen = subtree_highlights(tree, vectors, row_of)
-    return {
-        path: [
-            ReadmeHighlight(
-                text=by_index[index].tldr,
-                file=_relative_to(chunk_paths[index], path),
-            )
-            for index in indices
-        ]
-        for path, indices in chosen.items()
-    }
-
-
-def readme_key_terms(
-    tree: DirectoryNode, memories: Sequence[MemorizedChunk]
-) -> dict[str, list[str]]:
-    """The most telling key terms of every directory of `tree` (`taxonomy.summary`)."""
-    return subtree_key_terms(tree, {memory.index: memory.keywords for memory in memories})
-
-
-def readme_index_terms(
-    tree: DirectoryNode, memories: Sequence[MemorizedChunk]
-) -> dict[str, list[str]]:
-    """The README index of every directory of `tree` (`taxonomy.summary`): the words of its
-    memories (title, keywords and memory text), the most telling first."""
-    return subtree_index_terms(
+    highlights = subtree_highlights(tree, vectors, row_of)
+    key_terms = subtree_key_terms(tree, {memory.index: memory.keywords for memory in memories})
+    index_terms = subtree_index_terms(
         tree,
         {
             memory.index: " ".join(
@@ -205,6 +189,19 @@ def readme_index_terms(
             for memory in memories
         },
     )
+    return {
+        node.path: SubtreeSummary(
+            highlights=tuple(
+                ReadmeHighlight(
+                    text=by_index[index].tldr, file=_relative_to(chunk_paths[index], node.path)
+                )
+                for index in highlights.get(node.path, [])
+            ),
+            key_terms=tuple(key_terms.get(node.path, [])),
+            index_terms=tuple(index_terms.get(node.path, [])),
+        )
+        for node in tree.iter_nodes()
+    }
 
 
 def _relative_to(chunk_path: str, directory: str) -> str:
@@ -222,35 +219,28 @@ def compose_readmes(
     vectors: np.ndarray | None = None,
 ) -> dict[str, str]:
     """README text of every directory of `tree` (tree path -> text); with `vectors` (row i
-    for `memories[i]`) each README gets its subtree's summary and key terms
-    (`readme_highlights`, `readme_key_terms`).
+    for `memories[i]`) each README says what its whole subtree holds (`subtree_summaries`).
 
     Above `coarse_threshold` memories each top-level subtree is composed by one call of
     `map_subtrees` (a README depends only on its directory, its children and its highlights, so
     the parts are independent); a small tree is composed in one go, where shipping parts would
     cost more.
     """
-    highlights = (
-        readme_highlights(tree, memories, vectors, chunk_paths) if vectors is not None else {}
+    subtrees = (
+        subtree_summaries(tree, memories, vectors, chunk_paths) if vectors is not None else {}
     )
-    key_terms = readme_key_terms(tree, memories) if vectors is not None else {}
-    index_terms = readme_index_terms(tree, memories) if vectors is not None else {}
     if len(memories) <= config.coarse_threshold:
-        return compose_subtree_readmes(
-            tree, memories, chunk_paths, backend, highlights, key_terms, index_terms
-        )
+        return compose_subtree_readmes(tree, memories, chunk_paths, backend, subtrees)
     by_index = {memory.index: memory for memory in memories}
     calls = []
     for subtree in tree.children:
         indices = [i for node in subtree.iter_nodes() for i in node.chunk_indices]
         part = [by_index[i] for i in indices]
-        part_highlights = {
-            node.path: highlights.get(node.path, []) for node in subtree.iter_nodes()
+        part_subtrees = {
+            node.path: subtrees[node.path] for node in subtree.iter_nodes() if node.path in subtrees
         }
-        part_terms = {node.path: key_terms.get(node.path, []) for node in subtree.iter_nodes()}
-        part_index = {node.path: index_terms.get(node.path, []) for node in subtree.iter_nodes()}
         paths = {i: chunk_paths[i] for i in indices}
-        calls.append((subtree, part, paths, backend, part_highlights, part_terms, part_index))
+        calls.append((subtree, part, paths, backend, part_subtrees))
     readmes: dict[str, str] = {}
     for part, usage in map_subtrees(_subtree_readmes_and_usage, calls):
         readmes.update(part)
@@ -259,9 +249,7 @@ def compose_readmes(
         node=tree,
         child_dirs=list(tree.children),
         files=[],
-        highlights=highlights.get("/", []),
-        key_terms=key_terms.get("/", []),
-        index_terms=index_terms.get("/", []),
+        subtree=subtrees.get("/", NO_SUMMARY),
     )
     readmes["/"] = backend.readme(root).text
     return readmes
@@ -272,15 +260,11 @@ def _subtree_readmes_and_usage(
     memories: Sequence[MemorizedChunk],
     chunk_paths: Mapping[int, str],
     backend: LLMBackend,
-    highlights: Mapping[str, list[ReadmeHighlight]],
-    key_terms: Mapping[str, list[str]],
-    index_terms: Mapping[str, list[str]],
+    subtrees: Mapping[str, SubtreeSummary],
 ) -> tuple[dict[str, str], dict]:
     """`compose_subtree_readmes` and the LLM usage it recorded: on Ray the backend is a copy in
     a task, whose ledger would be lost (in this process, taking and adding it back is a no-op)."""
-    readmes = compose_subtree_readmes(
-        node, memories, chunk_paths, backend, highlights, key_terms, index_terms
-    )
+    readmes = compose_subtree_readmes(node, memories, chunk_paths, backend, subtrees)
     return readmes, take_usage(backend).model_dump(mode="json")
 
 
@@ -289,9 +273,7 @@ def compose_subtree_readmes(
     memories: Sequence[MemorizedChunk],
     chunk_paths: Mapping[int, str],
     backend: LLMBackend,
-    highlights: Mapping[str, Sequence[ReadmeHighlight]] | None = None,
-    key_terms: Mapping[str, Sequence[str]] | None = None,
-    index_terms: Mapping[str, Sequence[str]] | None = None,
+    subtrees: Mapping[str, SubtreeSummary] | None = None,
 ) -> dict[str, str]:
     """README text for `node` and every directory below it (tree path -> text), each from the
     backend's readme role."""
@@ -307,13 +289,7 @@ def compose_subtree_readmes(
         ]
         for directory in node.iter_nodes()
     }
-    requests = readme_requests(
-        node,
-        files_by_directory,
-        dict(highlights or {}),
-        dict(key_terms or {}),
-        dict(index_terms or {}),
-    )
+    requests = readme_requests(node, files_by_directory, subtrees)
     results = backend.readmes(requests)
     return {
         request.node.path: result.text for request, result in zip(requests, results, strict=True)

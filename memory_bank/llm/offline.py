@@ -93,9 +93,7 @@ class OfflineBackend:
             request.node,
             request.child_dirs,
             request.files,
-            highlights=request.highlights,
-            key_terms=request.key_terms,
-            index_terms=request.index_terms,
+            subtree=request.subtree,
         )
         return ReadmeResult(text=text)
 

@@ -23,7 +23,7 @@ an LLM backend reads the text fields and ignores them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -47,7 +47,7 @@ from memory_bank.llm.session_roles import (
 from memory_bank.schemas import ChatResult, Chunk, DirectoryNode, HistoryNote, MemorizedChunk
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy.items import TaxonomyItem
-from memory_bank.taxonomy.readme import ReadmeFileEntry, ReadmeHighlight
+from memory_bank.taxonomy.readme import NO_SUMMARY, ReadmeFileEntry, SubtreeSummary
 
 
 class SplitSection(RoleModel):
@@ -123,15 +123,13 @@ class PlaceResult(RoleModel):
 
 class ReadmeRequest(RoleModel):
     """One directory's README (seed 000 §3.2): its node, subdirectories and memory files, and
-    the summary material of its subtree: the TL;DRs of its central and diverse memories and its
-    most telling key terms (`taxonomy.summary`), empty when the caller gives none."""
+    what to say of its whole subtree (`taxonomy.readme.SubtreeSummary`), empty when the caller
+    gives none."""
 
     node: DirectoryNode
     child_dirs: list[DirectoryNode]
     files: list[InstanceOf[ReadmeFileEntry]]
-    highlights: list[InstanceOf[ReadmeHighlight]] = Field(default_factory=list)
-    key_terms: list[str] = Field(default_factory=list)  # the subtree's most telling keywords
-    index_terms: list[str] = Field(default_factory=list)  # its memories' words, most telling first
+    subtree: InstanceOf[SubtreeSummary] = NO_SUMMARY
 
 
 class ReadmeResult(RoleModel):
@@ -258,23 +256,17 @@ class LLMBackend(Protocol):
 
 def readme_requests(
     node: DirectoryNode,
-    files_by_directory: dict[str, Sequence[ReadmeFileEntry]],
-    highlights_by_directory: dict[str, Sequence[ReadmeHighlight]] | None = None,
-    key_terms_by_directory: dict[str, Sequence[str]] | None = None,
-    index_terms_by_directory: dict[str, Sequence[str]] | None = None,
+    files_by_directory: Mapping[str, Sequence[ReadmeFileEntry]],
+    subtrees: Mapping[str, SubtreeSummary] | None = None,
 ) -> list[ReadmeRequest]:
     """One request per directory of `node`'s subtree, parents before children."""
-    highlights = highlights_by_directory or {}
-    key_terms = key_terms_by_directory or {}
-    index_terms = index_terms_by_directory or {}
+    subtrees = subtrees or {}
     return [
         ReadmeRequest(
             node=directory,
             child_dirs=list(directory.children),
             files=list(files_by_directory.get(directory.path, [])),
-            highlights=list(highlights.get(directory.path, [])),
-            key_terms=list(key_terms.get(directory.path, [])),
-            index_terms=list(index_terms.get(directory.path, [])),
+            subtree=subtrees.get(directory.path, NO_SUMMARY),
         )
         for directory in node.iter_nodes()
     ]

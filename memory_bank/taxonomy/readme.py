@@ -57,6 +57,21 @@ class ReadmeHighlight:
 
 
 @dataclass(frozen=True)
+class SubtreeSummary:
+    """What a directory's README says of its whole subtree (`taxonomy.summary`): the TL;DRs of
+    its central and diverse memories, its most telling key terms, and the words of its
+    memories, those that set it apart from its siblings first. Empty: the README describes its
+    own entries only."""
+
+    highlights: tuple[ReadmeHighlight, ...] = ()
+    key_terms: tuple[str, ...] = ()
+    index_terms: tuple[str, ...] = ()
+
+
+NO_SUMMARY = SubtreeSummary()
+
+
+@dataclass(frozen=True)
 class ReadmeFileEntry:
     """One memory file of the directory."""
 
@@ -201,16 +216,16 @@ def compose_readme(
     child_dirs: Sequence[DirectoryNode],
     files: Sequence[ReadmeFileEntry],
     store_title: str | None = None,
-    highlights: Sequence[ReadmeHighlight] = (),
-    key_terms: Sequence[str] = (),
-    index_terms: Sequence[str] = (),
+    subtree: SubtreeSummary = NO_SUMMARY,
 ) -> str:
     """The README.md text of `node`, listing `child_dirs` first, then `files`, in given order.
 
-    With `highlights` the README opens with them as the summary, then says what the directory
-    holds; the description (what the parent lists for it) is not repeated. `key_terms` are
-    listed after that; `index_terms` (those not among the key terms) close the README."""
-    summary = summary_text(highlights)
+    With the `subtree`'s highlights the README opens with them as the summary, then says what
+    the directory holds; the description (what the parent lists for it) is not repeated. Its
+    key terms are listed after that; its index terms (those not among the key terms) close the
+    README."""
+    key_terms, index_terms = subtree.key_terms, subtree.index_terms
+    summary = summary_text(subtree.highlights)
     head = [f"# {readme_title(node, store_title)}", ""]
     if summary:
         terms = _description_terms(node.description)

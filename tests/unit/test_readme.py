@@ -6,6 +6,7 @@ from memory_bank.schemas import DirectoryNode
 from memory_bank.taxonomy.readme import (
     ReadmeFileEntry,
     ReadmeHighlight,
+    SubtreeSummary,
     compose_readme,
     describe_directory,
     readme_title,
@@ -143,35 +144,39 @@ def test_empty_directory_and_determinism():
 
 
 def test_highlights_open_the_readme_as_its_summary():
-    highlights = [
+    highlights = (
         ReadmeHighlight("PostgreSQL uses B-tree indexes to speed up SQL queries.", FILES[0].name),
         ReadmeHighlight("SQLite is an embedded SQL database in one file", FILES[2].name),
-    ]
-    readme = compose_readme(LEAF, [], FILES, highlights=highlights)
+    )
+    readme = compose_readme(LEAF, [], FILES, subtree=SubtreeSummary(highlights))
     assert readme.startswith(
         "# Sql Databases\n\nPostgreSQL uses B-tree indexes to speed up SQL queries. SQLite is an "
         "embedded SQL database in one file.\n\nIt holds 3 memories about SQL, databases and "
         "indexes."
     )
     assert readme.count("PostgreSQL uses B-tree indexes") == 2  # summary, then the contents
-    parent = compose_readme(PARENT, PARENT.children, [], highlights=highlights[:1])
+    parent = compose_readme(PARENT, PARENT.children, [], subtree=SubtreeSummary(highlights[:1]))
     summary, holding = parent.split("\n\n")[1:3]
     assert summary == "PostgreSQL uses B-tree indexes to speed up SQL queries."
     assert holding == (
         "It holds 7 memories in 2 subdirectories: key value caches (4) and sql databases (3)."
     )
-    assert compose_readme(LEAF, [], FILES, highlights=[]) == compose_readme(LEAF, [], FILES)
+    assert compose_readme(LEAF, [], FILES, subtree=SubtreeSummary()) == compose_readme(
+        LEAF, [], FILES
+    )
 
 
 def test_index_terms_close_the_readme_after_the_contents_without_the_key_terms():
-    highlights = [ReadmeHighlight("PostgreSQL uses B-tree indexes.", FILES[0].name)]
+    highlights = (ReadmeHighlight("PostgreSQL uses B-tree indexes.", FILES[0].name),)
     readme = compose_readme(
         LEAF,
         [],
         FILES,
-        highlights=highlights,
-        key_terms=["postgresql", "b-tree"],
-        index_terms=["postgresql", "vacuum", "wal"],
+        subtree=SubtreeSummary(
+            highlights,
+            key_terms=("postgresql", "b-tree"),
+            index_terms=("postgresql", "vacuum", "wal"),
+        ),
     )
     key_terms = readme.index("## Key terms")
     contents = readme.index("## Contents")
@@ -179,4 +184,4 @@ def test_index_terms_close_the_readme_after_the_contents_without_the_key_terms()
     assert key_terms < contents < index
     assert readme.rstrip().endswith("vacuum, wal")  # "postgresql" is shown once, as a key term
     assert "vacuum" not in readme[:index]
-    assert "## Index" not in compose_readme(LEAF, [], FILES, highlights=highlights)
+    assert "## Index" not in compose_readme(LEAF, [], FILES, subtree=SubtreeSummary(highlights))
