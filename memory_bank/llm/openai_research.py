@@ -38,9 +38,9 @@ from memory_bank.llm.research_roles import (
     SearchPlan,
 )
 from memory_bank.query.answer_sentences import calibrate_confidence
-from memory_bank.query.question import content_terms, stem_all, term_coverage
+from memory_bank.query.question import content_terms, term_coverage
 from memory_bank.schemas import ChatResult, TrajectoryStep
-from memory_bank.text.lexicon import search_tokens
+from memory_bank.text.lexicon import text_stems
 
 PAGES = 8  # abstracts shown to the planner: the question's best hybrid hits
 HITS_PER_QUERY = 3
@@ -234,7 +234,7 @@ class LLMResearcher:
         terms = content_terms(question)
         vector = self.search.encode_query(question)
         evidence = frozenset().union(
-            *(stem_all(search_tokens(self.tools.corpus.chunk_text(i))) for i in indices)
+            *(text_stems(self.tools.corpus.chunk_text(i)) for i in indices)
         )
         confidence = calibrate_confidence(
             float(self.search.cosines(vector, indices).max()),

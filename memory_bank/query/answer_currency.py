@@ -19,9 +19,9 @@ from memory_bank.query.answer_sentences import (
     select_sentences,
 )
 from memory_bank.query.bridges import names_any
-from memory_bank.query.question import stem_all, term_coverage
+from memory_bank.query.question import term_coverage
 from memory_bank.schemas import HistoryNote
-from memory_bank.text.lexicon import search_tokens
+from memory_bank.text.lexicon import text_stems
 
 
 def apply_claims(
@@ -77,7 +77,7 @@ def apply_claims(
             ),
             None,
         )
-        stems = stem_all(search_tokens(claim.current_sentence))
+        stems = text_stems(claim.current_sentence)
         own = float(claim.current_vector @ query_vector) + SENTENCE_TERM_WEIGHT * term_coverage(
             terms, stems
         )
@@ -148,7 +148,7 @@ def apply_bridges(
         if any(s.text.strip() == claim.current_sentence.strip() for s in sentences + added):
             continue
         chunk = claim.current_chunk if claim.current_chunk is not None else CURRENT_CLAIM
-        stems = stem_all(search_tokens(claim.current_sentence))
+        stems = text_stems(claim.current_sentence)
         added.append(
             AnswerSentence(
                 chunk,

@@ -29,8 +29,8 @@ from memory_bank.query.answer_sentences import (
     is_section_title,
     select_sentences,
 )
-from memory_bank.query.question import content_terms, stem_all, term_coverage
-from memory_bank.text.lexicon import search_tokens
+from memory_bank.query.question import content_terms, term_coverage
+from memory_bank.text.lexicon import text_stems
 
 
 def extractive_answer(request: AnswerRequest) -> AnswerResult:
@@ -49,7 +49,7 @@ def extractive_answer(request: AnswerRequest) -> AnswerResult:
     for position, evidence in enumerate(request.evidence):
         chunk = evidence.index if evidence.index is not None else position
         texts = evidence.sentences or []
-        evidence_stems |= stem_all(search_tokens(" ".join(texts) or evidence.text))
+        evidence_stems |= text_stems(" ".join(texts) or evidence.text)
         if evidence.vector is not None:
             memory_vectors[chunk] = evidence.vector
         if not texts or evidence.sentence_vectors is None:
@@ -60,7 +60,7 @@ def extractive_answer(request: AnswerRequest) -> AnswerResult:
         ):
             if is_section_title(text):
                 continue  # a section title names a topic; it answers nothing by itself
-            stems = stem_all(search_tokens(text))
+            stems = text_stems(text)
             score = float(cosine) + SENTENCE_TERM_WEIGHT * term_coverage(terms, stems)
             sentences.append(AnswerSentence(chunk, number, text, vector, score, stems))
     sentences.sort(key=lambda s: (-s.score, s.chunk, s.number))

@@ -24,10 +24,10 @@ from memory_bank.index.embedding import TextEncoder
 from memory_bank.index.vector_cache import TextVectorCache
 from memory_bank.llm.roles import ClaimHistory
 from memory_bank.query.bridges import bridges
-from memory_bank.query.question import stem_all, term_coverage
+from memory_bank.query.question import term_coverage
 from memory_bank.query.slots import SlotChange, SlotMemory, slot_changes
 from memory_bank.schemas import HistoryNote, SearchHit
-from memory_bank.text.lexicon import search_tokens
+from memory_bank.text.lexicon import text_stems
 
 MAX_SLOT_MEMORIES = 32  # memories read plus graph neighbours compared for the question's slot
 MASKED_CACHE_SIZE = 4096  # masked-sentence vectors of the slot rules kept across questions
@@ -352,7 +352,7 @@ class Currency:
         """Hits with history notes; the current memory of a superseded matching claim right
         above the hit that states the old one."""
         self.view.refresh()
-        terms = list(stem_all(search_tokens(query)))
+        terms = list(text_stems(query))
         indices = [self._index_of_chunk.get(h.chunk_id) for h in hits if h.kind == "chunk"]
         claims = self.supersessions(i for i in indices if i is not None)
         if not claims:
@@ -363,7 +363,7 @@ class Currency:
             relevant = [
                 c
                 for c in claims.get(index, [])
-                if term_coverage(terms, stem_all(search_tokens(c.conflict.old_sentence))) > 0
+                if term_coverage(terms, text_stems(c.conflict.old_sentence)) > 0
             ]
             for claim in relevant:
                 current_index = self._index_of_chunk.get(claim.current_node.id)

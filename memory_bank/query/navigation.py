@@ -42,7 +42,7 @@ from memory_bank.query.question import content_terms, question_entities, stem_al
 from memory_bank.query.tools import StoreTools
 from memory_bank.schemas import ChatResult, DirectoryNode, TrajectoryStep
 from memory_bank.store.files import parse_chunk_file, readme_relative_path
-from memory_bank.text.lexicon import search_tokens
+from memory_bank.text.lexicon import text_stems
 from memory_bank.text.sentences import split_sentences
 
 NOT_FOUND_ANSWER = "The memory does not contain information to answer this question."
@@ -379,7 +379,7 @@ class NavigationAgent:
     def _evidence_stems(self, run: _Run, index: int, memory_text: str) -> frozenset[str]:
         if index not in run.evidence:
             texts, _ = self.corpus.chunk_sentences(index)
-            run.evidence[index] = stem_all(search_tokens(" ".join(texts) or memory_text))
+            run.evidence[index] = text_stems(" ".join(texts) or memory_text)
         return run.evidence[index]
 
     def _directory_stems(self) -> list[frozenset[str]]:

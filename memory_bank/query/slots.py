@@ -37,7 +37,7 @@ import numpy as np
 
 from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction, find_contradiction
 from memory_bank.graph.sentence_facts import SentenceFacts, TextFacts, mentions_value, text_facts
-from memory_bank.query.question import stem_all, term_coverage
+from memory_bank.query.question import term_coverage
 from memory_bank.query.slot_rules import (
     SLOT_COSINE,
     Asked,
@@ -46,7 +46,7 @@ from memory_bank.query.slot_rules import (
     roles_differ,
     word_change,
 )
-from memory_bank.text.lexicon import MARKDOWN_HEADER, search_tokens
+from memory_bank.text.lexicon import MARKDOWN_HEADER, text_stems
 from memory_bank.text.sentences import split_sentences
 
 # Memories added this close together came in with one commit: they have no order between
@@ -71,11 +71,6 @@ Encode = Callable[[list[str]], np.ndarray]
 # A memory's facts, and a sentence's stemmed words, worked out once per process rather than
 # once per question that reads them.
 _text_facts = functools.lru_cache(maxsize=4096)(text_facts)
-
-
-@functools.lru_cache(maxsize=16384)
-def _sentence_stems(text: str) -> frozenset[str]:
-    return stem_all(search_tokens(text))
 
 
 @dataclass(frozen=True)
@@ -310,7 +305,7 @@ def _answers(
     scores = memory.vectors @ query_vector
     ranked = sorted(
         (
-            -(float(score) + 0.3 * term_coverage(list(terms), _sentence_stems(text))),
+            -(float(score) + 0.3 * term_coverage(list(terms), text_stems(text))),
             number,
             text.strip(),
         )

@@ -28,7 +28,7 @@ from memory_bank.errors import ToolError
 from memory_bank.index.bm25 import top_positive
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.query.answer_sentences import answer_text, calibrate_confidence, complete_lead_ins
-from memory_bank.query.question import stem_all, term_coverage
+from memory_bank.query.question import term_coverage
 from memory_bank.research.evidence import EvidencePool, SentenceSource, integrate, score_sentences
 from memory_bank.research.plans import (
     ResearchQuery,
@@ -39,7 +39,7 @@ from memory_bank.research.plans import (
 )
 from memory_bank.research.reflection import reflect
 from memory_bank.schemas import ChatResult, TrajectoryStep
-from memory_bank.text.lexicon import search_tokens
+from memory_bank.text.lexicon import search_tokens, text_stems
 
 NOT_FOUND_THRESHOLD = 0.3
 NOT_FOUND_ANSWER = "The memory does not contain information to answer this question."
@@ -289,7 +289,7 @@ class ResearchAgent:
         return frozenset(search_tokens(self.corpus.chunk_text(index)))
 
     def _stems_of(self, index: int) -> frozenset[str]:
-        return stem_all(search_tokens(self.corpus.chunk_text(index)))
+        return text_stems(self.corpus.chunk_text(index))
 
     # --- the answer ---------------------------------------------------------------------------
 

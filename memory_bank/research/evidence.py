@@ -22,8 +22,8 @@ from memory_bank.query.answer_sentences import (
     is_section_title,
     select_sentences,
 )
-from memory_bank.query.question import stem_all, term_coverage
-from memory_bank.text.lexicon import search_tokens
+from memory_bank.query.question import term_coverage
+from memory_bank.text.lexicon import text_stems
 from memory_bank.text.sentences import split_sentences
 
 # The chain rule's weight of the referrer's score (the plain mean; see the module docstring).
@@ -140,7 +140,7 @@ def score_sentences(
         for number, (text, vector, cosine) in enumerate(zip(texts, vectors, cosines, strict=True)):
             if is_section_title(text):
                 continue
-            stems = stem_all(search_tokens(text))
+            stems = text_stems(text)
             score = float(cosine) + SENTENCE_TERM_WEIGHT * term_coverage(terms, stems)
             scored.append(AnswerSentence(index, number, text, vector, score, stems))
     return sorted(scored, key=lambda s: (-s.score, s.chunk, s.number))
