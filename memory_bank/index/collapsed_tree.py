@@ -22,6 +22,7 @@ import numpy as np
 
 from memory_bank.index.corpus import DirectoryIndex
 from memory_bank.index.hybrid import HybridSearch
+from memory_bank.index.scope import ResolvedScope
 from memory_bank.schemas import SearchHit
 from memory_bank.text.lexicon import search_tokens
 
@@ -34,16 +35,32 @@ LEXICAL_REFERENCE_CHUNKS = 5
 
 
 def collapsed_tree_search(
-    search: HybridSearch, query: str, query_vector: np.ndarray, k: int, pool: int
+    search: HybridSearch,
+    query: str,
+    query_vector: np.ndarray,
+    k: int,
+    pool: int,
+    scope: ResolvedScope | None = None,
 ) -> list[SearchHit]:
-    """The best `k` hits among chunks and READMEs for `query`, best first."""
+    """The best `k` hits among chunks and READMEs for `query`, best first; with a `scope`,
+    its chunks and the READMEs that speak for it (`scope.py`)."""
     corpus = search.corpus
     bm25_scores = search.bm25_scores(query)
-    ranked = search.hybrid_candidates(query, query_vector, pool=pool, bm25_scores=bm25_scores)
+    if scope is not None:
+        bm25_scores = scope.bm25_scores(bm25_scores)
+    ranked = search.hybrid_candidates(
+        query, query_vector, pool=pool, bm25_scores=bm25_scores, scope=scope
+    )
     directories = corpus.directories()
     best_chunks = [corpus.chunk_text(index) for index, _ in ranked[:LEXICAL_REFERENCE_CHUNKS]]
     readmes = readme_scores(
-        directories, query, query_vector, search.config.alpha, k, reference_texts=best_chunks
+        directories,
+        query,
+        query_vector,
+        search.config.alpha,
+        k,
+        reference_texts=best_chunks,
+        allowed=None if scope is None else scope.readmes(directories),
     )
     nodes = [(score, 0, index) for index, score in ranked[:k]] + [
         (score, 1, j) for j, score in readmes
@@ -64,10 +81,13 @@ def collapsed_tree_search(
             continue
         overviews += 1
         directory = directories.paths[key]
+        members = directories.subtree_chunks[key]
+        if scope is not None:
+            members = [index for index in members if scope.contains(index)]
         best = _best_in_subtree(
             search,
             directory,
-            directories.subtree_chunks[key],
+            members,
             taken,
             ranked,
             bm25_scores,
@@ -87,6 +107,7 @@ def readme_scores(
     alpha: float,
     k: int,
     reference_texts: Sequence[str] = (),
+    allowed: np.ndarray | None = None,
 ) -> list[tuple[int, float]]:
     """alpha * lexical + (1 - alpha) * cosine for the `k` READMEs closest to the query
     (directory position, score).
@@ -96,9 +117,10 @@ def readme_scores(
     divided by the best chunk's: a README that holds as many of the query's terms as the best
     chunk gets 1 like it, and then the cosines decide. A question about a specific fact names
     terms that the one passage holding it has and a summary rarely does; a question about a
-    whole topic does not, and there the summary's closeness can win."""
+    whole topic does not, and there the summary's closeness can win. `allowed` (bool per
+    directory position) limits the READMEs to a search scope's."""
     terms = frozenset(search_tokens(query))
-    closest = directories.closest(query_vector, k)
+    closest = directories.closest(query_vector, k, allowed)
     shares = [
         len(terms & directories.readme_terms[position]) / len(terms) if terms else 0.0
         for position, _ in closest
