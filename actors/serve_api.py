@@ -49,6 +49,13 @@ class SearchRequest(BaseModel):
     query: str = Field(description="Search text; a blank query finds nothing.")
     top_k: int | None = Field(None, ge=1, le=100, description="Hits (default: retrieval.top_k).")
     mode: Literal["hybrid", "bm25", "vector", "tree"] = "hybrid"
+    within: list[str] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="Only these documents (source path as ingested, a folder holding them, or "
+        "document id); empty: every document.",
+    )
+    under: str | None = Field(None, description="Only this store directory's subtree (/a/b).")
 
 
 class TurnRequest(BaseModel):

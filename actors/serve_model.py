@@ -22,6 +22,7 @@ from actors.serve_api import (
 )
 from memory_bank.config import AppConfig
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
+from memory_bank.index.scope import SearchScope
 from memory_bank.schemas import ChatResult, SearchHit
 
 # A query embeds a handful of words: one torch thread is as fast as two here and leaves the
@@ -69,7 +70,8 @@ class MemoryBankModel:
 
     async def search(self, request: SearchRequest) -> list[SearchHit]:
         search = (self._service.search, request.query)
-        options = {"top_k": request.top_k, "mode": request.mode}
+        scope = SearchScope(documents=tuple(request.within), directory=request.under)
+        options = {"top_k": request.top_k, "mode": request.mode, "scope": scope}
         if request.mode in _EMBEDDING_MODES and request.query.strip():
             return await self._thread.run_embedded(request.query, *search, **options)
         return await self._thread.run(*search, **options)

@@ -80,6 +80,10 @@ ANSWER_MODES = ("ask", "research")  # modes that answer (a ChatResult) rather th
 # beam of this many directories per level (`MemoryBank.descend`); scored like a search result,
 # plus `hit`, whether any of them comes from a gold source.
 DESCENT_BEAMS = {"descent1": 1, "descent3": 3}
+# Search modes scoped to the document a question is asked of (`EvalDataset.asked_of`: the
+# FairytaleQA story, the QMSum meeting), as `MemoryBank.search(within=...)`; on datasets whose
+# questions are asked of the whole corpus they search the whole store. Not in the default modes.
+SCOPED_MODES = {"hybrid-doc": "hybrid", "tree-doc": "tree"}
 Runner = Literal["local", "ray"]
 # Hits per search: enough chunk texts to fill the largest token budget (4k tokens) even where
 # memories are short (HotpotQA paragraphs average about 95 tokens).
@@ -168,9 +172,10 @@ def parse_args(argv: Sequence[str] | None = None) -> EvalOptions:
 def parse_modes(text: str) -> tuple[str, ...]:
     """ "bm25, hybrid" -> ("bm25", "hybrid"); unknown or no modes raise ConfigError."""
     modes = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    unknown = [mode for mode in modes if mode not in EVAL_MODES]
+    known = (*EVAL_MODES, *SCOPED_MODES)
+    unknown = [mode for mode in modes if mode not in known]
     if unknown or not modes:
-        raise ConfigError(f"--modes must name some of {', '.join(EVAL_MODES)}; got {text!r}")
+        raise ConfigError(f"--modes must name some of {', '.join(known)}; got {text!r}")
     return modes
 
 
@@ -331,7 +336,11 @@ def run_questions(
     max_iterations: int,
 ) -> tuple[list[QuestionResult], dict[str, float]]:
     """Every question in every mode; returns the results and the query seconds per mode."""
-    index = StoreIndex(bank.store, corpus_sources_by_document(dataset))
+    sources_by_document = corpus_sources_by_document(dataset)
+    index = StoreIndex(bank.store, sources_by_document)
+    documents_of: dict[str, list[str]] = {}  # corpus folder -> its stored documents' ids
+    for document_id, source in sources_by_document.items():
+        documents_of.setdefault(source.partition("/")[0], []).append(document_id)
     # One untimed call per mode loads the model, BM25 and README vectors: latencies are warm.
     for mode in modes:
         if mode == "ask":
@@ -341,7 +350,7 @@ def run_questions(
         elif mode in DESCENT_BEAMS:
             bank.descend("warm up", beam_width=DESCENT_BEAMS[mode])
         else:
-            bank.search("warm up", top_k=1, mode=mode)
+            bank.search("warm up", top_k=1, mode=SCOPED_MODES.get(mode, mode))
 
     results: list[QuestionResult] = []
     seconds: dict[str, float] = dict.fromkeys(modes, 0.0)
@@ -360,6 +369,14 @@ def run_questions(
             else:
                 if mode in DESCENT_BEAMS:
                     hits = bank.descend(question.question, beam_width=DESCENT_BEAMS[mode])
+                elif mode in SCOPED_MODES:
+                    asked_of = dataset.asked_of(question)
+                    hits = bank.search(
+                        question.question,
+                        top_k=top_k,
+                        mode=SCOPED_MODES[mode],
+                        within=documents_of.get(asked_of, []) if asked_of else (),
+                    )
                 else:
                     hits = bank.search(question.question, top_k=top_k, mode=mode)
                 elapsed = time.perf_counter() - began

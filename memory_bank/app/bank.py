@@ -14,6 +14,7 @@ from memory_bank.config import AppConfig
 from memory_bank.conversation.memory import ConversationMemory, Conversations
 from memory_bank.errors import StoreError
 from memory_bank.index.embedding import Embedder
+from memory_bank.index.scope import SearchScope
 from memory_bank.ingest.executor import Executor, LocalExecutor
 from memory_bank.ingest.progress import ProgressSink
 from memory_bank.ingest.runner import ExecutorFactory, IngestRunner
@@ -135,9 +136,20 @@ class MemoryBank:
             )
         return self._conversations.get(conversation_id)
 
-    def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
-        """The best `top_k` hits (default `retrieval.top_k`) for `query`, best first."""
-        return self._query_service().search(query, top_k=top_k, mode=mode)
+    def search(
+        self,
+        query: str,
+        top_k: int | None = None,
+        mode: str = "hybrid",
+        within: Sequence[str] = (),
+        under: str | None = None,
+    ) -> list[SearchHit]:
+        """The best `top_k` hits (default `retrieval.top_k`) for `query`, best first. `within`
+        restricts them to some documents (named as for `remove`: source path, a folder holding
+        them, or document id), `under` to one store directory's subtree ("/topic/sub"); in tree
+        mode only the READMEs mostly about that part compete (`memory_bank.index.scope`)."""
+        scope = SearchScope(documents=tuple(within), directory=under)
+        return self._query_service().search(query, top_k=top_k, mode=mode, scope=scope)
 
     def descend(self, query: str, beam_width: int | None = None) -> list[SearchHit]:
         """The memories of the leaves reached from the root by reading READMEs alone, with a

@@ -388,13 +388,26 @@ def search(
         int | None, typer.Option("--top-k", min=1, help="Default: retrieval.top_k.")
     ] = None,
     mode: Annotated[str, typer.Option("--mode", help="hybrid | bm25 | vector | tree")] = "hybrid",
+    within: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--within",
+            help="Only these documents (source path, a folder holding them, or document id); "
+            "repeatable.",
+        ),
+    ] = None,
+    under: Annotated[
+        str | None, typer.Option("--under", help="Only this store directory's subtree (/a/b).")
+    ] = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Rank memories for a query (no answer synthesis)."""
     if mode not in {"hybrid", "bm25", "vector", "tree"}:
         _fail(f"unknown mode {mode!r}; choose hybrid, bm25, vector or tree")
-    hits = _bank(store, config).search(query, top_k=top_k, mode=mode)
+    hits = _bank(store, config).search(
+        query, top_k=top_k, mode=mode, within=within or (), under=under
+    )
     if as_json:
         print(json.dumps([hit.model_dump() for hit in hits]))
         return

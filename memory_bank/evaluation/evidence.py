@@ -62,6 +62,16 @@ class EvalDataset:
     questions: list[EvalQuestion]
     units: dict[str, EvidenceUnit] = field(default_factory=dict)
 
+    def asked_of(self, question: EvalQuestion) -> str | None:
+        """The corpus folder of the document a question is asked of, where the dataset defines
+        one: a FairytaleQA story, a QMSum meeting (query-based summarization of one given
+        transcript). A search may be scoped to it, as a user asking about that document would;
+        HotpotQA and generic JSONL questions are asked of the whole corpus (None)."""
+        group = question.meta.get(
+            {"fairytaleqa": "story", "qmsum": "meeting"}.get(self.dataset_format, "")
+        )
+        return str(group) if group else None
+
     def source_paths(self) -> list[Path]:
         """Absolute paths of the corpus files, in a stable order."""
         return [self.corpus_dir / relative for relative in self.source_files]

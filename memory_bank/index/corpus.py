@@ -224,10 +224,18 @@ class DirectoryIndex:
         if len(paths):
             self._faiss_index.add(np.ascontiguousarray(vectors, dtype=np.float32))
 
-    def closest(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Positions and cosines of the `k` READMEs closest to the query, best first."""
+    def closest(
+        self, query_vector: np.ndarray, k: int, allowed: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
+        """Positions and cosines of the `k` READMEs closest to the query, best first; with
+        `allowed` (bool per position), only those (exact cosines: a scope holds few)."""
         if not self.paths:
             return []
+        if allowed is not None:
+            positions = np.flatnonzero(allowed)
+            cosines = self.vectors[positions] @ query_vector
+            order = np.lexsort((positions, -cosines))[:k]
+            return [(int(positions[j]), float(cosines[j])) for j in order]
         with faiss_threads(1):
             scores, positions = self._faiss_index.search(
                 query_vector.reshape(1, -1), min(k, len(self.paths))

@@ -34,6 +34,7 @@ from memory_bank.index.bm25 import top_positive
 from memory_bank.index.corpus import StoreCorpus, faiss_threads
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.index.links import follow_links
+from memory_bank.index.scope import ResolvedScope
 from memory_bank.index.vector_cache import TextVectorCache
 
 # Candidates taken from each side before hybrid re-scoring.
@@ -83,11 +84,20 @@ class HybridSearch:
         """BM25 score of every memory for `query` (row i = memory index i)."""
         return self.corpus.bm25.get().scores(query)
 
-    def vector_candidates(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The `k` memories closest to `query_vector` by cosine, best first."""
+    def vector_candidates(
+        self, query_vector: np.ndarray, k: int, scope: ResolvedScope | None = None
+    ) -> list[tuple[int, float]]:
+        """The `k` memories closest to `query_vector` by cosine, best first (within `scope`)."""
         total = self.corpus.num_chunks
         if total == 0:
             return []
+        if scope is not None:
+            # Exact cosines of the scope's members: a scope is a few documents or a folder,
+            # and a filtered faiss scan of the whole store could return fewer than k of them.
+            members = scope.members
+            cosines = self.cosines(query_vector, members)
+            order = np.lexsort((members, -cosines))[:k]
+            return [(int(members[j]), float(cosines[j])) for j in order]
         # One query at a time: OpenMP threads cost more to wake than they save (7 vs 16 ms at 100k).
         with faiss_threads(1):
             distances, ids = self.corpus.faiss_index().search(
@@ -118,15 +128,19 @@ class HybridSearch:
         pool: int = CANDIDATE_POOL,
         bm25_scores: np.ndarray | None = None,
         links: bool = True,
+        scope: ResolvedScope | None = None,
     ) -> list[tuple[int, float]]:
         """Top `pool` BM25 and top `pool` vector candidates, re-scored by `hybrid_scores`, best
         first; with `links`, documents named by the query or the best hits are lifted in
-        (`links.follow_links`). Pass `bm25_scores` when the caller already has them."""
+        (`links.follow_links`). Pass `bm25_scores` when the caller already has them. With a
+        `scope`, only its memories are candidates (`scope.py`)."""
         if bm25_scores is None:
             bm25_scores = self.bm25_scores(query)
+        if scope is not None:
+            bm25_scores = scope.bm25_scores(bm25_scores)
         candidates = sorted(
             {i for i, _ in top_positive(bm25_scores, pool)}
-            | {i for i, _ in self.vector_candidates(query_vector, pool)}
+            | {i for i, _ in self.vector_candidates(query_vector, pool, scope)}
         )
         scores = self.hybrid_scores(bm25_scores, query_vector, candidates)
         order = sorted(range(len(candidates)), key=lambda j: (-scores[j], candidates[j]))
@@ -137,7 +151,10 @@ class HybridSearch:
         def own_scores(indices: Sequence[int]) -> np.ndarray:
             return self.hybrid_scores(bm25_scores, query_vector, indices)
 
-        return follow_links(ranked, query, self.corpus.link_graph(), own_scores)
+        linked = follow_links(ranked, query, self.corpus.link_graph(), own_scores)
+        if scope is None:
+            return linked
+        return [(index, score) for index, score in linked if scope.contains(index)]
 
     def warm_up(self) -> None:
         """Load every index and the embedding model now, not on the first query."""

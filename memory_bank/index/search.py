@@ -12,6 +12,7 @@ AR@2k 0.62 -> 0.80, HotpotQA-100 0.96 -> 0.97) and, on QMSum, twice the gold tur
 
 from __future__ import annotations
 
+import threading
 from typing import Literal, get_args
 
 from memory_bank.errors import ToolError
@@ -19,10 +20,13 @@ from memory_bank.index.bm25 import top_positive
 from memory_bank.index.collapsed_tree import collapsed_tree_search
 from memory_bank.index.descent import descend
 from memory_bank.index.hybrid import CANDIDATE_POOL, HybridSearch
+from memory_bank.index.scope import ResolvedScope, SearchScope, resolve_scope
 from memory_bank.schemas import SearchHit
 
 SearchMode = Literal["bm25", "vector", "hybrid", "tree"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
+# Resolved search scopes kept per opened store.
+SCOPE_CACHE_SIZE = 32
 
 
 class Searcher:
@@ -31,13 +35,22 @@ class Searcher:
     def __init__(self, hybrid: HybridSearch) -> None:
         self.hybrid = hybrid
         self.corpus = hybrid.corpus
+        self._scopes: dict[SearchScope, ResolvedScope] = {}
+        self._lock = threading.Lock()
 
     @property
     def has_embedder(self) -> bool:
         return self.hybrid.has_embedder
 
-    def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
-        """The best `top_k` hits for `query`, best first. Blank queries and empty stores: []."""
+    def search(
+        self,
+        query: str,
+        top_k: int | None = None,
+        mode: str = "hybrid",
+        scope: SearchScope | None = None,
+    ) -> list[SearchHit]:
+        """The best `top_k` hits for `query`, best first, from the part of the store `scope`
+        names (`scope.py`; default the whole store). Blank queries and empty stores: []."""
         if mode not in SEARCH_MODES:
             raise ToolError(
                 f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}"
@@ -47,18 +60,35 @@ class Searcher:
             raise ToolError(f"top_k must be at least 1, got {k}")
         if not query.strip() or self.corpus.num_chunks == 0:
             return []
+        within = self.resolve(scope)
         hit = self.corpus.chunk_hit
         if mode == "bm25":
-            return [hit(i, s) for i, s in top_positive(self.hybrid.bm25_scores(query), k)]
+            scores = self.hybrid.bm25_scores(query)
+            scores = scores if within is None else within.bm25_scores(scores)
+            return [hit(i, s) for i, s in top_positive(scores, k)]
         query_vector = self.hybrid.encode_query(query)
         if mode == "vector":
-            return [hit(i, s) for i, s in self.hybrid.vector_candidates(query_vector, k)]
+            return [hit(i, s) for i, s in self.hybrid.vector_candidates(query_vector, k, within)]
         pool = max(CANDIDATE_POOL, k)
         if mode == "hybrid":
-            return [
-                hit(i, s) for i, s in self.hybrid.hybrid_candidates(query, query_vector, pool)[:k]
-            ]
-        return collapsed_tree_search(self.hybrid, query, query_vector, k, pool=pool)
+            ranked = self.hybrid.hybrid_candidates(query, query_vector, pool, scope=within)
+            return [hit(i, s) for i, s in ranked[:k]]
+        return collapsed_tree_search(self.hybrid, query, query_vector, k, pool=pool, scope=within)
+
+    def resolve(self, scope: SearchScope | None) -> ResolvedScope | None:
+        """`scope` resolved against this store (None for the whole store); the last few
+        resolved scopes are kept, as one conversation asks of the same document again."""
+        if scope is None or scope.is_whole_store:
+            return None
+        with self._lock:
+            resolved = self._scopes.pop(scope, None)
+        if resolved is None:
+            resolved = resolve_scope(self.corpus, scope)
+        with self._lock:
+            self._scopes[scope] = resolved  # most recently used last
+            while len(self._scopes) > SCOPE_CACHE_SIZE:
+                del self._scopes[next(iter(self._scopes))]
+        return resolved
 
     def descend(self, query: str, beam_width: int) -> list[SearchHit]:
         """Every memory of the leaves a README-only descent with `beam_width` reaches

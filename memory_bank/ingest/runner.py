@@ -28,6 +28,7 @@ from memory_bank.llm.ledger import take_usage
 from memory_bank.schemas import CommitResult, Document, IngestSummary
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
+from memory_bank.store.sources import resolve_documents
 from memory_bank.store.tables import documents_from_table
 
 # Makes the executor an ingest runs on; `MemoryBank` and the CLI take one of these.
@@ -100,7 +101,10 @@ class IngestRunner:
         if not is_store(store):
             raise StoreError(f"no memory store at {store}")
         stored = documents_from_table(StoreReader(Path(store).resolve()).documents())
-        return self.executor.commit(store, CommitRequest(remove=resolve_documents(stored, sources)))
+        source_of = {document.document_id: document.source for document in stored}
+        return self.executor.commit(
+            store, CommitRequest(remove=resolve_documents(source_of, sources))
+        )
 
     def _memorize(
         self,
@@ -131,32 +135,6 @@ def _record(summary: IngestSummary, result: CommitResult) -> None:
     # Documents another writer committed while this ingest ran count as already stored.
     summary.documents = max(0, summary.documents - result.duplicate_documents)
     summary.unchanged_documents += result.duplicate_documents
-
-
-def resolve_documents(stored: Sequence[Document], sources: Sequence[str]) -> list[str]:
-    """The document ids `sources` name; StoreError naming every source that matches none."""
-    ids: list[str] = []
-    unknown: list[str] = []
-    for source in sources:
-        target = Path(source).expanduser().resolve()
-        matches = [
-            doc.document_id
-            for doc in stored
-            if source in (doc.source, doc.document_id)
-            or _resolved(doc.source) == target
-            or _resolved(doc.source).is_relative_to(target)
-        ]
-        if matches:
-            ids.extend(match for match in matches if match not in ids)
-        else:
-            unknown.append(source)
-    if unknown:
-        raise StoreError("not in the store: " + ", ".join(unknown))
-    return ids
-
-
-def _resolved(source: str) -> Path:
-    return Path(source).expanduser().resolve()
 
 
 def local_runner(config: AppConfig, embedder: Embedder | None = None) -> IngestRunner:

@@ -18,6 +18,7 @@ from memory_bank.graph.view import GraphView
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.index.embedding import Embedder
 from memory_bank.index.hybrid import HybridSearch
+from memory_bank.index.scope import SearchScope
 from memory_bank.index.search import Searcher
 from memory_bank.llm import backend_for
 from memory_bank.query.currency import Currency
@@ -122,13 +123,33 @@ class QueryService:
         `max_iterations` rounds (default `research.max_iterations`)."""
         return self._current().researcher.research(question, max_iterations=max_iterations)
 
-    def search(self, query: str, top_k: int | None = None, mode: str = "hybrid") -> list[SearchHit]:
+    def search(
+        self,
+        query: str,
+        top_k: int | None = None,
+        mode: str = "hybrid",
+        scope: SearchScope | None = None,
+    ) -> list[SearchHit]:
         """Hits best first; a memory whose claim replaced a matching hit's is ranked above it
         and the hit carries the history (`query.currency`); in hybrid mode, session memories
-        of the Query Graph (kind "memory") compete for the places by the same score."""
+        of the Query Graph (kind "memory") compete for the places by the same score. Within a
+        `scope` (`index.scope`), every hit is of the scope: a newer claim from elsewhere shows
+        as the hit's history only, and session memories, of no document, are left out."""
         opened = self._current()
-        hits = opened.searcher.search(query, top_k=top_k, mode=mode)
+        hits = opened.searcher.search(query, top_k=top_k, mode=mode, scope=scope)
         hits = opened.currency.rerank(hits, query, opened.hybrid.corpus.chunk_hit)
+        within = opened.searcher.resolve(scope)
+        if within is not None:
+            corpus = opened.hybrid.corpus
+            return [
+                hit
+                for hit in hits
+                if hit.kind != "chunk"
+                or (
+                    (index := corpus.index_of_path(hit.chunk_path)) is not None
+                    and within.contains(index)
+                )
+            ]
         if mode == "hybrid" and query.strip():
             # What sessions learned (graph memories without a file) competes by the same score.
             k = top_k or self.config.retrieval.top_k

@@ -65,6 +65,20 @@ def test_search_json_records(store):
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
 
 
+def test_search_within_a_document_or_under_a_directory(store):
+    sourdough = str(SAMPLE / "notes/home/sourdough_baking.md")
+    query = ["search", "BERT masked language model", "--store", str(store), "--json"]
+    result = CliRunner().invoke(app, [*query, "--within", sourdough])
+    assert result.exit_code == 0, result.output
+    hits = _json_stdout(result)
+    assert hits and {hit["source"] for hit in hits} == {sourdough}
+    directory = "/" + hits[0]["chunk_path"].split("/")[0]
+    under = _json_stdout(CliRunner().invoke(app, [*query, "--under", directory]))
+    assert under and all(hit["chunk_path"].startswith(directory[1:] + "/") for hit in under)
+    unknown = CliRunner().invoke(app, [*query, "--within", "no/such/file.md"])
+    assert unknown.exit_code != 0 and "not in the store" in unknown.output
+
+
 def test_ask_json_chat_result(store):
     result = CliRunner().invoke(
         app,

@@ -8,6 +8,7 @@ import pytest
 from memory_bank.config import AppConfig, RetrievalConfig
 from memory_bank.errors import ConfigError, ToolError
 from memory_bank.index.bm25 import Bm25Index, top_positive
+from memory_bank.index.collapsed_tree import readme_excerpt
 from memory_bank.ingest.runner import local_runner
 from memory_bank.store import StoreReader
 from memory_bank.text.lexicon import search_tokens as tokenize
@@ -168,3 +169,21 @@ def test_a_hit_carries_the_raw_chunk_text_not_its_shorter_memory(tmp_path):
         "starter degrees dough", top_k=1, mode="hybrid"
     )
     assert hits[0].text == chunk_text
+
+
+def test_a_readme_hit_keeps_the_summary_sentences_about_the_question_not_yet_returned():
+    summary = (
+        "# Sequence\n\nRecurrent networks carry a hidden state from step to step. LSTMs add "
+        "gates so information persists. Transformers replaced both for long texts."
+    )
+    terms = frozenset(tokenize("How do LSTM gates keep information in recurrent networks?"))
+    assert readme_excerpt(summary, terms, []) == (
+        "# Sequence\n\nRecurrent networks carry a hidden state from step to step. LSTMs add "
+        "gates so information persists."
+    )
+    returned = ["Long story short:\nRecurrent networks  carry a hidden state from step to step"]
+    assert readme_excerpt(summary, terms, returned) == (
+        "# Sequence\n\nLSTMs add gates so information persists."
+    )
+    assert readme_excerpt(summary, frozenset(tokenize("sourdough starter")), []) is None
+    assert readme_excerpt("No heading, about gates.", terms, []) == "No heading, about gates."

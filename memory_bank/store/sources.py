@@ -1,0 +1,48 @@
+"""Which stored documents a user's names for them mean (remove, scoped search).
+
+A document is named by its source path as ingested, by a file or folder path that resolves to
+it (a folder names every document below it), or by its document id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from memory_bank.errors import StoreError
+
+
+def resolve_documents(source_of: Mapping[str, str], names: Sequence[str]) -> list[str]:
+    """The ids of the documents (`source_of`: document id -> source as ingested) that `names`
+    name, in the order named; StoreError naming every name that matches none."""
+    resolved: dict[str, Path] = {}  # resolved sources, only when a name needs them (syscalls)
+    ids: list[str] = []
+    unknown: list[str] = []
+    for name in names:
+        matches = [
+            document_id
+            for document_id, source in source_of.items()
+            if name in (source, document_id)
+        ]
+        if not matches:
+            if not resolved:
+                resolved = {
+                    document_id: _resolved(source) for document_id, source in source_of.items()
+                }
+            target = _resolved(name)
+            matches = [
+                document_id
+                for document_id, path in resolved.items()
+                if path == target or path.is_relative_to(target)
+            ]
+        if matches:
+            ids.extend(match for match in matches if match not in ids)
+        else:
+            unknown.append(name)
+    if unknown:
+        raise StoreError("not in the store: " + ", ".join(unknown))
+    return ids
+
+
+def _resolved(source: str) -> Path:
+    return Path(source).expanduser().resolve()
