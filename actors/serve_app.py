@@ -24,10 +24,12 @@ Two deployments (Serve model composition):
   API key, answers /healthz, /tree and /tools from the store on disk and the session endpoints
   through the store's graph actor (`actors/graph.py`), and hands the rest to
 - `MemoryBank` (`actors/serve_model.py`), the query replicas, through a DeploymentHandle.
-  Each replica admits `serve.max_ongoing_requests`; beyond them up to `serve.max_queued_requests`
-  wait at the ingress, and the next request gets 503 with Retry-After at once instead of
-  piling up (a long queue in Serve's router, which probes replicas with backoff, is what made
-  throughput collapse). So health and tree never wait behind the model, and load is shed early.
+  Each replica admits `serve.max_ongoing_requests`; the ingress lets out no more calls than the
+  replicas admit together, up to `serve.max_queued_requests` more wait in its own queue, first
+  come first served, and the next request gets 503 with Retry-After at once
+  (`actors/admission.py`): requests left waiting in Serve's router, which probes the replicas
+  with backoff, made throughput collapse. So health and tree never wait behind the model, and
+  load is shed early.
 
 An API key, when given, is required as `Authorization: Bearer <key>` on every path but
 /healthz; only its SHA-256 reaches Ray. `memory-bank serve` refuses a non-loopback address
@@ -59,6 +61,7 @@ from ray.serve.config import BackpressureConfig
 from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
 
+from actors.admission import AdmissionQueue, QueueFull
 from actors.serve_api import (
     ERROR_RESPONSES,
     Consolidated,
@@ -74,7 +77,7 @@ from actors.serve_api import (
     error_status,
 )
 from actors.serve_model import MemoryBankModel
-from memory_bank.config import AppConfig, load_config
+from memory_bank.config import AppConfig, ServeConfig, load_config
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.errors import ConfigError, MemoryBankError, StoreError
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
@@ -172,6 +175,7 @@ class MemoryBankIngress:
         store: str,
         config: dict[str, Any],
         api_key_sha256: str | None = None,
+        model_capacity: int | None = None,
     ) -> None:
         app.state.api_key_sha256 = api_key_sha256
         self._model = model
@@ -179,11 +183,16 @@ class MemoryBankIngress:
         self._config = AppConfig.model_validate(config)
         self._view = _StoreView(store)
         self._keeper = None
+        settings = self._config.serve
+        self._admission = AdmissionQueue(
+            model_capacity or settings.max_ongoing_requests, settings.max_queued_requests
+        )
 
     async def _model_call(self, method: str, *args: Any) -> Any:
         try:
-            return await getattr(self._model, method).remote(*args)
-        except BackPressureError:
+            async with self._admission.admitted():
+                return await getattr(self._model, method).remote(*args)
+        except (QueueFull, BackPressureError):
             raise Overloaded(
                 "every query replica is busy and the queue before them is full; "
                 f"try again in {self._config.serve.retry_after_s} s",
@@ -362,7 +371,9 @@ def build_app_for(
     logging = {"enable_access_log": settings.access_log}
     model = MemoryBankModel.options(
         max_ongoing_requests=settings.max_ongoing_requests,
-        max_queued_requests=settings.max_queued_requests,
+        # The ingress keeps the line (`actors/admission.py`) and lets out no more calls than
+        # the replicas admit; a limit here would count calls being routed as queued.
+        max_queued_requests=-1,
         logging_config=logging,
         **scaling,
     )
@@ -375,8 +386,23 @@ def build_app_for(
     settings_json = config.model_dump(mode="json")
     key_digest = hashlib.sha256(api_key.encode("utf-8")).hexdigest() if api_key else None
     return ingress.bind(
-        model.bind(str(store_path), settings_json), str(store_path), settings_json, key_digest
+        model.bind(str(store_path), settings_json),
+        str(store_path),
+        settings_json,
+        key_digest,
+        model_capacity(settings, num_replicas),
     )
+
+
+def model_capacity(settings: ServeConfig, num_replicas: int | None = None) -> int:
+    """The calls the query replicas admit together, which the ingress lets out at once
+    (`actors/admission.py`). Under autoscaling, those of its fewest replicas: Serve adds
+    replicas on requests in flight per replica, and more of them share the same calls."""
+    if num_replicas is None and settings.autoscaling is not None:
+        replicas = max(1, settings.autoscaling.min_replicas)
+    else:
+        replicas = num_replicas or settings.num_replicas
+    return replicas * settings.max_ongoing_requests
 
 
 def start(

@@ -218,18 +218,16 @@ class ServeConfig(StrictModel):
 
     A replica answers one request at a time on its core; more in flight only helps to batch the
     question embeddings. Beyond `max_ongoing_requests` per replica, up to `max_queued_requests`
-    wait at the ingress, and the next ones get 503 with Retry-After at once: requests left to
-    pile up in Serve's router made throughput collapse (60 -> 7 req/s at 50 clients).
+    wait in the ingress's own queue (`actors/admission.py`), first come first served, and the
+    next ones get 503 with Retry-After at once: requests left to pile up in Serve's router made
+    throughput collapse (60 -> 7 req/s at 50 clients; 66 -> 6 req/s at 128 clients with 64
+    admitted and 64 allowed to wait there).
     """
 
     num_replicas: int = Field(1, ge=1)  # query replicas, one CPU each; ignored with autoscaling
     autoscaling: AutoscalingConfig | None = None
     max_ongoing_requests: int = Field(64, ge=1)  # per query replica
-    # Waiting beyond them, then 503. Serve's router counts every request while it is being
-    # routed, not only those no replica can take: a burst (the clients that a batch of answers
-    # set free all asking again at once) looks like a queue. With 16, 32 clients against a
-    # replica admitting 64 got 2-7 needless 503s per 10 s.
-    max_queued_requests: int = Field(64, ge=0)
+    max_queued_requests: int = Field(64, ge=0)  # waiting at the ingress beyond them, then 503
     retry_after_s: int = Field(1, ge=1)  # the Retry-After of a 503
     batch_size: int = Field(32, ge=1)  # questions embedded in one forward pass, at most
     access_log: bool = False  # Serve's per-request log lines: about 2 ms CPU each, per hop
