@@ -453,7 +453,7 @@ def main() -> None:
         "--skip-100k", action="store_true", help="skip the in-process 100k measurement"
     )
     parser.add_argument("--sweep", action="store_true", help="the concurrency sweep only")
-    parser.add_argument("--sweep-clients", type=int, nargs="+", default=[1, 8, 32, 64])
+    parser.add_argument("--sweep-clients", type=int, nargs="+", default=[1, 8, 32, 64, 128])
     parser.add_argument("--sweep-replicas", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--sweep-seconds", type=float, default=20.0, help="per row")
     parser.add_argument(

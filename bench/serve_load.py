@@ -1,7 +1,8 @@
 """The concurrency sweep of `python bench/query.py --sweep`: POST /query through Ray Serve with
-1, 8, 32, 64 closed-loop clients (each sends its next question when the last is answered and
-waits out a 503's Retry-After) against 1 and 2 query replicas, on the 24-document sample corpus
-ingested once (cached under bench/out/query/sample).
+1, 8, 32, 64 and 128 closed-loop clients (each sends its next question when the last is answered
+and waits out a 503's Retry-After) against 1 and 2 query replicas, on the 24-document sample
+corpus ingested once (cached under bench/out/query/sample). 128 clients are more than one
+replica admits (64): the rest wait in the ingress's queue.
 
 Targets (issue 14): throughput never below 0.9x the best seen at fewer clients, and p95 at 64
 clients <= 64 / peak req/s + 100 ms (no worse than waiting one's turn in a fair queue).
@@ -33,6 +34,7 @@ WARMUP_S = 4.0
 # Each row's clients run this long before their requests count (`closed_loop`'s ramp): a row
 # measures the steady state at its number of clients, not their simultaneous start.
 ROW_RAMP_S = 2.0
+P95_TARGET_CLIENTS = 64
 QUESTION_SEED = 14
 
 
@@ -152,7 +154,8 @@ def print_sweep(rows: list[tuple[int, LoadResult, tuple[float, float]]], seconds
             result.answered_per_s / max(r.answered_per_s for r in results[: i + 1])
             for i, result in enumerate(results)
         )
-        most = results[-1]
+        # The issue's p95 bound is at 64 clients; rows beyond show the queue at the ingress.
+        most = next((r for r in results if r.clients == P95_TARGET_CLIENTS), results[-1])
         bound_ms = most.clients / peak * 1000 + 100
         errors = sum(len(result.unexplained) for result in results)
         console.print(
