@@ -127,3 +127,23 @@ def test_autoscaling_bounds_are_checked():
 
     with pytest.raises(ValueError, match="min_replicas must not exceed max_replicas"):
         AppConfig.model_validate({"serve": {"autoscaling": {"min_replicas": 3, "max_replicas": 2}}})
+
+
+def test_the_ingress_lets_out_as_many_calls_as_the_replicas_admit():
+    from actors.serve_app import model_capacity
+    from memory_bank.config import AppConfig
+
+    fixed = AppConfig.model_validate({"serve": {"num_replicas": 2, "max_ongoing_requests": 8}})
+    scaled = AppConfig.model_validate(
+        {
+            "serve": {
+                "max_ongoing_requests": 8,
+                "autoscaling": {"min_replicas": 0, "max_replicas": 4},
+            }
+        }
+    )
+
+    assert model_capacity(fixed.serve) == 16
+    assert model_capacity(fixed.serve, num_replicas=3) == 24  # `--replicas` wins
+    # Autoscaling: the fewest replicas' worth (at least one), so nothing waits in Serve's router.
+    assert model_capacity(scaled.serve) == 8
