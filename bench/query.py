@@ -29,7 +29,6 @@ import argparse
 import hashlib
 import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -53,6 +52,7 @@ from memory_bank.schemas import Chunk, Document  # noqa: E402
 from memory_bank.store.layout import is_store  # noqa: E402
 from memory_bank.store.reader import StoreReader  # noqa: E402
 from memory_bank.text.sentences import Span, split_sentences  # noqa: E402
+from tests.load_client import free_port  # noqa: E402
 
 EVAL_DATA = development_eval_dir(REPO)
 OUT = REPO / "bench" / "out" / "query"
@@ -319,12 +319,6 @@ def time_calls(
         call(text)
         latencies.append((time.perf_counter() - started) * 1000)
     return latencies
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def floor_application():

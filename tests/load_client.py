@@ -1,11 +1,12 @@
-"""Closed-loop HTTP load against the Serve app, for tests/serve/test_serve_load.py and
-bench/query.py: `clients` concurrent clients, each sending its next request as soon as the last
+"""Closed-loop HTTP load against the Serve app, for tests/serve and bench/query.py: `clients` concurrent clients, each sending its next request as soon as the last
 one is answered, for `seconds`; a 503 with Retry-After is waited out, as a polite client would.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -78,3 +79,25 @@ def _record(result: LoadResult, response: httpx.Response, seconds: float) -> Non
         result.latencies_s.append(seconds)
     elif response.status_code != 503 or "retry-after" not in response.headers:
         result.unexplained.append(f"{response.status_code}: {response.text[:200]}")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+TOPICS = ("GIL threads", "asyncio event loop", "type hints", "React hooks", "attention heads")
+
+
+def numbered_questions(topics: tuple[str, ...] = TOPICS) -> Callable[[], dict]:
+    """Bodies for POST /query, a new question each time (the replica caches the vectors of
+    repeated ones), cycling through `topics`."""
+    numbers = itertools.count()
+
+    def body() -> dict:
+        number = next(numbers)
+        return {"question": f"What is said about {topics[number % len(topics)]}, case {number}?"}
+
+    return body

@@ -10,12 +10,12 @@ them in (on a fast CI machine every one of them was answered).
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import httpx
 import pytest
 
 from memory_bank.config import AppConfig
+from tests.load_client import free_port
 
 pytestmark = [pytest.mark.ray, pytest.mark.serve]
 
@@ -24,12 +24,6 @@ CONFIG = AppConfig.model_validate(
 )
 # Requests sent together: many times what the replica and its queue take.
 BURST = 16 * (CONFIG.serve.max_ongoing_requests + CONFIG.serve.max_queued_requests)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 async def _burst(base_url: str) -> list[tuple[int, str | None]]:
@@ -50,7 +44,7 @@ def server(ray_cluster, ml_tech_store):
 
     from actors.serve_app import start
 
-    base_url = start(ml_tech_store, CONFIG, "127.0.0.1", _free_port())
+    base_url = start(ml_tech_store, CONFIG, "127.0.0.1", free_port())
     try:
         yield base_url
     finally:

@@ -3,7 +3,6 @@ replica, and every endpoint, including error bodies and picking up a second inge
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import httpx
@@ -13,6 +12,7 @@ from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 from memory_bank.store.reader import StoreReader
+from tests.load_client import free_port
 
 pytestmark = [pytest.mark.ray, pytest.mark.serve]
 
@@ -62,12 +62,6 @@ garbage collector and has no data races in safe code.
 )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _write(directory: Path, name: str, text: str) -> Path:
     path = directory / name
     path.write_text(text, encoding="utf-8")
@@ -93,7 +87,7 @@ def client(ray_cluster, bank):
 
     from actors.serve_app import start
 
-    base_url = start(bank.store, AppConfig(), host="127.0.0.1", port=_free_port())
+    base_url = start(bank.store, AppConfig(), host="127.0.0.1", port=free_port())
     try:
         with httpx.Client(base_url=base_url, timeout=60.0) as http:
             yield http

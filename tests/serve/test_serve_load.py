@@ -12,42 +12,21 @@ never waits behind the model, and the replica batched the questions that waited 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import socket
 import time
-from collections.abc import Callable
 
 import httpx
 import numpy as np
 import pytest
 
 from memory_bank.config import AppConfig
-from tests.load_client import LoadResult, closed_loop
+from tests.load_client import LoadResult, closed_loop, free_port, numbered_questions
 
 pytestmark = [pytest.mark.ray, pytest.mark.serve]
 
 API_KEY = "a-test-key-for-the-load-run"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
-TOPICS = ["GIL threads", "asyncio event loop", "type hints", "React hooks", "attention heads"]
 PHASES = ((1, 4.0), (8, 5.0), (50, 25.0))  # (clients, seconds)
 HEALTH_PROBE_EVERY_S = 0.5
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _questions() -> Callable[[], dict]:
-    numbers = itertools.count()
-
-    def body() -> dict:
-        # A new question each time: the replica caches the vectors of repeated ones.
-        number = next(numbers)
-        return {"question": f"What is said about {TOPICS[number % len(TOPICS)]}, case {number}?"}
-
-    return body
 
 
 async def _probe_health(base_url: str, until: asyncio.Event) -> list[tuple[int, float]]:
@@ -62,7 +41,7 @@ async def _probe_health(base_url: str, until: asyncio.Event) -> list[tuple[int, 
 
 
 async def _load_run(base_url: str):
-    body = _questions()
+    body = numbered_questions()
 
     async def drive(clients: int, seconds: float) -> LoadResult:
         return await closed_loop(base_url, "/query", body, clients, seconds, headers=AUTH)
@@ -82,7 +61,7 @@ def server(ray_cluster, ml_tech_store):
 
     from actors.serve_app import start
 
-    base_url = start(ml_tech_store, AppConfig(), "127.0.0.1", _free_port(), api_key=API_KEY)
+    base_url = start(ml_tech_store, AppConfig(), "127.0.0.1", free_port(), api_key=API_KEY)
     try:
         yield base_url
     finally:

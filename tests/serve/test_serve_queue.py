@@ -10,36 +10,17 @@ admits 4 and the queue holds 32, so 36 clients fill both; the comparison is with
 from __future__ import annotations
 
 import asyncio
-import itertools
-import socket
 
 import pytest
 
 from memory_bank.config import AppConfig
-from tests.load_client import closed_loop
+from tests.load_client import closed_loop, free_port, numbered_questions
 
 pytestmark = [pytest.mark.ray, pytest.mark.serve]
 
 CONFIG = AppConfig.model_validate({"serve": {"max_ongoing_requests": 4, "max_queued_requests": 32}})
 ADMITTED = CONFIG.serve.max_ongoing_requests
 CROWD = ADMITTED + CONFIG.serve.max_queued_requests
-TOPICS = ["GIL threads", "asyncio event loop", "type hints", "React hooks", "attention heads"]
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _questions():
-    numbers = itertools.count()
-
-    def body() -> dict:
-        number = next(numbers)  # a new question each time: repeats hit the vector cache
-        return {"question": f"What is said about {TOPICS[number % len(TOPICS)]}, {number}?"}
-
-    return body
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +29,8 @@ def runs(ray_cluster, ml_tech_store):
 
     from actors.serve_app import start
 
-    base_url = start(ml_tech_store, CONFIG, "127.0.0.1", _free_port())
-    body = _questions()
+    base_url = start(ml_tech_store, CONFIG, "127.0.0.1", free_port())
+    body = numbered_questions()
 
     async def drive():
         admitted = await closed_loop(base_url, "/query", body, ADMITTED, 5.0, ramp_s=2.0)

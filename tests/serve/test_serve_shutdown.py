@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,17 +15,13 @@ import httpx
 import psutil
 import pytest
 
+from tests.load_client import free_port
+
 pytestmark = [pytest.mark.serve]
 
 COMMAND = Path(sys.executable).with_name("memory-bank")
 READY_TIMEOUT_S = 240.0  # a cold Ray, Serve and model load on a busy two-core machine
 EXIT_TIMEOUT_S = 90.0
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _wait_until_serving(process: subprocess.Popen, url: str) -> None:
@@ -73,7 +68,7 @@ def _in_session(session_id: int) -> list[psutil.Process]:
 
 
 def test_sigterm_stops_the_server_and_every_ray_process_it_started(ml_tech_store, tmp_path):
-    port = _free_port()
+    port = free_port()
     environment = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
