@@ -33,7 +33,7 @@ from memory_bank.index.corpus import DirectoryIndex
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.index.scope import ResolvedScope
 from memory_bank.schemas import SearchHit
-from memory_bank.text.lexicon import search_tokens
+from memory_bank.text.lexicon import search_tokens, without_annotations
 from memory_bank.text.sentences import split_sentences
 
 # Chunks a README hit brings along from its subtree.
@@ -126,7 +126,8 @@ def readme_excerpt(
     holds (a summary quotes its memories' TL;DRs, and a quote of a passage already returned
     tells the reader nothing); None when no sentence is left."""
     heading, _, body = summary.partition("\n\n") if summary.startswith("# ") else ("", "", summary)
-    held = [" ".join(text.split()) for text in returned]
+    # A conversation's TL;DR leaves out the transcript's markup; compare both without it.
+    held = [" ".join(without_annotations(text).split()) for text in returned]
     kept = [
         sentence
         for sentence in split_sentences(body)
@@ -141,7 +142,7 @@ def readme_excerpt(
 def _quoted(sentence: str) -> str:
     """How a summary sentence appears in the passage it was quoted from: a TL;DR ends with a
     full stop added where it was cut, and is cut after about 30 words."""
-    return " ".join(sentence.split()).rstrip(".")[:QUOTE_PREFIX_CHARS]
+    return " ".join(without_annotations(sentence).split()).rstrip(".")[:QUOTE_PREFIX_CHARS]
 
 
 def readme_scores(

@@ -26,14 +26,17 @@ from itertools import chain, pairwise
 import numpy as np
 from scipy import sparse
 
-from memory_bank.text.lexicon import fold_to_ascii, is_name_word, plural_key
+from memory_bank.text.lexicon import (
+    TRANSCRIPT_ANNOTATION,
+    fold_to_ascii,
+    is_name_word,
+    plural_key,
+)
 
 # Speaker labels opening the lines of a transcript ("Grad A: ...", "Project Manager: ...").
 _SPEAKER_LABEL = re.compile(
     r"^[ \t]*[A-Z][A-Za-z0-9.'_-]*(?:[ \t][A-Za-z0-9.'_-]+){0,3}:[ \t]", re.MULTILINE
 )
-# Markup in transcripts: "{vocalsound}", "[laughter]", "<noise>".
-_ANNOTATION = re.compile(r"[{\[<]\s*([A-Za-z][A-Za-z_ -]{0,40}?)\s*[}\]>]")
 
 # Letter-led words, or runs of anything that separates them except whitespace and hyphens:
 # two words are adjacent (may form a phrase) only with nothing but " " or "-" between them. A
@@ -211,11 +214,11 @@ class TermMatrix:
             word.lower()
             for text in texts
             if "{" in text or "[" in text or "<" in text
-            for match in _ANNOTATION.findall(text)
+            for match in TRANSCRIPT_ANNOTATION.findall(text)
             for word in match.replace("_", " ").replace("-", " ").split()
         }
         if annotations:
-            texts = [_ANNOTATION.sub(" ", text) for text in texts]
+            texts = [TRANSCRIPT_ANNOTATION.sub(" ", text) for text in texts]
             keywords = [_without(row, annotations) for row in keywords]
             titles = [
                 "_".join(part for part in title.split("_") if part.lower() not in annotations)

@@ -208,11 +208,17 @@ GENERIC_WORDS = frozenset(
         *MONTHS,
     ]
 )
-KEY_TERM_STOPWORDS = FUNCTION_WORDS | FILLER_WORDS
+# Sounds of hesitation and assent a transcript writes down ("uh", "um", "mm-hmm"): they say
+# nothing in any sentence, so never a key term, and a sentence made of them is a vague one.
+DISFLUENCIES = frozenset(
+    ["uh", "um", "umm", "uhm", "hmm", "mm", "mhm", "mmm", "erm", "ah", "oh", "huh"]
+    + ["yeah", "okay", "uh-huh", "mm-hmm"]
+)
+KEY_TERM_STOPWORDS = FUNCTION_WORDS | FILLER_WORDS | DISFLUENCIES
 # Said in every meeting, so in no name ("right", "gonna"); key terms may still hold them.
 SPOKEN_FILLER_WORDS = frozenset(
     ["right", "gonna", "wanna", "sure", "actually", "maybe", "guess", "stuff", "alright"]
-    + ["basically", "probably", "anyway", "kinda", "sorta", "hmm", "mhm", "uhm", "erm"]
+    + ["basically", "probably", "anyway", "kinda", "sorta"]
     # what is left of a spoken contraction ("don't" -> "don"): the negation of any verb
     + ["don", "didn", "doesn", "isn", "wasn", "aren", "weren", "haven", "hasn", "couldn"]
     + ["wouldn", "shouldn", "yep", "nope"]
@@ -230,7 +236,7 @@ COMMON_VERBS = frozenset(
     + ["cried", "replied", "answered", "grew", "shall", "thou", "thee", "thy", "hath"]
 )
 # A directory name says what is inside: no function, generic or filler word ("yeah_right").
-NAME_STOPWORDS = FUNCTION_WORDS | GENERIC_WORDS | FILLER_WORDS | SPOKEN_FILLER_WORDS | COMMON_VERBS
+NAME_STOPWORDS = KEY_TERM_STOPWORDS | GENERIC_WORDS | SPOKEN_FILLER_WORDS | COMMON_VERBS
 # Words that shape a question but say nothing about its topic.
 QUESTION_WORDS = frozenset(
     [
@@ -272,6 +278,14 @@ QUESTION_WORDS = frozenset(
 MARKDOWN_HEADER = re.compile(r"^ {0,3}(#{1,6})[ \t]+(\S.*?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
 # A list item's marker: "-", "*", "+", "•" or "1." / "1)", then a space.
 LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])[ \t]+")
+# Markup in transcripts: "{vocalsound}", "{disfmarker}", "[laughter]", "<noise>". Conversations
+# only: in other text the same shapes are Markdown links, checkboxes and HTML tags.
+TRANSCRIPT_ANNOTATION = re.compile(r"[{\[<]\s*([A-Za-z][A-Za-z_ -]{0,40}?)\s*[}\]>]")
+
+
+def without_annotations(text: str) -> str:
+    """A transcript's `text` without its markup, spaces collapsed where it stood."""
+    return re.sub(r"[ \t]{2,}", " ", TRANSCRIPT_ANNOTATION.sub(" ", text))
 
 
 def header_of(line: str) -> tuple[int, str] | None:

@@ -206,3 +206,43 @@ def test_conversation_chunk_context_names_the_speakers(embedder: Embedder) -> No
     assert (memorized.metadata["first_turn"], memorized.metadata["last_turn"]) == (11, 13)
     assert "lisbon" in memorized.keywords
     _assert_valid_title(memorized.title)
+
+
+MEETING = (
+    "Project Manager: Um {disfmarker} uh , yeah , um {vocalsound} I think so , yeah .\n"
+    "Industrial Designer: Uh {disfmarker} um , yeah , uh , mm - hmm , um {disfmarker} right .\n"
+    "Marketing: The remote control should have big rubber buttons and a scroll wheel , "
+    "because our survey said users lose small buttons .\n"
+    "Project Manager: Mm - hmm . Uh {gap} um {vocalsound} yeah .\n"
+    "User Interface: The battery lasts two years if the LCD screen stays off .\n"
+)
+
+
+def _meeting_chunk(text: str = MEETING) -> Chunk:
+    speakers = [line.partition(":")[0] for line in text.splitlines()]
+    return _chunk(text, token_count=120, source="meetings/remote.json", speakers=speakers)
+
+
+def test_a_transcripts_markup_and_hesitations_are_no_key_terms(embedder: Embedder) -> None:
+    memorized = _memorize(embedder, _meeting_chunk())
+    words = {word for keyword in memorized.keywords for word in keyword.split()}
+    assert not words & {"disfmarker", "vocalsound", "gap", "um", "uh", "yeah", "mm"}
+    assert "buttons" in words
+    assert not {"disfmarker", "um", "uh"} & set(memorized.title.split("_"))
+    _assert_valid_title(memorized.title)
+
+
+def test_a_transcripts_tldr_is_a_turn_that_says_something_without_markup(
+    embedder: Embedder,
+) -> None:
+    memorized = _memorize(embedder, _meeting_chunk())
+    assert "{" not in memorized.tldr
+    assert "buttons" in memorized.tldr or "battery" in memorized.tldr, memorized.tldr
+    # The memory is an extract: the turns it keeps are quoted as said, markup included.
+    assert "Marketing: The remote control should have big rubber buttons" in memorized.memory
+
+
+def test_markup_shapes_outside_a_conversation_are_left_alone(embedder: Embedder) -> None:
+    text = "Read the [PostgreSQL manual] before tuning the planner . " * 3
+    memorized = _memorize(embedder, _chunk(text, token_count=40))
+    assert any("postgresql" in keyword for keyword in memorized.keywords)

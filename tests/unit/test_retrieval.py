@@ -187,3 +187,11 @@ def test_a_readme_hit_keeps_the_summary_sentences_about_the_question_not_yet_ret
     )
     assert readme_excerpt(summary, frozenset(tokenize("sourdough starter")), []) is None
     assert readme_excerpt("No heading, about gates.", terms, []) == "No heading, about gates."
+
+
+def test_a_transcripts_summary_sentence_is_held_by_the_turn_it_quotes_with_its_markup():
+    # A conversation's TL;DR leaves the transcript's markup out; the turn returned keeps it.
+    summary = "# Remote\n\nMarketing: We want big buttons on the remote. PM: Rubber buttons, then."
+    terms = frozenset(tokenize("Which buttons does the remote get?"))
+    returned = ["Marketing: We {disfmarker} want big {vocalsound} buttons on the remote ."]
+    assert readme_excerpt(summary, terms, returned) == "# Remote\n\nPM: Rubber buttons, then."
