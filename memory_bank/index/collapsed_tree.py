@@ -21,6 +21,13 @@ dropped, for losing the thematic gain: admitting a README only where it outscore
 of its subtree (+0.7) or is closer in cosine than every memory beneath it (+0.0), or only where
 its summary holds a question term no passage above it has (+0.5); scoring a README's terms on
 its summary instead of its whole text (+2.5, and -1.0 on HotpotQA).
+
+A question that asks for a summary ("Summarize the whole meeting", `SUMMARY_REQUEST_WORDS`) names
+no topic a summary sentence would share, so it gets the overview whole, first: the README that
+speaks for the search scope (`ResolvedScope.overview`), or unscoped the best-scoring README, its
+summary and key terms. Detecting a broad question by its words' spread in the scope does not
+work (on QMSum "meeting" is in 4-57% of a meeting's memories), nor by the README outscoring every
+chunk (QMSum general 31% of questions vs specific 12%; FairytaleQA summary 7% vs local 10%).
 """
 
 from __future__ import annotations
@@ -29,11 +36,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memory_bank.index.corpus import DirectoryIndex
+from memory_bank.index.corpus import DirectoryIndex, StoreCorpus, readme_key_terms
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.index.scope import ResolvedScope
 from memory_bank.schemas import SearchHit
-from memory_bank.text.lexicon import search_tokens, without_annotations
+from memory_bank.text.lexicon import SUMMARY_REQUEST_WORDS, search_tokens, without_annotations
 from memory_bank.text.sentences import split_sentences
 
 # Chunks a README hit brings along from its subtree.
@@ -82,6 +89,11 @@ def collapsed_tree_search(
     chosen: list[SearchHit] = []
     taken: set[int] = set()
     overviews = 0
+    if SUMMARY_REQUEST_WORDS & frozenset(search_tokens(query)) and nodes:
+        position = _requested_overview(directories, readmes, scope)
+        if position is not None:
+            overviews += 1
+            chosen.append(_overview_hit(corpus, directories.paths[position], nodes[0][0]))
     for score, is_readme, key in nodes:
         if len(chosen) >= k:
             break
@@ -116,6 +128,27 @@ def collapsed_tree_search(
             taken.add(index)
             chosen.append(corpus.chunk_hit(index, chunk_score))
     return sorted(chosen, key=lambda hit: -hit.score)
+
+
+def _requested_overview(
+    directories: DirectoryIndex,
+    readmes: Sequence[tuple[int, float]],
+    scope: ResolvedScope | None,
+) -> int | None:
+    """The README a request for a summary gets: the one that speaks for the whole scope, or
+    without a scope the best-scoring one (the topic the question names)."""
+    if scope is not None:
+        return scope.overview(directories)
+    return max(readmes, key=lambda pair: (pair[1], -pair[0]))[0] if readmes else None
+
+
+def _overview_hit(corpus: StoreCorpus, directory: str, score: float) -> SearchHit:
+    """A README's whole summary and its key terms, ranked first (at the best hit's `score`)."""
+    readme = corpus.readme_hit(directory, score)
+    key_terms = readme_key_terms(corpus.readme_text(directory))
+    if key_terms:
+        readme = readme.model_copy(update={"text": f"{readme.text}\n\nKey terms: {key_terms}."})
+    return readme
 
 
 def readme_excerpt(

@@ -78,6 +78,18 @@ class ResolvedScope:
             )
         return self._readmes
 
+    def overview(self, directories: DirectoryIndex) -> int | None:
+        """The directory position of the README that speaks for the whole scope: among the
+        scope's READMEs, the one whose subtree holds most of its memories (ties: the smaller
+        subtree, the more specific overview); None when no README belongs to the scope."""
+        allowed = self.readmes(directories)
+        best: tuple[int, int, int] | None = None  # (-members in scope, subtree size, position)
+        for position in np.flatnonzero(allowed):
+            members = np.asarray(directories.subtree_chunks[position])
+            key = (-int(self.in_scope[members].sum()), len(members), int(position))
+            best = key if best is None or key < best else best
+        return None if best is None else best[2]
+
 
 def resolve_scope(corpus: StoreCorpus, scope: SearchScope) -> ResolvedScope:
     """The memories of `corpus` in `scope`; ToolError when a name matches nothing stored."""

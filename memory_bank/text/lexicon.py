@@ -237,6 +237,9 @@ COMMON_VERBS = frozenset(
 )
 # A directory name says what is inside: no function, generic or filler word ("yeah_right").
 NAME_STOPWORDS = KEY_TERM_STOPWORDS | GENERIC_WORDS | SPOKEN_FILLER_WORDS | COMMON_VERBS
+# A question holding one of these asks for an overview ("Summarize the meeting"), which the
+# README of what it is about gives (collapsed-tree search); no topic word need be in it.
+SUMMARY_REQUEST_WORDS = frozenset(["summarize", "summarise", "summary", "overview", "recap"])
 # Words that shape a question but say nothing about its topic.
 QUESTION_WORDS = frozenset(
     [

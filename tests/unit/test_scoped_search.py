@@ -7,6 +7,7 @@ import pytest
 
 from memory_bank.config import AppConfig, RetrievalConfig
 from memory_bank.errors import StoreError, ToolError
+from memory_bank.index.corpus import readme_key_terms
 from memory_bank.index.scope import ResolvedScope, SearchScope
 from memory_bank.query.service import QueryService
 from memory_bank.store import StoreReader
@@ -89,6 +90,38 @@ def test_a_readme_belongs_to_a_scope_holding_most_of_its_subtree():
     assert ResolvedScope(in_scope).readmes(Directories()).tolist() == [True, True, False]
     half = np.array([True, True, False, False, False, False, False])
     assert ResolvedScope(half).readmes(Directories()).tolist() == [True, False, False]
+
+
+def test_the_scopes_overview_is_the_readme_holding_most_of_it():
+    class Directories:  # a folder of two subfolders, and a folder elsewhere
+        subtree_chunks = [[0, 1, 2, 3], [0, 1], [2, 3], [4, 5]]
+
+    whole_folder = np.array([True, True, True, True, False, False])
+    assert ResolvedScope(whole_folder).overview(Directories()) == 0
+    one_subfolder = np.array([True, True, False, False, False, False])
+    # The folder holds it too (2 of 4 is not most of it); the subfolder is the overview.
+    assert ResolvedScope(one_subfolder).overview(Directories()) == 1
+    # Half of a subfolder: no README speaks for it.
+    assert ResolvedScope(np.array([True] + [False] * 5)).overview(Directories()) is None
+
+
+def test_a_request_for_a_summary_gets_the_scopes_whole_overview_first(searcher):
+    scope = SearchScope(documents=("docs/ml/vision",))
+    hits = searcher.search("Summarize the notes", top_k=5, mode="tree", scope=scope)
+    assert hits[0].kind == "readme" and hits[0].chunk_path == "ml/vision/README.md"
+    readme = (searcher.corpus.reader.root / "ml/vision/README.md").read_text()
+    summary = readme.split("\n\n")[1]
+    assert summary in hits[0].text  # the whole summary, though it never says "notes"
+    assert all(path.startswith("ml/vision/") for path in chunk_paths(hits))
+    # Without the request, a summary sentence must name a word of the question to be offered.
+    plain = searcher.search("the notes", top_k=5, mode="tree", scope=scope)
+    assert [hit.kind for hit in plain] == ["chunk"] * len(plain)
+
+
+def test_a_readmes_key_terms_are_read_from_its_section():
+    readme = "# Vision\n\nCNNs see.\n\nIt holds 2 memories.\n\n## Key terms\n\ncnn, pixels\n\n## Index\n\nx"
+    assert readme_key_terms(readme) == "cnn, pixels"
+    assert readme_key_terms("# Vision\n\nCNNs see.") == ""
 
 
 def test_documents_are_named_by_source_folder_or_id(tmp_path):
