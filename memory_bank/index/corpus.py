@@ -3,12 +3,14 @@
 Per memory (row i = memory index i): chunk id, document id, source, chunk file path, memory text
 and raw chunk text; the BM25 index (persisted, `bm25.py`), the faiss index, the stored sentences
 with their vectors, the title-link graph (`links.py`) and, per directory, the README vector,
-terms and subtree members. Everything loads lazily and is kept for the reader's lifetime.
+terms, subtree members and how many of them hold each README term. Everything loads lazily and
+is kept for the reader's lifetime.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -23,6 +25,7 @@ from memory_bank.index.links import LinkGraph, title_index_from_store
 from memory_bank.schemas import DirectoryNode, SearchHit
 from memory_bank.store.files import readme_relative_path
 from memory_bank.store.layout import BANK_DIR
+from memory_bank.taxonomy.summary import index_text
 from memory_bank.text.lexicon import search_tokens
 
 if TYPE_CHECKING:
@@ -178,7 +181,20 @@ class StoreCorpus:
             return DirectoryIndex(paths, np.zeros((0, 0), dtype=np.float32), subtree_chunks, [])
         texts, vectors = self._stored_readmes(paths)
         terms = [frozenset(search_tokens(text)) for text in texts]
-        return DirectoryIndex(paths, vectors, subtree_chunks, terms)
+        memories = self.reader.memories()
+        words = [
+            frozenset(search_tokens(index_text(title, keywords, memory)))
+            for title, keywords, memory in zip(
+                memories.column("title").to_pylist(),
+                memories.column("keywords").to_pylist(),
+                self._memory_texts,
+                strict=True,
+            )
+        ]
+        holders = _term_holders(tree, words, dict(zip(paths, terms, strict=True)))
+        return DirectoryIndex(
+            paths, vectors, subtree_chunks, terms, [holders[path] for path in paths]
+        )
 
     def _stored_readmes(self, paths: list[str]) -> tuple[list[str], np.ndarray]:
         """README texts and vectors of `paths`: from `.bank/readmes.parquet`, written at ingest;
@@ -205,7 +221,8 @@ class StoreCorpus:
 
 
 class DirectoryIndex:
-    """Every directory below the root: path, README vector and terms, memories of its subtree."""
+    """Every directory below the root: path, README vector and terms, memories of its subtree,
+    and how many of them hold each README term."""
 
     def __init__(
         self,
@@ -213,11 +230,15 @@ class DirectoryIndex:
         vectors: np.ndarray,
         subtree_chunks: list[list[int]],
         readme_terms: list[frozenset[str]],
+        term_holders: list[dict[str, int]] | None = None,
     ) -> None:
+        """`term_holders[j]`: README term of paths[j] -> the memories of its subtree whose
+        index text (`taxonomy.summary.index_text`) holds it; None: every term held by one."""
         self.paths = paths
         self.vectors = vectors  # row j = README vector of paths[j]
         self.subtree_chunks = subtree_chunks
         self.readme_terms = readme_terms
+        self.term_holders = term_holders if term_holders is not None else [{} for _ in paths]
         self.position = {path: j for j, path in enumerate(paths)}
         # faiss rather than numpy for ranking: single-threaded and steady (OpenBLAS gemv is not).
         self._faiss_index = faiss.IndexFlatIP(vectors.shape[1] if len(paths) else 1)
@@ -287,6 +308,30 @@ def _texts_by_memory(reader: StoreReader, chunk_ids: list[str]) -> list[str]:
         zip(chunks.column("chunk_id").to_pylist(), chunks.column("text").to_pylist(), strict=True)
     )
     return [text_of.get(chunk_id, "") for chunk_id in chunk_ids]
+
+
+def _term_holders(
+    tree: DirectoryNode, words: list[frozenset[str]], readme_terms: dict[str, frozenset[str]]
+) -> dict[str, dict[str, int]]:
+    """Per directory below the root, its README terms (`readme_terms[path]`) -> how many memories
+    of its subtree hold each (`words[index]`: memory index's words). Counted once per store
+    open, leaves up, so a query never reads a memory; only a directory's children's counts are
+    kept whole while it is counted."""
+    found: dict[str, dict[str, int]] = {}
+
+    def visit(node: DirectoryNode) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for index in node.chunk_indices:
+            counts.update(words[index])
+        for child in node.children:
+            counts.update(visit(child))
+        kept = readme_terms.get(node.path)
+        if kept is not None:
+            found[node.path] = {term: counts[term] for term in kept if counts[term]}
+        return counts
+
+    visit(tree)
+    return found
 
 
 def _subtree_indices(node: DirectoryNode) -> list[int]:

@@ -40,6 +40,7 @@ from memory_bank.taxonomy.readme import (
     SubtreeSummary,
 )
 from memory_bank.taxonomy.summary import (
+    index_text,
     subtree_highlights,
     subtree_index_terms,
     subtree_key_terms,
@@ -183,9 +184,7 @@ def subtree_summaries(
     index_terms = subtree_index_terms(
         tree,
         {
-            memory.index: " ".join(
-                [memory.title.replace("_", " "), " ".join(memory.keywords), memory.memory]
-            )
+            memory.index: index_text(memory.title, memory.keywords, memory.memory)
             for memory in memories
         },
     )

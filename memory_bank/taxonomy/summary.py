@@ -170,6 +170,13 @@ def subtree_key_terms(
     )
 
 
+def index_text(title: str, keywords: Sequence[str], memory: str) -> str:
+    """What a memory gives its directories' README index (`subtree_index_terms`): its title,
+    keywords and memory text. The README-only descent counts the memories holding each README
+    term from the same text (`index.corpus.DirectoryIndex.term_holders`)."""
+    return " ".join([title.replace("_", " "), " ".join(keywords), memory])
+
+
 def subtree_index_terms(tree: DirectoryNode, texts: Mapping[int, str]) -> dict[str, list[str]]:
     """The index of every directory: the words of its subtree's memories (`texts[index]`, as
     search reads them: `search_tokens`), ranked against its siblings like the key terms,

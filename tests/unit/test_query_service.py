@@ -43,6 +43,11 @@ def test_stored_readme_vectors_match_embedding_the_readmes_on_open(stores):
     assert stored.paths == embedded.paths
     np.testing.assert_allclose(stored.vectors, embedded.vectors, atol=1e-5)
     assert stored.readme_terms == embedded.readme_terms
+    assert stored.term_holders == embedded.term_holders
+    for terms, holders, members in zip(
+        stored.readme_terms, stored.term_holders, stored.subtree_chunks, strict=True
+    ):
+        assert set(holders) <= terms and all(0 < n <= len(members) for n in holders.values())
     with pytest.raises(ConfigError, match="embedding model"):
         open_search(StoreReader(without_vectors), embedder=None).corpus.directories()
 

@@ -158,19 +158,69 @@ def test_a_larger_subtree_lists_more_key_terms():
 
 
 def test_a_term_every_sibling_has_weighs_less_than_one_only_one_has():
-    from memory_bank.index.descent import sibling_term_shares
+    from memory_bank.index.descent import sibling_term_scores
 
     readmes = [
         frozenset({"king", "princess"}),
         frozenset({"king", "princess", "dragon"}),
         frozenset({"king", "castle"}),
     ]
-    shares = sibling_term_shares(readmes, frozenset({"king", "princess", "castle"}))
+    none_counted = [{}, {}, {}]  # every README term held by one memory
+    scores = sibling_term_scores(
+        readmes, none_counted, [4, 4, 4], frozenset({"king", "princess", "castle"})
+    )
     # Plain shares would tie the first two with the third (2 of 3 terms each); "castle", which
     # one sibling has, outweighs "princess", which two have.
-    assert shares[2] > shares[0] == shares[1]
-    assert sibling_term_shares(readmes, frozenset()).tolist() == [0.0, 0.0, 0.0]
-    assert sibling_term_shares(readmes, frozenset({"king"})).tolist() == [1.0, 1.0, 1.0]
+    assert scores[2] > scores[0] == scores[1]
+    empty = sibling_term_scores(readmes, none_counted, [4, 4, 4], frozenset())
+    assert empty.tolist() == [0.0, 0.0, 0.0]
+    # One memory of a sibling of average size holding every term: 1, as the share of terms.
+    only_king = sibling_term_scores(readmes, none_counted, [4, 4, 4], frozenset({"king"}))
+    assert only_king == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_a_term_many_memories_hold_outweighs_one_a_single_memory_holds():
+    from memory_bank.index.descent import BM25_K1, sibling_term_scores
+
+    readmes = [frozenset({"troll", "bridge"}), frozenset({"troll", "goat"})]
+    terms = frozenset({"troll", "bridge", "goat"})
+    # Same size: the goats' section, whose four memories all name the goat, beats the one
+    # naming the bridge once; counts saturate (at most k1 + 1 times one holder).
+    scores = sibling_term_scores(readmes, [{"bridge": 1}, {"goat": 4}], [4, 4], terms)
+    assert scores[1] > scores[0]
+    many = sibling_term_scores(readmes, [{}, {"troll": 10**6}], [4, 4], frozenset({"troll"}))
+    assert many[0] == pytest.approx(1.0) and 1.0 < many[1] < BM25_K1 + 1.0
+
+
+def test_a_large_mixed_directory_does_not_win_by_its_vocabulary():
+    from memory_bank.index.descent import sibling_term_scores
+
+    # The mixed directory's README holds both terms, as the focused one does, but one memory
+    # among 30 holds each: the focused directory of 3 memories wins.
+    readmes = [frozenset({"cbs", "hallmark", "bill", "real"}), frozenset({"cbs", "hallmark"})]
+    holders = [{"cbs": 1, "hallmark": 1}, {"cbs": 1, "hallmark": 1}]
+    scores = sibling_term_scores(readmes, holders, [30, 3], frozenset({"cbs", "hallmark"}))
+    assert scores[1] > scores[0]
+
+
+def test_term_holders_count_a_subtrees_memories_for_its_readme_terms_only():
+    from memory_bank.index.corpus import _term_holders
+
+    words = [frozenset({"troll"})] * 4 + [frozenset({"troll", "goat"})] * 2
+    words += [frozenset({"dragon"})] * 3
+    readme_terms = {
+        "/a": frozenset({"troll", "goat", "heading"}),
+        "/a/x": frozenset({"troll"}),
+        "/a/y": frozenset({"goat"}),
+        "/b": frozenset({"dragon", "troll"}),
+    }
+    holders = _term_holders(TREE, words, readme_terms)
+    assert holders == {
+        "/a": {"troll": 6, "goat": 2},  # "heading": no memory has it (the descent counts one)
+        "/a/x": {"troll": 4},
+        "/a/y": {"goat": 2},  # "troll" is not in /a/y's README
+        "/b": {"dragon": 3},
+    }
 
 
 def test_key_terms_stay_a_short_line_however_large_the_subtree():
