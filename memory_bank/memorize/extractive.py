@@ -6,9 +6,10 @@ in the same forward pass as the chunk vector, with a bonus for sentences carryin
 and the chunk's key terms. The title comes from the key terms (see keyterms.py) and the TL;DR is
 the most central sentence. Everything is deterministic.
 
-Transcripts: a conversation's markup ("{disfmarker}", "[laughter]") and hesitations ("uh", "um")
-are no key terms, a sentence made of them is vague (it loses relevance by their share), and the
-TL;DR leaves the markup out; the memory quotes the turns as said. On QMSum 685 of 842 titles
+Transcripts: a conversation's markup ("{disfmarker}", "[laughter]"), hesitations ("uh", "um"),
+fillers ("sure", "maybe") and filler phrases ("of course", "a bit") are no key terms, a sentence
+made of them is vague (it loses relevance by their share), and the TL;DR leaves the markup out;
+the memory quotes the turns as said. On QMSum 685 of 842 titles
 held such words (`disfmarker_ideas_uh_um`); none do now.
 """
 
@@ -25,9 +26,11 @@ from memory_bank.index.embedding import ChunkEncoding
 from memory_bank.memorize.keyterms import extract_keywords, is_stopword, make_title
 from memory_bank.schemas import Chunk, MemorizedChunk
 from memory_bank.text.lexicon import (
+    DISCOURSE_MARKERS,
     DISFLUENCIES,
     LIST_MARKER,
     MARKDOWN_HEADER,
+    SPOKEN_FILLER_WORDS,
     TRANSCRIPT_ANNOTATION,
     without_annotations,
 )
@@ -48,9 +51,9 @@ _NAME_BONUS = 0.04  # per distinct name, at most three
 _KEY_TERM_BONUS = 0.02  # per key term, at most three
 _SECTION_LEAD_BONUS = 0.05
 _LONG_TLDR_PENALTY = 0.05  # a sentence that must be cut is a worse TL;DR
-# In a conversation, times the share of a sentence's words that are hesitations ("uh", "um",
-# "yeah") or transcript markup ("{disfmarker}"): "Uh , yeah , um {disfmarker} I think so ." sits
-# near the chunk's average like any turn of it, and says nothing.
+# In a conversation, times the share of a sentence's words that say nothing (hesitations,
+# markup, fillers: `_disfluent_share`): "Uh , yeah , um {disfmarker} sure ." sits near the
+# chunk's average like any turn of it, and says nothing.
 _DISFLUENCY_PENALTY = 0.25
 
 
@@ -74,12 +77,10 @@ def memorize_offline(
     if encoding.sentence_spans and encoding.sentence_spans[-1].end > len(chunk.text):
         raise ValueError(f"the encoding given for chunk {chunk.chunk_id} is of another text")
     turn_prefix = _turn_prefix_pattern(chunk.speakers)
-    # Speaker names open every turn; counting them would make every title a list of speakers,
-    # and a transcript's markup ("{vocalsound}") is in every turn too.
-    keywords = extract_keywords(
-        without_annotations(turn_prefix.sub("", chunk.text)) if turn_prefix else chunk.text,
-        chunk.section,
-        config.max_keywords,
+    keywords = (
+        _spoken_keywords(chunk.text, turn_prefix, chunk.section, config.max_keywords)
+        if turn_prefix
+        else extract_keywords(chunk.text, chunk.section, config.max_keywords)
     )
     units = _split_units(chunk.text, encoding)
     # Headers are titles, not memory text; a "1." or "---" left alone by the splitter says nothing.
@@ -103,6 +104,18 @@ def memorize_offline(
         context=_context(chunk),
         metadata=_metadata(chunk),
     )
+
+
+def _spoken_keywords(
+    text: str, turn_prefix: re.Pattern[str], section: str | None, limit: int
+) -> list[str]:
+    """Key terms of a conversation: not its speakers (they open every turn), its markup
+    ("{vocalsound}"), the phrases speakers fill sentences with ("of course", "a bit"), nor the
+    words every meeting says ("sure", "maybe", "alright")."""
+    spoken = without_annotations(DISCOURSE_MARKERS.sub(" ", turn_prefix.sub("", text)))
+    keywords = extract_keywords(spoken, section, 2 * limit)
+    said_anywhere = [kw for kw in keywords if not set(kw.split()) <= SPOKEN_FILLER_WORDS]
+    return (said_anywhere or keywords)[:limit]
 
 
 def _has_letter(text: str) -> bool:
@@ -187,17 +200,19 @@ def _fact_bonus(sentence: str, keywords: list[str]) -> float:
 
 
 _SPOKEN_WORD = re.compile(r"[\w'’-]+")
+_SAYS_NOTHING = DISFLUENCIES | SPOKEN_FILLER_WORDS
 
 
 def _disfluent_share(sentence: str) -> float:
-    """The share of a spoken sentence's words that are hesitations or transcript markup."""
+    """The share of a spoken sentence's words that say nothing: hesitations, transcript markup,
+    fillers ("sure", "maybe") and the phrases speakers fill sentences with ("of course")."""
     markup = len(TRANSCRIPT_ANNOTATION.findall(sentence))
-    words = [
-        word.lower() for word in _SPOKEN_WORD.findall(TRANSCRIPT_ANNOTATION.sub(" ", sentence))
-    ]
-    if not words and not markup:
-        return 0.0
-    return (markup + sum(word in DISFLUENCIES for word in words)) / (markup + len(words))
+    bare = TRANSCRIPT_ANNOTATION.sub(" ", sentence)
+    phrase_words = sum(len(phrase.split()) for phrase in DISCOURSE_MARKERS.findall(bare))
+    words = [word.lower() for word in _SPOKEN_WORD.findall(DISCOURSE_MARKERS.sub(" ", bare))]
+    empty = markup + phrase_words + sum(word in _SAYS_NOTHING for word in words)
+    total = markup + phrase_words + len(words)
+    return empty / total if total else 0.0
 
 
 def _select_memory_units(

@@ -286,6 +286,13 @@ LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])[ \t]+")
 TRANSCRIPT_ANNOTATION = re.compile(r"[{\[<]\s*([A-Za-z][A-Za-z_ -]{0,40}?)\s*[}\]>]")
 
 
+# Phrases a speaker fills a sentence with: their words are topics elsewhere ("golf course", "a
+# 64-bit build"), never inside these ("of course", "a little bit", "kind of").
+DISCOURSE_MARKERS = re.compile(
+    r"\b(?:of course|a (?:little )?bit|kind of|sort of|you know|i mean)\b", re.IGNORECASE
+)
+
+
 def without_annotations(text: str) -> str:
     """A transcript's `text` without its markup, spaces collapsed where it stood."""
     return re.sub(r"[ \t]{2,}", " ", TRANSCRIPT_ANNOTATION.sub(" ", text))
