@@ -9,8 +9,8 @@ the most central sentence. Everything is deterministic.
 Transcripts: a conversation's markup ("{disfmarker}", "[laughter]"), hesitations ("uh", "um"),
 fillers ("sure", "maybe") and filler phrases ("of course", "a bit") are no key terms, a sentence
 made of them is vague (it loses relevance by their share), and the TL;DR leaves the markup out;
-the memory quotes the turns as said. On QMSum 685 of 842 titles
-held such words (`disfmarker_ideas_uh_um`); none do now.
+the memory quotes the turns as said. On QMSum, 685 of 842 memory titles held markup or
+hesitations (`disfmarker_ideas_uh_um`), now none; 260 held fillers, now 27.
 """
 
 from __future__ import annotations

@@ -215,7 +215,8 @@ DISFLUENCIES = frozenset(
     + ["yeah", "okay", "uh-huh", "mm-hmm"]
 )
 KEY_TERM_STOPWORDS = FUNCTION_WORDS | FILLER_WORDS | DISFLUENCIES
-# Said in every meeting, so in no name ("right", "gonna"); key terms may still hold them.
+# Said in every meeting, so in no name ("right", "gonna"), nor a conversation's key terms (prose
+# key terms may hold them: "right" in "civil rights").
 SPOKEN_FILLER_WORDS = frozenset(
     ["right", "gonna", "wanna", "sure", "actually", "maybe", "guess", "stuff", "alright"]
     + ["basically", "probably", "anyway", "kinda", "sorta"]
@@ -281,11 +282,9 @@ QUESTION_WORDS = frozenset(
 MARKDOWN_HEADER = re.compile(r"^ {0,3}(#{1,6})[ \t]+(\S.*?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
 # A list item's marker: "-", "*", "+", "•" or "1." / "1)", then a space.
 LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])[ \t]+")
-# Markup in transcripts: "{vocalsound}", "{disfmarker}", "[laughter]", "<noise>". Conversations
-# only: in other text the same shapes are Markdown links, checkboxes and HTML tags.
+# Markup in transcripts: "{vocalsound}", "{disfmarker}", "[laughter]", "<noise>". Memorize strips
+# it from conversations only: in other text the same shapes are Markdown links and HTML tags.
 TRANSCRIPT_ANNOTATION = re.compile(r"[{\[<]\s*([A-Za-z][A-Za-z_ -]{0,40}?)\s*[}\]>]")
-
-
 # Phrases a speaker fills a sentence with: their words are topics elsewhere ("golf course", "a
 # 64-bit build"), never inside these ("of course", "a little bit", "kind of").
 DISCOURSE_MARKERS = re.compile(
