@@ -36,10 +36,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memory_bank.index.corpus import DirectoryIndex, StoreCorpus, readme_key_terms
+from memory_bank.index.corpus import DirectoryIndex, StoreCorpus
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.index.scope import ResolvedScope
 from memory_bank.schemas import SearchHit
+from memory_bank.taxonomy.readme import readme_key_terms
 from memory_bank.text.lexicon import SUMMARY_REQUEST_WORDS, search_tokens, without_annotations
 from memory_bank.text.sentences import split_sentences
 
@@ -89,7 +90,8 @@ def collapsed_tree_search(
     chosen: list[SearchHit] = []
     taken: set[int] = set()
     overviews = 0
-    if SUMMARY_REQUEST_WORDS & frozenset(search_tokens(query)) and nodes:
+    query_terms = frozenset(search_tokens(query))
+    if SUMMARY_REQUEST_WORDS & query_terms and nodes:
         position = _requested_overview(directories, readmes, scope)
         if position is not None:
             overviews += 1
@@ -120,7 +122,7 @@ def collapsed_tree_search(
         )
         readme = corpus.readme_hit(directory, score)
         returned = [hit.text for hit in chosen if hit.kind == "chunk"]
-        excerpt = readme_excerpt(readme.text, frozenset(search_tokens(query)), returned)
+        excerpt = readme_excerpt(readme.text, query_terms, returned)
         if excerpt is None:
             continue  # the best overview says nothing new about the question: none
         chosen.append(readme.model_copy(update={"text": excerpt}))

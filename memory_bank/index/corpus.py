@@ -306,12 +306,6 @@ def readme_summary(text: str) -> str:
     return summary or text.strip()
 
 
-def readme_key_terms(text: str) -> str:
-    """The key-term line of a README ("" when it has none)."""
-    _, found, rest = text.partition("\n## Key terms\n")
-    return rest.strip().split("\n\n", 1)[0].strip() if found else ""
-
-
 def _texts_by_memory(reader: StoreReader, chunk_ids: list[str]) -> list[str]:
     """The raw text of each memory's chunk, in memory-index order."""
     chunks = reader.chunks()

@@ -113,6 +113,7 @@ def _spoken_keywords(
     ("{vocalsound}"), the phrases speakers fill sentences with ("of course", "a bit"), nor the
     words every meeting says ("sure", "maybe", "alright")."""
     spoken = without_annotations(DISCOURSE_MARKERS.sub(" ", turn_prefix.sub("", text)))
+    # Twice as many candidates, so `limit` are left after the fillers are taken out.
     keywords = extract_keywords(spoken, section, 2 * limit)
     said_anywhere = [kw for kw in keywords if not set(kw.split()) <= SPOKEN_FILLER_WORDS]
     return (said_anywhere or keywords)[:limit]

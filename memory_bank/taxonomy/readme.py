@@ -40,6 +40,7 @@ DEFAULT_STORE_TITLE = "Memory Bank"
 # bumps it, so the next commit rewrites every README instead of keeping the old ones.
 README_FORMAT = 5
 KEY_TERMS = 3
+KEY_TERMS_HEADING = "## Key terms"
 INDEX_NOTE = (
     "Words of the memories below, those that set this directory apart from its siblings first:"
 )
@@ -211,6 +212,12 @@ def summary_text(highlights: Sequence[ReadmeHighlight]) -> str:
     )
 
 
+def readme_key_terms(text: str) -> str:
+    """The key-term line of a README `compose_readme` wrote ("" when it has none)."""
+    _, found, rest = text.partition(f"\n{KEY_TERMS_HEADING}\n")
+    return rest.strip().split("\n\n", 1)[0].strip() if found else ""
+
+
 def compose_readme(
     node: DirectoryNode,
     child_dirs: Sequence[DirectoryNode],
@@ -235,7 +242,7 @@ def compose_readme(
             sentences.append(extra)
         head += [summary, "", " ".join(sentences)]
         if key_terms:
-            head += ["", "## Key terms", "", ", ".join(one_line(term) for term in key_terms)]
+            head += ["", KEY_TERMS_HEADING, "", ", ".join(one_line(term) for term in key_terms)]
     else:
         opening = one_line(node.description) or describe_directory(child_dirs, files)
         sentences = [end_sentence(opening)]

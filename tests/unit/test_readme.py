@@ -9,6 +9,7 @@ from memory_bank.taxonomy.readme import (
     SubtreeSummary,
     compose_readme,
     describe_directory,
+    readme_key_terms,
     readme_title,
 )
 
@@ -185,3 +186,6 @@ def test_index_terms_close_the_readme_after_the_contents_without_the_key_terms()
     assert readme.rstrip().endswith("vacuum, wal")  # "postgresql" is shown once, as a key term
     assert "vacuum" not in readme[:index]
     assert "## Index" not in compose_readme(LEAF, [], FILES, subtree=SubtreeSummary(highlights))
+    # What tree search quotes of a README it offers as an overview.
+    assert readme_key_terms(readme) == "postgresql, b-tree"
+    assert readme_key_terms(compose_readme(LEAF, [], FILES)) == ""

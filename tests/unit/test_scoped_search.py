@@ -7,7 +7,6 @@ import pytest
 
 from memory_bank.config import AppConfig, RetrievalConfig
 from memory_bank.errors import StoreError, ToolError
-from memory_bank.index.corpus import readme_key_terms
 from memory_bank.index.scope import ResolvedScope, SearchScope
 from memory_bank.query.service import QueryService
 from memory_bank.store import StoreReader
@@ -116,12 +115,6 @@ def test_a_request_for_a_summary_gets_the_scopes_whole_overview_first(searcher):
     # Without the request, a summary sentence must name a word of the question to be offered.
     plain = searcher.search("the notes", top_k=5, mode="tree", scope=scope)
     assert [hit.kind for hit in plain] == ["chunk"] * len(plain)
-
-
-def test_a_readmes_key_terms_are_read_from_its_section():
-    readme = "# Vision\n\nCNNs see.\n\nIt holds 2 memories.\n\n## Key terms\n\ncnn, pixels\n\n## Index\n\nx"
-    assert readme_key_terms(readme) == "cnn, pixels"
-    assert readme_key_terms("# Vision\n\nCNNs see.") == ""
 
 
 def test_documents_are_named_by_source_folder_or_id(tmp_path):
