@@ -43,6 +43,7 @@ from memory_bank.schemas import SearchHit
 from memory_bank.taxonomy.readme import readme_key_terms
 from memory_bank.text.lexicon import SUMMARY_REQUEST_WORDS, search_tokens, without_annotations
 from memory_bank.text.sentences import split_sentences
+from memory_bank.text.spoken import clean_verbatim
 
 # Chunks a README hit brings along from its subtree.
 README_EXPANSION = 2
@@ -161,8 +162,9 @@ def readme_excerpt(
     holds (a summary quotes its memories' TL;DRs, and a quote of a passage already returned
     tells the reader nothing); None when no sentence is left."""
     heading, _, body = summary.partition("\n\n") if summary.startswith("# ") else ("", "", summary)
-    # A conversation's TL;DR leaves out the transcript's markup; compare both without it.
-    held = [" ".join(without_annotations(text).split()) for text in returned]
+    # A conversation's TL;DR leaves out the transcript's markup and hesitations; compare both
+    # without them.
+    held = [_plain(text) for text in returned]
     kept = [
         sentence
         for sentence in split_sentences(body)
@@ -177,7 +179,13 @@ def readme_excerpt(
 def _quoted(sentence: str) -> str:
     """How a summary sentence appears in the passage it was quoted from: a TL;DR ends with a
     full stop added where it was cut, and is cut after about 30 words."""
-    return " ".join(without_annotations(sentence).split()).rstrip(".")[:QUOTE_PREFIX_CHARS]
+    return _plain(sentence).rstrip(".")[:QUOTE_PREFIX_CHARS]
+
+
+def _plain(text: str) -> str:
+    """`text` as a conversation's TL;DR quotes it (no markup, clean verbatim, one line),
+    lowercased: a TL;DR capitalizes the word a hesitation opened."""
+    return " ".join(clean_verbatim(without_annotations(text)).split()).lower()
 
 
 def readme_scores(

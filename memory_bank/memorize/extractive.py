@@ -34,6 +34,7 @@ from memory_bank.text.lexicon import (
     TRANSCRIPT_ANNOTATION,
     without_annotations,
 )
+from memory_bank.text.spoken import clean_verbatim
 
 _LETTER_WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _MARKDOWN_EMPHASIS = re.compile(r"\*\*|__|(?<!\w)[*_]|[*_](?!\w)|`")
@@ -273,14 +274,30 @@ def _tldr(content: list[_Unit], relevance: np.ndarray, turn_prefix: re.Pattern[s
         _MARKDOWN_EMPHASIS.sub("", LIST_MARKER.sub("", MARKDOWN_HEADER.sub(r"\2", unit.text)))
         for unit in content
     ]
-    if turn_prefix:  # keep who said it, drop when and the transcript's markup
-        texts = [without_annotations(re.sub(r"^\s*\[[^\]\n]*\]\s*", "", text)) for text in texts]
+    if turn_prefix:  # keep who said it, drop when, the transcript's markup and hesitations
+        texts = [
+            _spoken_quote(
+                without_annotations(re.sub(r"^\s*\[[^\]\n]*\]\s*", "", text)), turn_prefix
+            )
+            for text in texts
+        ]
     word_counts = np.array([len(text.split()) for text in texts])
     substantial = (word_counts >= 4) | (np.array([len(text) for text in texts]) >= 12)
     candidates = np.flatnonzero(substantial) if substantial.any() else np.arange(len(content))
     score = relevance - _LONG_TLDR_PENALTY * (word_counts > _TLDR_MAX_WORDS)
     sentence = " ".join(texts[candidates[int(np.argmax(score[candidates]))]].split())
     return _shorten_to_sentence(sentence)
+
+
+def _spoken_quote(text: str, turn_prefix: re.Pattern[str]) -> str:
+    """A turn's sentence in clean verbatim (`text.spoken`), its first spoken word capitalized
+    where a hesitation opened it ("Designer: Uh we still" -> "Designer: We still")."""
+    cleaned = clean_verbatim(text)
+    prefix = turn_prefix.match(cleaned)
+    start = prefix.end() if prefix else 0
+    if not any(char.isalpha() for char in cleaned[start:]):  # nothing but hesitation
+        return text
+    return cleaned[:start] + cleaned[start : start + 1].upper() + cleaned[start + 1 :]
 
 
 def _shorten_to_sentence(sentence: str) -> str:

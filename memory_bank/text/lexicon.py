@@ -210,10 +210,10 @@ GENERIC_WORDS = frozenset(
 )
 # Sounds of hesitation and assent a transcript writes down ("uh", "um", "mm-hmm"): they say
 # nothing in any sentence, so never a key term, and a sentence made of them is a vague one.
-DISFLUENCIES = frozenset(
-    ["uh", "um", "umm", "uhm", "hmm", "mm", "mhm", "mmm", "erm", "ah", "oh", "huh"]
-    + ["yeah", "okay", "uh-huh", "mm-hmm"]
-)
+# Of them, the sounds that are only hesitation: a clean transcript leaves them out
+# (`text.spoken.clean_verbatim`), where "yeah", "okay" or "oh" may still answer something.
+HESITATIONS = frozenset(["uh", "um", "umm", "uhm", "er", "erm", "hmm", "mm", "mmm", "mhm"])
+DISFLUENCIES = HESITATIONS | frozenset(["ah", "oh", "huh", "yeah", "okay", "uh-huh", "mm-hmm"])
 KEY_TERM_STOPWORDS = FUNCTION_WORDS | FILLER_WORDS | DISFLUENCIES
 # Said in every meeting, so in no name ("right", "gonna"), nor a conversation's key terms (prose
 # key terms may hold them: "right" in "civil rights").

@@ -246,6 +246,18 @@ def test_a_transcripts_tldr_is_a_turn_that_says_something_without_markup(
     assert "Marketing: The remote control should have big rubber buttons" in memorized.memory
 
 
+def test_a_transcripts_tldr_quotes_the_turn_in_clean_verbatim(embedder: Embedder) -> None:
+    text = MEETING.replace(
+        "Marketing: The remote control should",
+        "Marketing: Uh {disfmarker} the the remote remote control , uh , should",
+    )
+    memorized = _memorize(embedder, _meeting_chunk(text))
+    assert memorized.tldr.startswith("Marketing: The remote control should have big rubber")
+    assert " uh" not in memorized.tldr.lower() and " ," not in memorized.tldr
+    # The memory quotes the turn as said.
+    assert "Marketing: Uh {disfmarker} the the remote remote control" in memorized.memory
+
+
 def test_markup_shapes_outside_a_conversation_are_left_alone(embedder: Embedder) -> None:
     text = "Read the [PostgreSQL manual] before tuning the planner . " * 3
     memorized = _memorize(embedder, _chunk(text, token_count=40))

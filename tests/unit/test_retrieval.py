@@ -195,3 +195,11 @@ def test_a_transcripts_summary_sentence_is_held_by_the_turn_it_quotes_with_its_m
     terms = frozenset(tokenize("Which buttons does the remote get?"))
     returned = ["Marketing: We {disfmarker} want big {vocalsound} buttons on the remote ."]
     assert readme_excerpt(summary, terms, returned) == "# Remote\n\nPM: Rubber buttons, then."
+
+
+def test_a_clean_verbatim_summary_sentence_is_held_by_the_turn_as_said():
+    # The TL;DR drops hesitations and repeats and capitalizes what a hesitation opened.
+    summary = "# Remote\n\nMarketing: We want big buttons on the remote. PM: Rubber buttons, then."
+    terms = frozenset(tokenize("Which buttons does the remote get?"))
+    returned = ["Marketing: Uh we we want , um , big buttons on the the remote ."]
+    assert readme_excerpt(summary, terms, returned) == "# Remote\n\nPM: Rubber buttons, then."
