@@ -9,7 +9,9 @@
    memories they hold) of a group of several; scored by that cohesion, by how much more the
    directory uses the term than its siblings do, and by how often memorize picked it;
 3. distinct among siblings (`name_siblings`): directories take their best candidate, the most
-   confident first; a name equal to or a variant of a sibling's is passed over;
+   confident first; a name equal to or a variant of a sibling's (or the parent's) is passed
+   over; a directory whose every option is taken is named by the terms of its description
+   (`_fallback_options`: "switchboard" beside "meeting", not "meeting_2");
 4. a directory without a cohesive candidate (or whose candidates the siblings took) gets an
    honest plain phrase (`mixed_phrase`): its main document's when that document holds most of
    it, else its two largest documents' ("launch, carrots and more"), never one member's term
@@ -189,8 +191,11 @@ def name_siblings(
     for g in order:
         options = [name_from_terms([term]) for term in _name_options(groups[g], ranked[g])]
         taken = [*reserved, *chosen.values()]
-        fresh = [name for name in options if name and not _clashes(name, taken)]
-        chosen[g] = fresh[0] if fresh else next((name for name in options if name), "")
+        chosen[g] = _first_fresh(options, taken) or _first_fresh(
+            _fallback_options(groups[g], groups), taken
+        )
+        if not chosen[g]:
+            chosen[g] = next((name for name in options if name), "")
     names = [chosen[g] or f"{FALLBACK_STEM}_{g + 1}" for g in range(len(groups))]
     return [
         DirectoryName(name, _description_terms(groups[g], groups))
@@ -214,8 +219,11 @@ def name_among(
     levels = [*siblings, group]
     options = [name_from_terms([term]) for term in _name_options(group, candidates(group, levels))]
     taken = list(taken)
-    fresh = [name for name in options if name and not _clashes(name, taken)]
-    name = fresh[0] if fresh else next((name for name in options if name), FALLBACK_STEM)
+    name = (
+        _first_fresh(options, taken)
+        or _first_fresh(_fallback_options(group, levels), taken)
+        or next((name for name in options if name), FALLBACK_STEM)
+    )
     return DirectoryName(make_unique([*taken, name])[-1], _description_terms(group, levels))
 
 
@@ -226,6 +234,18 @@ def name_alone(group: GroupEvidence, fallback: str) -> DirectoryName:
         if group.terms or group.central_phrase
         else DirectoryName(fallback, ())
     )
+
+
+def _first_fresh(options: Iterable[str], taken: Sequence[str]) -> str:
+    """The first non-empty name of `options` that no name in `taken` clashes with, or ""."""
+    return next((name for name in options if name and not _clashes(name, taken)), "")
+
+
+def _fallback_options(group: GroupEvidence, siblings: Sequence[GroupEvidence]) -> list[str]:
+    """Names for a directory whose every option a sibling or its parent took ("meeting" for
+    three meetings, "buttons" under "buttons"): the terms its description says it is about
+    (`_description_terms`), rather than the taken name with a number ("meeting_2")."""
+    return [name_from_terms([term]) for term in _description_terms(group, siblings)]
 
 
 def _clashes(name: str, taken: Iterable[str]) -> bool:

@@ -183,6 +183,22 @@ def test_siblings_get_distinct_names_most_confident_first():
     assert long_name == ("a" * 30 + "_" + "b" * 40)[:60] and is_valid_name(long_name)
 
 
+def _meeting(secondary: str) -> GroupEvidence:
+    counts = {"meeting": TermCounts(6, 1, 6), secondary: TermCounts(2, 1, 2)}
+    return GroupEvidence(6, 1, counts, {term: term for term in counts}, central_phrase="meeting")
+
+
+def test_a_directory_whose_every_name_is_taken_is_named_by_what_its_description_names():
+    # Three meetings say "meeting" throughout: the first takes it, the others are named by the
+    # terms that set them apart (their descriptions' terms), not "meeting_2" and "meeting_3".
+    groups = [_meeting("switchboard"), _meeting("disk"), _meeting("joystick")]
+    assert [name.name for name in name_siblings(groups)] == ["meeting", "disk", "joystick"]
+    # Nor is a directory named as its parent.
+    assert name_siblings([_meeting("switchboard")], reserved=["meeting"])[0].name == "switchboard"
+    # With nothing else to say, it keeps the taken name (made unique among siblings only).
+    assert name_siblings([_meeting("meeting")], reserved=["meeting"])[0].name == "meeting"
+
+
 def test_transcript_markup_and_speaker_labels_are_no_terms():
     texts = [
         "Grad A: so the {disfmarker} digits are read [laughter]\nGrad B: we read digits now",
