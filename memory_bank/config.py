@@ -191,8 +191,9 @@ class RayConfig(StrictModel):
     # `--runner auto` (the CLI default) ingests in-process below this many new tokens when it
     # would start its own local Ray (see `ingest.runner_choice`; measured by bench/runners.py).
     in_process_below_tokens: int = Field(300_000, ge=0)
-    # The Ray runner reads files in the driver below this many bytes of input (a read task's
-    # worker start costs seconds; reading small text files costs milliseconds).
+    # The Ray runner reads files, and chunks their text, in the driver below this many bytes of
+    # input (a task's worker start costs seconds; reading and chunking small text files,
+    # milliseconds). 0: always in tasks.
     read_in_tasks_from_bytes: int = Field(32 * 1024 * 1024, ge=0)
 
 

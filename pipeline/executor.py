@@ -23,7 +23,7 @@ from memory_bank.ingest.commit import CommitRequest
 from memory_bank.ingest.executor import BatchSink
 from memory_bank.ingest.progress import ProgressSink, StageTimer
 from memory_bank.ingest.runner import IngestRunner
-from memory_bank.ingest.stages import assemble_parts
+from memory_bank.ingest.stages import assemble_parts, chunk_documents
 from memory_bank.ingest.work import MemoryParts
 from memory_bank.llm.ledger import add_usage
 from memory_bank.llm.roles import LLMBackend
@@ -95,6 +95,10 @@ class RayExecutor:
     # --- Ray Data stages ----------------------------------------------------------------------
 
     def _chunk(self, documents: list[Document], backend: LLMBackend) -> list[Chunk]:
+        # Like reading: chunking a small input costs the driver milliseconds (70k tokens:
+        # 0.1 s), tasks the start of their workers (2.7 s), and the chunks come back here anyway.
+        if _text_bytes(documents) < self.config.ray.read_in_tasks_from_bytes:
+            return chunk_documents(documents, self.config.chunking, backend)
         import ray.data
 
         stage = self.config.ray.chunk
@@ -214,6 +218,10 @@ def _total_bytes(paths: Sequence[Path]) -> int:
         except OSError:
             pass  # unreadable: reported as skipped by the read itself
     return total
+
+
+def _text_bytes(documents: Sequence[Document]) -> int:
+    return sum(len(document.text.encode("utf-8")) for document in documents)
 
 
 def _lost_actor(error: BaseException) -> bool:
