@@ -45,11 +45,12 @@ _SPACES = re.compile(r"[ \t]{2,}")
 def clean_verbatim(text: str) -> str:
     """`text` without hesitations, immediate repetitions and stutters, with punctuation and
     contractions set against their word; line breaks are kept."""
-    cleaned = _SPLIT_CONTRACTION.sub(r"\1", text)
+    # Runs of spaces first: the patterns below then never backtrack through one.
+    cleaned = _SPLIT_CONTRACTION.sub(r"\1", _SPACES.sub(" ", text))
     cleaned = _HESITATION.sub(" ", cleaned)
     cleaned = _REPEAT.sub(r"\1", cleaned)
     cleaned = _STUTTER.sub("", cleaned)
-    cleaned = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", cleaned)
+    cleaned = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", _SPACES.sub(" ", cleaned))
     cleaned = _REPEATED_COMMA.sub(",", cleaned)
     cleaned = _COMMA_BEFORE_END.sub(r"\1", cleaned)
     lines = [_SPACES.sub(" ", line).strip(" \t") for line in cleaned.split("\n")]
