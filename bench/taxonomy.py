@@ -1,7 +1,7 @@
 """Is the directory tree navigable? Groups, names and READMEs measured (issue 11). Not a test.
 
     python bench/taxonomy.py [--work bench/out/taxonomy] [--eval-dir DIR] [--qmsum-meetings 35]
-                             [--only mixed,sample,retrieval] [--big-store STORE]
+                             [--only mixed,sample,retrieval] [--big-store STORE] [--halves]
 
 Builds (once, cached under --work) a store of each development dataset with the normal ingest
 (HotpotQA's 994 paragraphs, every FairytaleQA val story, the first --qmsum-meetings QMSum val
@@ -25,6 +25,10 @@ tree, names and READMEs from the stored memories and vectors, nothing memorized 
   (the QMSum meeting, the FairytaleQA story: `MemoryBank.search(within=...)`, tree mode with
   the READMEs mostly about it), as the datasets define the task; unscoped rows kept beside them.
   Not run on HotpotQA (its questions are asked of the whole corpus).
+  `--halves`: each kind's rows also for half A and half B of the questions, split by the
+  document they are asked of (stories, meetings: alternate ones in name order) or, asked of the
+  whole corpus, by question id parity (HotpotQA). Choose and tune on half A, report B beside it:
+  the thematic margins rest on about a dozen questions.
 - --big-store: the planning and README time (no embedding) on another store's memories, e.g.
   the 1M-token corpus store of bench/ingest.py.
 """
@@ -35,6 +39,7 @@ import argparse
 import os
 import sys
 import time
+import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -244,8 +249,31 @@ def metric(
     return mean([float(value) for result in results if (value := read(result)) is not None])
 
 
+def question_halves(dataset: EvalDataset) -> dict[str, str]:
+    """ "A" or "B" per question id: alternate documents in name order (a story or meeting's
+    questions stay together), or for questions asked of no document the parity of the id
+    (hexadecimal HotpotQA ids; another id's CRC-32)."""
+    documents = sorted({d for q in dataset.questions if (d := dataset.asked_of(q)) is not None})
+    position = {document: i for i, document in enumerate(documents)}
+    halves: dict[str, str] = {}
+    for question in dataset.questions:
+        document = dataset.asked_of(question)
+        if document is not None:
+            number = position[document]
+        else:
+            try:
+                number = int(question.qid, 16)
+            except ValueError:
+                number = zlib.crc32(question.qid.encode())
+        halves[question.qid] = "AB"[number % 2]
+    return halves
+
+
 def retrieval(
-    stores: dict[str, tuple[Path, EvalDataset]], config: AppConfig, modes: Sequence[str]
+    stores: dict[str, tuple[Path, EvalDataset]],
+    config: AppConfig,
+    modes: Sequence[str],
+    halves: bool = False,
 ) -> None:
     _, count_tokens = default_token_counter()
     table = Table(
@@ -268,11 +296,14 @@ def retrieval(
         results, _ = run_questions(
             bank, dataset, modes_here, count_tokens, top_k=50, max_iterations=10
         )
+        half_of = question_halves(dataset)
         by_kind: dict[tuple[str, str], list[QuestionResult]] = defaultdict(list)
         for result in results:
-            by_kind[("all", result.mode)].append(result)
-            if result.kind:
-                by_kind[(result.kind, result.mode)].append(result)
+            kinds = ["all", result.kind] if result.kind else ["all"]
+            for kind in kinds:
+                by_kind[(kind, result.mode)].append(result)
+                if halves:
+                    by_kind[(f"{kind} {half_of[result.qid]}", result.mode)].append(result)
         for kind in sorted({kind for kind, _ in by_kind}, key=lambda k: (k != "all", k)):
             for mode in modes_here:
                 chosen = by_kind.get((kind, mode), [])
@@ -320,6 +351,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--big-store", type=Path, default=None)
+    parser.add_argument(
+        "--halves", action="store_true", help="rows for half A and half B of each kind too"
+    )
     args = parser.parse_args(argv)
     parts = {part.strip() for part in args.only.split(",") if part.strip()}
     config = AppConfig()
@@ -342,7 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "sample" in parts:
         sample_corpus(args.work, config)
     if "retrieval" in parts:
-        retrieval(stores, config, [mode.strip() for mode in args.modes.split(",")])
+        modes = [mode.strip() for mode in args.modes.split(",")]
+        retrieval(stores, config, modes, halves=args.halves)
     if args.big_store is not None:
         big_store_cost(args.big_store, config)
     return 0
