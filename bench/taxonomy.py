@@ -1,7 +1,8 @@
 """Is the directory tree navigable? Groups, names and READMEs measured (issue 11). Not a test.
 
     python bench/taxonomy.py [--work bench/out/taxonomy] [--eval-dir DIR] [--qmsum-meetings 35]
-                             [--only mixed,sample,retrieval] [--big-store STORE] [--halves]
+                             [--only mixed,sample,retrieval,reference] [--big-store STORE]
+                             [--halves]
 
 Builds (once, cached under --work) a store of each development dataset with the normal ingest
 (HotpotQA's 994 paragraphs, every FairytaleQA val story, the first --qmsum-meetings QMSum val
@@ -29,6 +30,10 @@ tree, names and READMEs from the stored memories and vectors, nothing memorized 
   document they are asked of (stories, meetings: alternate ones in name order) or, asked of the
   whole corpus, by question id parity (HotpotQA). Choose and tune on half A, report B beside it:
   the thematic margins rest on about a dozen questions.
+- reference: what flat search's own choice is worth to a descent, on the datasets with gold
+  sources: hybrid hit@1 / @2 / @5, and a gold source in the leaf that holds hybrid's best chunk
+  (the leaf a descent reaches when it always goes where flat search's best passage is). The
+  descent's beam-1 target (0.85 of hit@5) reads against these.
 - --big-store: the planning and README time (no embedding) on another store's memories, e.g.
   the 1M-token corpus store of bench/ingest.py.
 """
@@ -55,12 +60,18 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from jobs.evaluate import SCOPED_MODES, ingest_corpus, run_questions  # noqa: E402
+from jobs.evaluate import (  # noqa: E402
+    SCOPED_MODES,
+    corpus_sources_by_document,
+    ingest_corpus,
+    run_questions,
+)
 from memory_bank.app.bank import MemoryBank  # noqa: E402
 from memory_bank.config import AppConfig  # noqa: E402
 from memory_bank.evaluation import EvalDataset, default_token_counter, prepare_dataset  # noqa: E402
 from memory_bank.evaluation.dataset_files import development_eval_dir  # noqa: E402
-from memory_bank.evaluation.scoring import QuestionResult  # noqa: E402
+from memory_bank.evaluation.scoring import QuestionResult, score_question  # noqa: E402
+from memory_bank.evaluation.store_index import StoreIndex  # noqa: E402
 from memory_bank.evaluation.tree_metrics import (  # noqa: E402
     composition,
     leaf_of,
@@ -329,6 +340,62 @@ def retrieval(
     console.print(table)
 
 
+def flat_reference(stores: dict[str, tuple[Path, EvalDataset]], config: AppConfig) -> None:
+    _, count_tokens = default_token_counter()
+    table = Table(
+        title="flat search as a descent would use it (hybrid; questions with gold sources)"
+    )
+    for column in ("dataset", "n", "hit@1", "hit@2", "hit@5", "leaf of best hit", "leaf size"):
+        table.add_column(column, justify="left" if column == "dataset" else "right")
+    for store, dataset in stores.values():
+        bank = MemoryBank(store, config=config)
+        index = StoreIndex(bank.store, corpus_sources_by_document(dataset))
+        leaves = {leaf.path.strip("/"): leaf for leaf in bank.tree().leaves()}
+        hits_at: Counter[int] = Counter()
+        leaf_hits = asked = 0
+        for question in dataset.questions:
+            if not question.gold_sources:
+                continue
+            asked += 1
+            hits = bank.search(question.question, top_k=5, mode="hybrid")
+            scored = score_question(
+                dataset,
+                question,
+                index.hit_passages(hits),
+                mode="hybrid",
+                latency_seconds=0.0,
+                count_tokens=count_tokens,
+                ks=(1, 2, 5),
+            )
+            hits_at.update(k for k, hit in scored.hit_at_k.items() if hit)
+            best = next((hit for hit in hits if hit.kind == "chunk"), None)
+            if best is None:
+                continue
+            leaf = leaves[best.chunk_path.strip("/").rpartition("/")[0]]
+            members = bank.search(
+                question.question, top_k=len(leaf.chunk_indices), mode="hybrid", under=leaf.path
+            )
+            in_leaf = score_question(
+                dataset,
+                question,
+                index.hit_passages(members),
+                mode="hybrid",
+                latency_seconds=0.0,
+                count_tokens=count_tokens,
+                ks=(len(leaf.chunk_indices),),
+            )
+            leaf_hits += any(in_leaf.hit_at_k.values())
+        sizes = [len(leaf.chunk_indices) for leaf in leaves.values()]
+        table.add_row(
+            dataset.name,
+            str(asked),
+            *(f"{100 * hits_at[k] / max(asked, 1):.1f}" for k in (1, 2, 5)),
+            f"{100 * leaf_hits / max(asked, 1):.1f}",
+            f"{sum(sizes) / max(len(sizes), 1):.1f}",
+        )
+    console.print(table)
+
+
 # --- main ---------------------------------------------------------------------------------------
 
 
@@ -347,7 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=REPO / "bench" / "out" / "taxonomy")
     parser.add_argument("--eval-dir", type=Path, default=development_eval_dir(REPO))
     parser.add_argument("--qmsum-meetings", type=int, default=35)
-    parser.add_argument("--only", default="mixed,sample,retrieval")
+    parser.add_argument("--only", default="mixed,sample,retrieval,reference")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--big-store", type=Path, default=None)
@@ -358,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parts = {part.strip() for part in args.only.split(",") if part.strip()}
     config = AppConfig()
     stores: dict[str, tuple[Path, EvalDataset]] = {}
-    if parts & {"mixed", "retrieval"}:
+    if parts & {"mixed", "retrieval", "reference"}:
         for name in [part.strip() for part in args.datasets.split(",") if part.strip()]:
             dataset = dataset_for(name, args.eval_dir, args.work, args.qmsum_meetings)
             bank = MemoryBank(args.work / name / "store", config=config)
@@ -378,6 +445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "retrieval" in parts:
         modes = [mode.strip() for mode in args.modes.split(",")]
         retrieval(stores, config, modes, halves=args.halves)
+    if "reference" in parts:
+        flat_reference(stores, config)
     if args.big_store is not None:
         big_store_cost(args.big_store, config)
     return 0
