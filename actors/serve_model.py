@@ -46,6 +46,10 @@ class MemoryBankModel:
         settings = AppConfig.model_validate(config)
         self._service = QueryService(Path(store), settings)
         self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
+        # No gc tuning here: once __init__ returns, Serve runs gc.collect() and gc.freeze()
+        # (RAY_SERVE_FREEZE_GC_ON_STARTUP, on by default), so the ~510k objects loaded above,
+        # 225 ms for one full collection, are never traversed again. Measured under the sweep:
+        # 0-2 full collections per 10 s, under 25 ms CPU each; 0.15 ms of GC per request.
         # Evicted turns reach the store by the same add as any other source, embedded by the
         # replica's own model.
         writer = MemoryBank(Path(store), config=settings, embedder=self._service.embedder)

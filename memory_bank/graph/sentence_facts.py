@@ -129,22 +129,28 @@ class TextFacts:
     sentences: tuple[SentenceFacts, ...]
 
     def about(self, facts: SentenceFacts) -> list[Subject]:
-        """What a sentence is about: its own subject phrase's names and dates, the principal
-        subject when it names it or refers back, the organization of a single role."""
-        subjects: list[Subject] = [frozenset({key}) for key in facts.role_objects]
-        names = [v.key for v in facts.values if v.kind == "name"]
-        principal_names = [k for k in self.principal if k.startswith("e:")]
-        own = _subject_of(facts) if not facts.refers_back else _of_subject(facts)
-        pronoun = not own and _PRONOUN_SUBJECT.search(facts.text) is not None
-        if self.principal and (
-            facts.refers_back
-            or pronoun
-            or any(compatible_names(n, p) for n in names for p in principal_names)
-        ):
-            subjects.append(self.principal)
-        if own:
-            subjects.append(own)
-        return subjects
+        """What a sentence of this text is about (`subjects_about`)."""
+        return subjects_about(self.principal, facts)
+
+
+def subjects_about(principal: Subject, facts: SentenceFacts) -> list[Subject]:
+    """What a sentence is about, in a text whose principal subject is `principal`: its own
+    subject phrase's names and dates, the principal subject when it names it or refers back,
+    the organization of a single role."""
+    subjects: list[Subject] = [frozenset({key}) for key in facts.role_objects]
+    names = [v.key for v in facts.values if v.kind == "name"]
+    principal_names = [k for k in principal if k.startswith("e:")]
+    own = _subject_of(facts) if not facts.refers_back else _of_subject(facts)
+    pronoun = not own and _PRONOUN_SUBJECT.search(facts.text) is not None
+    if principal and (
+        facts.refers_back
+        or pronoun
+        or any(compatible_names(n, p) for n in names for p in principal_names)
+    ):
+        subjects.append(principal)
+    if own:
+        subjects.append(own)
+    return subjects
 
 
 def text_facts(text: str, title: str | None = None) -> TextFacts:

@@ -25,12 +25,14 @@ from memory_bank.index.vector_cache import TextVectorCache
 from memory_bank.llm.roles import ClaimHistory
 from memory_bank.query.bridges import bridges
 from memory_bank.query.question import term_coverage
+from memory_bank.query.slot_pairs import SentencePairs
 from memory_bank.query.slots import SlotChange, SlotMemory, slot_changes
 from memory_bank.schemas import HistoryNote, SearchHit
 from memory_bank.text.lexicon import text_stems
 
 MAX_SLOT_MEMORIES = 32  # memories read plus graph neighbours compared for the question's slot
 MASKED_CACHE_SIZE = 4096  # masked-sentence vectors of the slot rules kept across questions
+SENTENCE_PAIRS_CACHE_SIZE = 2048  # pairs of memories whose sentence pairs are kept (same)
 
 
 class Currency:
@@ -44,6 +46,8 @@ class Currency:
             TextVectorCache(embedder.encode, MASKED_CACHE_SIZE) if embedder is not None else None
         )
         self._index_of_chunk = {chunk_id: i for i, chunk_id in enumerate(corpus.chunk_ids)}
+        # One store version's memories (a Currency lives as long as its corpus).
+        self._sentence_pairs = SentencePairs(SENTENCE_PAIRS_CACHE_SIZE)
 
     def supersessions(self, indices: Iterable[int]) -> dict[int, list[Supersession]]:
         found = {}
@@ -152,7 +156,10 @@ class Currency:
         read = set(indices)
         found: list[ClaimHistory] = []
         encode = self._masked_vectors
-        for change in slot_changes(question, memories, decided, query_vector, encode):
+        changes = slot_changes(
+            question, memories, decided, query_vector, encode, self._sentence_pairs
+        )
+        for change in changes:
             note = self._slot_note(change)
             contradiction = change.contradiction
             if change.older.chunk in read:

@@ -28,16 +28,30 @@ decided the pair (a validated conflict, or one still open), its verdict stands.
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction, find_contradiction
-from memory_bank.graph.sentence_facts import SentenceFacts, TextFacts, mentions_value, text_facts
+from memory_bank.graph.contradictions import Contradiction, find_contradiction
+from memory_bank.graph.sentence_facts import (
+    SentenceFacts,
+    Subject,
+    TextFacts,
+    mentions_value,
+    subjects_about,
+    text_facts,
+)
 from memory_bank.query.question import term_coverage
+from memory_bank.query.slot_pairs import (
+    Candidate,
+    SentencePair,
+    SentencePairs,
+    SlotMemory,
+    fact_vectors,
+    sentence_pairs,
+)
 from memory_bank.query.slot_rules import (
     SLOT_COSINE,
     Asked,
@@ -54,8 +68,6 @@ from memory_bank.text.sentences import split_sentences
 ORDER_GAP_SECONDS = 0.05
 # An earlier sentence compared by the question's value is one of its memory's best answers.
 ANSWER_RANK = 2
-# Sentence pairs sharing no value and no frame word are compared only from this cosine.
-CANDIDATE_COSINE = PARAPHRASE_COSINE
 # Sentence pairs judged per question, those closest to answering it first. Dated memories that
 # share many names (the turns of a meeting series) make thousands of pairs; unbounded, one such
 # question held a Serve replica's only domain thread for a second and every request queued
@@ -67,22 +79,12 @@ _REPLACEMENT = re.compile(
     r"changed? from|moved from|switched from|earlier|used to|once)\b",
     re.IGNORECASE,
 )
+# Sentence pairs whose question-free verdicts (`_question_free_changes`) are kept per process.
+RULE_CACHE_SIZE = 16384
 Encode = Callable[[list[str]], np.ndarray]
 # A memory's facts, and a sentence's stemmed words, worked out once per process rather than
 # once per question that reads them.
 _text_facts = functools.lru_cache(maxsize=4096)(text_facts)
-
-
-@dataclass(frozen=True)
-class SlotMemory:
-    """A memory the answer may draw on: its chunk, when it was added, its sentences."""
-
-    chunk: int  # memory index
-    node_id: str
-    added_at: float
-    text: str  # the chunk's raw text (what it is about: its title or first subject)
-    sentences: Sequence[str]
-    vectors: np.ndarray  # one row per sentence (normalized), or an empty array
 
 
 @dataclass(frozen=True)
@@ -95,18 +97,6 @@ class SlotChange:
     new_vector: np.ndarray | None  # the new sentence's vector, where stored
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    older: SlotMemory
-    newer: SlotMemory
-    old_facts: TextFacts
-    new_facts: TextFacts
-    earlier: SentenceFacts
-    later: SentenceFacts
-    cosine: float | None  # of the two sentences' stored vectors
-    new_vector: np.ndarray | None
-
-
 def ordered(older: SlotMemory, newer: SlotMemory) -> bool:
     return newer.added_at - older.added_at > ORDER_GAP_SECONDS
 
@@ -117,11 +107,13 @@ def slot_changes(
     decided: Callable[[str, str], bool] | None = None,
     query_vector: np.ndarray | None = None,
     encode: Encode | None = None,
+    known_pairs: SentencePairs | None = None,
 ) -> list[SlotChange]:
     """The claims of `memories` that a later memory replaced, for what `question` asks.
     `decided(older node, newer node)`: the graph already holds a verdict on the pair.
     `query_vector` (the question's embedding) finds each memory's best answers to the
-    question; `encode` embeds the masked sentences (else the stored vectors stand in)."""
+    question; `encode` embeds the masked sentences (else the stored vectors stand in);
+    `known_pairs` keeps the sentence pairs of the store's memories across questions."""
     pairs = [
         (older, newer)
         for newer in memories
@@ -133,18 +125,21 @@ def slot_changes(
     if not pairs:  # most questions: every memory read came with one commit
         return []
     asked = Asked(question)
-    paired = {m.chunk: m for pair in pairs for m in pair}
-    facts = {chunk: _text_facts(m.text) for chunk, m in paired.items()}
-    rows = {chunk: _fact_vectors(m, facts[chunk]) for chunk, m in paired.items()}
+    facts: dict[int, tuple[TextFacts, np.ndarray]] = {}
+
+    def facts_of(memory: SlotMemory) -> tuple[TextFacts, np.ndarray]:
+        if memory.chunk not in facts:
+            text = _text_facts(memory.text)
+            facts[memory.chunk] = (text, fact_vectors(memory, text))
+        return facts[memory.chunk]
+
+    def between(older: SlotMemory, newer: SlotMemory) -> list[SentencePair]:
+        if known_pairs is not None:
+            return known_pairs.between(older, newer, facts_of)
+        return sentence_pairs(facts_of(older), facts_of(newer))
+
     candidates = [
-        candidate
-        for older, newer in pairs
-        for candidate in _candidates(
-            older,
-            newer,
-            (facts[older.chunk], rows[older.chunk]),
-            (facts[newer.chunk], rows[newer.chunk]),
-        )
+        Candidate(older, newer, pair) for older, newer in pairs for pair in between(older, newer)
     ]
     if not candidates:  # most questions: no two memories of different commits to compare
         return []
@@ -164,14 +159,16 @@ def slot_changes(
             continue
         if not _agree(candidate.older, candidate.newer, contradiction):
             changes.append(
-                SlotChange(candidate.older, candidate.newer, contradiction, candidate.new_vector)
+                SlotChange(
+                    candidate.older, candidate.newer, contradiction, candidate.pair.new_vector
+                )
             )
     return _latest(changes)
 
 
 def _closest_to_the_question(
-    candidates: Sequence[_Candidate], answers: dict[int, dict[str, float]]
-) -> list[_Candidate]:
+    candidates: Sequence[Candidate], answers: dict[int, dict[str, float]]
+) -> list[Candidate]:
     """The pairs ordered by how well their two sentences answer the question together (the sum
     of their answer scores); ties, and everything without a query vector, keep their order."""
 
@@ -179,58 +176,13 @@ def _closest_to_the_question(
         return answers[memory.chunk].get(text.strip(), 0.0)
 
     return sorted(
-        candidates, key=lambda c: -(score(c.older, c.earlier.text) + score(c.newer, c.later.text))
+        candidates,
+        key=lambda c: -(score(c.older, c.pair.earlier.text) + score(c.newer, c.pair.later.text)),
     )
 
 
-def _candidates(
-    older: SlotMemory,
-    newer: SlotMemory,
-    old: tuple[TextFacts, np.ndarray],
-    new: tuple[TextFacts, np.ndarray],
-) -> list[_Candidate]:
-    """The sentence pairs worth judging: a shared value or frame word, or close vectors.
-    Each memory comes with its facts and their `_fact_vectors`."""
-    (old_facts, old_rows), (new_facts, new_rows) = old, new
-    # NaN where a sentence has no stored vector: no cosine, the words alone decide.
-    if old_rows.shape[1] == new_rows.shape[1]:
-        cosines = new_rows @ old_rows.T
-    else:  # one of the two memories has no vectors at all
-        cosines = np.full((len(new_rows), len(old_rows)), np.nan, dtype=np.float32)
-    found = []
-    for j, later in enumerate(new_facts.sentences):
-        new_vector = None if np.isnan(new_rows[j, 0]) else new_rows[j]
-        for i, earlier in enumerate(old_facts.sentences):
-            if earlier.text == later.text:
-                continue  # a sentence said again (a meeting series' boilerplate) changes nothing
-            cosine = None if math.isnan(cosines[j, i]) else float(cosines[j, i])
-            if (
-                earlier.keys & later.keys
-                or earlier.frame & later.frame
-                or (cosine is not None and cosine >= CANDIDATE_COSINE)
-            ):
-                found.append(
-                    _Candidate(
-                        older, newer, old_facts, new_facts, earlier, later, cosine, new_vector
-                    )
-                )
-    return found
-
-
-def _fact_vectors(memory: SlotMemory, facts: TextFacts) -> np.ndarray:
-    """One row per sentence of `facts`: its stored vector, or NaN where there is none."""
-    stored = _vectors_by_text(memory)
-    dimension = memory.vectors.shape[1] if memory.vectors.ndim == 2 else 1
-    rows = np.full((len(facts.sentences), dimension), np.nan, dtype=np.float32)
-    for number, sentence in enumerate(facts.sentences):
-        vector = stored.get(sentence.text.strip())
-        if vector is not None:
-            rows[number] = vector
-    return rows
-
-
 def _verdicts(
-    candidates: Sequence[_Candidate], asked: Asked, encode: Encode | None
+    candidates: Sequence[Candidate], asked: Asked, encode: Encode | None
 ) -> list[Contradiction | None]:
     """Each pair's change, if any. How alike two sentences are in what they say about their
     values decides some pairs: the mean of their stored vectors' cosine and of their masked
@@ -246,52 +198,71 @@ def _verdicts(
         # Likeness only ever lets a rule through (a paraphrase for a shared frame, a bar
         # for values said without shared words), so a pair that finds no change even as
         # alike finds none at all -- most pairs, judged once.
-        alike = _judge(candidate, asked, 1.0)
-        apart = None if alike is None else _judge(candidate, asked, None)
+        alike = _judge(candidate.pair, asked, 1.0)
+        apart = None if alike is None else _judge(candidate.pair, asked, None)
         verdicts.append(apart)
         if apart != alike:
             open_pairs.append(number)
     if not open_pairs:
         return verdicts
-    similarity: dict[int, float | None] = {n: candidates[n].cosine for n in open_pairs}
+    similarity: dict[int, float | None] = {n: candidates[n].pair.cosine for n in open_pairs}
     if encode is not None:
         texts = list(
             dict.fromkeys(
-                masked(f) for n in open_pairs for f in (candidates[n].earlier, candidates[n].later)
+                masked(f)
+                for n in open_pairs
+                for f in (candidates[n].pair.earlier, candidates[n].pair.later)
             )
         )
         vectors = np.asarray(encode(texts), dtype=np.float32)
         row = {text: vectors[i] for i, text in enumerate(texts)}
         for n in open_pairs:
-            candidate = candidates[n]
-            masked_cosine = float(row[masked(candidate.earlier)] @ row[masked(candidate.later)])
-            raw = candidate.cosine
+            pair = candidates[n].pair
+            masked_cosine = float(row[masked(pair.earlier)] @ row[masked(pair.later)])
+            raw = pair.cosine
             similarity[n] = masked_cosine if raw is None else (masked_cosine + raw) / 2
     for n in open_pairs:
-        verdicts[n] = _judge(candidates[n], asked, similarity[n])
+        verdicts[n] = _judge(candidates[n].pair, asked, similarity[n])
     return verdicts
 
 
-def _judge(candidate: _Candidate, asked: Asked, similarity: float | None) -> Contradiction | None:
+def _judge(pair: SentencePair, asked: Asked, similarity: float | None) -> Contradiction | None:
     """The change the pair makes to what the question asks, if any (the rules in turn)."""
-    earlier, later = candidate.earlier, candidate.later
-    earlier_about = candidate.old_facts.about(earlier)
-    later_about = candidate.new_facts.about(later)
     aligned = similarity is not None and similarity >= SLOT_COSINE
+    old_principal, new_principal = pair.old_facts.principal, pair.new_facts.principal
+    by_rules, by_word = _question_free_changes(
+        pair.earlier, pair.later, old_principal, new_principal, aligned, pair.cosine
+    )
+    if by_rules is not None and _asked(by_rules, asked.kinds, asked.question):
+        return by_rules
+    if by_word is not None and _asked(by_word, asked.kinds, asked.question):
+        return by_word
+    return answer_change(pair.earlier, pair.later, asked, old_principal, similarity)
+
+
+@functools.lru_cache(maxsize=RULE_CACHE_SIZE)
+def _question_free_changes(
+    earlier: SentenceFacts,
+    later: SentenceFacts,
+    old_principal: Subject,
+    new_principal: Subject,
+    aligned: bool,
+    cosine: float | None,
+) -> tuple[Contradiction | None, Contradiction | None]:
+    """The change the graph's rules find in the pair, and the one-word change: the question
+    only decides whether it asks for such values. The same sentence pairs are judged question
+    after question (a meeting series' turns), and these rules were over a third of the cost
+    of such a question (1.1 of 3.1 s over the sample's 50 costliest), so each pair is judged
+    once per process. `aligned`: the pair is alike enough to speak of one attribute."""
+    earlier_about = subjects_about(old_principal, earlier)
+    later_about = subjects_about(new_principal, later)
     # The question names the slot: the later sentence needs no update cue of its own, and
     # sentences this alike speak of one attribute (the rules' paraphrase test).
     cued = replace(later, announces=True)
     found = find_contradiction(earlier, cued, 1.0 if aligned else 0.0, earlier_about, later_about)
-    if (
-        found is not None
-        and _asked(found, asked.kinds, asked.question)
-        and not roles_differ(earlier, later, found)
-    ):
-        return found
-    found = word_change(earlier, later, candidate.cosine, earlier_about, later_about)
-    if found is not None and _asked(found, asked.kinds, asked.question):
-        return found
-    return answer_change(earlier, later, asked, candidate.old_facts.principal, similarity)
+    if found is not None and roles_differ(earlier, later, found):
+        found = None
+    return found, word_change(earlier, later, cosine, earlier_about, later_about)
 
 
 def _answers(
@@ -366,12 +337,3 @@ def _latest(changes: list[SlotChange]) -> list[SlotChange]:
 
 def _sentences(memory: SlotMemory) -> Sequence[str]:
     return memory.sentences or split_sentences(memory.text)
-
-
-def _vectors_by_text(memory: SlotMemory) -> dict[str, np.ndarray]:
-    if len(memory.vectors) != len(memory.sentences):
-        return {}
-    return {
-        text.strip(): np.asarray(vector, dtype=np.float32)
-        for text, vector in zip(memory.sentences, memory.vectors, strict=True)
-    }

@@ -105,6 +105,59 @@ def test_a_fact_updated_twice_holds_its_last_value(embedder):
     }
 
 
+def test_the_sentence_pairs_of_two_memories_are_found_once_per_store(embedder):
+    from memory_bank.graph.sentence_facts import text_facts
+    from memory_bank.query.slot_pairs import SentencePairs, fact_vectors
+
+    older = _memory(embedder, 0, CEO, 100.0)
+    newer = _memory(embedder, 1, CEO_UPDATE, 200.0)
+    other = _memory(embedder, 2, "Carla Diaz is the CEO of Norvale Foods.", 300.0)
+    paired: list[int] = []
+
+    def facts(memory: SlotMemory):
+        paired.append(memory.chunk)
+        found = text_facts(memory.text)
+        return found, fact_vectors(memory, found)
+
+    known = SentencePairs(size=1)
+    first = known.between(older, newer, facts)
+    assert known.between(older, newer, facts) is first  # kept: neither memory read again
+    assert paired == [0, 1]
+    known.between(newer, other, facts)  # the one place goes to the latest pair
+    known.between(older, newer, facts)
+    assert paired == [0, 1, 1, 2, 0, 1]
+
+
+def test_a_later_question_over_the_same_memories_judges_no_pair_anew(embedder, monkeypatch):
+    from memory_bank.query import slots
+    from memory_bank.query.slot_pairs import SentencePairs
+
+    older = _memory(embedder, 0, CEO, 100.0)
+    newer = _memory(embedder, 1, CEO_UPDATE, 200.0)
+    judged = []
+    rules = slots.find_contradiction
+
+    def record(*args, **kwargs):
+        judged.append(args[0].text)
+        return rules(*args, **kwargs)
+
+    monkeypatch.setattr(slots, "find_contradiction", record)
+    slots._question_free_changes.cache_clear()
+    known = SentencePairs(size=8)
+    answers = []
+    for question in ("Who runs Norvale Foods?", "Who is the chief executive of Norvale Foods?"):
+        [change] = slot_changes(question, [older, newer], known_pairs=known)
+        answers.append((change.contradiction.old_value, change.contradiction.new_value))
+        if question.startswith("Who runs"):
+            first_question = len(judged)
+
+    assert first_question > 0 and len(judged) == first_question  # the rules ran once
+    assert answers == [("Alice Moreno", "Bob Tran")] * 2
+    slots._question_free_changes.cache_clear()
+    afresh = slot_changes("Who is the chief executive of Norvale Foods?", [older, newer])
+    assert [c.contradiction for c in afresh] == [change.contradiction]
+
+
 # --- ask, end to end ------------------------------------------------------------------------
 
 
@@ -316,18 +369,15 @@ def test_a_question_over_many_dated_memories_judges_a_bounded_number_of_pairs(
 
 def test_a_sentence_said_again_is_no_pair_to_judge(embedder):
     from memory_bank.graph.sentence_facts import text_facts
-    from memory_bank.query import slots
+    from memory_bank.query.slot_pairs import fact_vectors, sentence_pairs
 
     minutes = "Attendees: Dana Ruiz and Omar Haddad. The budget review is due on 3 March."
     first = _memory(embedder, 1, minutes, 10.0)
     again = _memory(embedder, 2, minutes + " The budget review is now due on 5 March.", 20.0)
 
     old_facts, new_facts = text_facts(first.text), text_facts(again.text)
-    pairs = slots._candidates(
-        first,
-        again,
-        (old_facts, slots._fact_vectors(first, old_facts)),
-        (new_facts, slots._fact_vectors(again, new_facts)),
+    pairs = sentence_pairs(
+        (old_facts, fact_vectors(first, old_facts)), (new_facts, fact_vectors(again, new_facts))
     )
 
     assert pairs  # the new sentence is compared with the old ones ...
