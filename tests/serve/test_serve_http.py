@@ -315,6 +315,7 @@ def test_the_replica_collector_never_traverses_what_the_replica_loaded(client):
         for actor in ray.util.list_named_actors(all_namespaces=True)
         if "#MemoryBank#" in actor["name"]
     ]
+    assert names, "no MemoryBank replica among Ray's named actors"
     replica = ray.get_actor(names[0], namespace="serve")
 
     frozen = ray.get(replica.__ray_call__.remote(lambda _: gc.get_freeze_count()))
