@@ -18,7 +18,8 @@ class StrictModel(BaseModel):
 
 
 class ChunkConfig(StrictModel):
-    """How sources are cut into chunks (token-aware, on header, paragraph and turn boundaries)."""
+    """How sources are cut into chunks (token-aware, on header, paragraph and turn boundaries).
+    `min_tokens` must be smaller than `max_tokens`."""
 
     min_tokens: int = Field(100, ge=1, description="A chunk holds at least this many tokens.")
     max_tokens: int = Field(
@@ -54,9 +55,9 @@ class EmbeddingConfig(StrictModel):
     precision: Literal["auto", "float32", "bfloat16"] = Field(
         "auto",
         description="Inference precision. bfloat16 is faster on CPUs that multiply it natively "
-        "(AVX512-BF16, AMX) and keeps vectors within cosine 0.9999 of float32; elsewhere it is "
-        "emulated and slower. `auto` picks it where the CPU advertises it and a probe in a child "
-        "process (cached per machine) shows it really runs.",
+        "(AVX512-BF16, AMX) and gives vectors all but identical to float32's "
+        "(docs/benchmarks.md); elsewhere it is emulated and slower. `auto` picks it where the CPU "
+        "advertises it and a probe in a child process (cached per machine) shows it really runs.",
     )
 
 
@@ -379,7 +380,8 @@ class RayConfig(StrictModel):
 
 
 class AutoscalingConfig(StrictModel):
-    """Ray Serve's autoscaling of the query replicas (its `autoscaling_config`, main fields)."""
+    """Ray Serve's autoscaling of the query replicas (its `autoscaling_config`, main fields).
+    `min_replicas` must not exceed `max_replicas`."""
 
     min_replicas: int = Field(1, ge=0, description="Replicas at least.")
     max_replicas: int = Field(2, ge=1, description="Replicas at most.")

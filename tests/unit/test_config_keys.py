@@ -21,7 +21,6 @@ jobs/ except memory_bank/config.py itself; tests and benches do not count as rea
 from __future__ import annotations
 
 import ast
-import typing
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from memory_bank.config import AppConfig
+from memory_bank.config_reference import nested_model
 
 REPO = Path(__file__).resolve().parents[2]
 PRODUCT = ("memory_bank", "pipeline", "actors", "jobs")
@@ -41,13 +41,6 @@ class Key:
     name: str  # the field
     model: str  # the class holding the field
     holder: str | None  # the attribute holding that model in its parent (None: AppConfig)
-
-
-def nested_model(annotation: object) -> type[BaseModel] | None:
-    for candidate in (annotation, *typing.get_args(annotation)):
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            return candidate
-    return None
 
 
 def config_keys(
