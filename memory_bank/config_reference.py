@@ -25,8 +25,8 @@ INTRODUCTION = """\
 models in memory_bank/config.py; tests/unit/test_config_reference.py fails when this page is out
 of date. Edit the models' descriptions, not this page. -->
 
-Settings are pydantic models loaded from YAML: `--config FILE` on every command
-(`memory-bank ingest`, `ask`, `serve`, ...), `python -m jobs.<name> --config FILE`, or
+Settings are pydantic models loaded from YAML: `--config FILE` on the commands (`memory-bank
+ingest`, `ask`, `serve`, ...), `python -m jobs.<name> --config FILE`, or
 `MemoryBank(store, config=load_config(FILE))` in Python. A key the models do not know is an
 error, as is a value outside its bounds; a key you leave out keeps its default.
 `configs/local.yaml` is every default written out (a test keeps it so): copy it and change what

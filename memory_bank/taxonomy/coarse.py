@@ -7,14 +7,15 @@ silhouette between the width the tree's capacity needs (`coarse_group_count`) an
 directories a corpus has, the capacity only how few. The silhouette is computed on the
 memories' own vectors, since pulled vectors make any split that separates documents look good.
 Ward needs all pairwise distances, so at most `taxonomy.coarse_sample` memories (a seeded
-sample) are clustered; the others join the group of their nearest centroid. Then every document goes whole
-to the group most of its memories are in, groups larger than a subtree holds are split by
-k-means, and groups smaller than `smallest_group` join the group nearest to them.
+sample) are clustered; the others join the group of their nearest centroid. Then every
+document goes whole to the group most of its memories are in, groups larger than a subtree
+holds are split by k-means, and groups smaller than `smallest_group` join the group nearest to
+them.
 
-Measured with `bench/taxonomy.py` on the mixed development corpus (HotpotQA passages,
-FairytaleQA stories and QMSum meetings, 2,216 memories): spherical k-means at the capacity width
-left 9% of the memories in a top-level directory of another dataset (politics passages with
-parliament meetings, folk-tale passages with fairy tales); this split, 0.2%.
+Why not spherical k-means at the capacity width: on a corpus mixing encyclopedia passages,
+stories and meetings (`bench/taxonomy.py`) it put many more memories in a top-level directory
+of another kind (politics passages with parliament meetings, folk-tale passages with fairy
+tales) than this split does (docs/benchmarks.md).
 """
 
 from __future__ import annotations
