@@ -7,10 +7,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from memory_bank.store import layout
+from memory_bank.store.layout import is_store
+from memory_bank.store.reader import StoreReader
 from memory_bank.store.tables import embeddings_to_numpy
 
 
@@ -20,6 +19,7 @@ class MemorySource:
     def __init__(self, version_dir: Path | None) -> None:
         self.version_dir = version_dir
         self._texts: dict[str, str] | None = None
+        self._store: StoreReader | None = None
         self._titles: dict[str, str] = {}
         self._document_of: dict[str, str] = {}
         self._sentences: dict[str, dict[str, np.ndarray]] = {}
@@ -44,10 +44,11 @@ class MemorySource:
         wanted = [
             c for c in set(chunk_ids) if c not in self._sentences and c not in self.extra_sentences
         ]
-        path = self._path(layout.SENTENCES_FILE)
-        if wanted and path is not None:
-            table = pq.read_table(path, columns=["chunk_id", "text", "embedding"])
-            table = table.filter(pc.is_in(table.column("chunk_id"), value_set=_array(wanted)))
+        reader = self._reader()
+        if wanted and reader is not None:
+            table = reader.rows(
+                "sentences", ["chunk_id", "text", "embedding"], ("chunk_id", wanted)
+            )
             vectors = (
                 embeddings_to_numpy(table) if table.num_rows else np.zeros((0, 384), np.float32)
             )
@@ -65,17 +66,15 @@ class MemorySource:
     def _chunk_texts(self) -> dict[str, str]:
         if self._texts is None:
             self._texts = {}
-            chunks = self._path(layout.CHUNKS_FILE)
-            if chunks is not None:
-                table = pq.read_table(chunks, columns=["chunk_id", "document_id", "text"])
+            reader = self._reader()
+            if reader is not None:
+                table = reader.rows("chunks", ["chunk_id", "document_id", "text"])
                 ids = table.column("chunk_id").to_pylist()
                 self._texts = dict(zip(ids, table.column("text").to_pylist(), strict=True))
                 self._document_of = dict(
                     zip(ids, table.column("document_id").to_pylist(), strict=True)
                 )
-            documents = self._path(layout.DOCUMENTS_FILE)
-            if documents is not None:
-                table = pq.read_table(documents, columns=["document_id", "title"])
+                table = reader.rows("documents", ["document_id", "title"])
                 self._titles = dict(
                     zip(
                         table.column("document_id").to_pylist(),
@@ -85,14 +84,9 @@ class MemorySource:
                 )
         return self._texts
 
-    def _path(self, relative: str) -> Path | None:
-        if self.version_dir is None:
+    def _reader(self) -> StoreReader | None:
+        if self.version_dir is None or not is_store(self.version_dir):
             return None
-        path = self.version_dir / relative
-        return path if path.is_file() else None
-
-
-def _array(values: list[str]):
-    import pyarrow as pa
-
-    return pa.array(values, type=pa.string())
+        if self._store is None:
+            self._store = StoreReader(self.version_dir)
+        return self._store

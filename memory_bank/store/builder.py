@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import shutil
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -26,17 +25,8 @@ from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import layout
 from memory_bank.store.atomic import relative_parts
 from memory_bank.store.location import StoreLocation
-from memory_bank.store.tables import (
-    SentenceRecord,
-    build_faiss_index,
-    chunks_table,
-    documents_table,
-    memories_table,
-    readmes_table,
-    sentences_table,
-    write_faiss_index,
-    write_parquet,
-)
+from memory_bank.store.table_changes import write_version_tables
+from memory_bank.store.tables import SentenceRecord
 
 
 class StoreBuilder:
@@ -97,6 +87,7 @@ class StoreBuilder:
     def write_tables(
         self,
         *,
+        base: Path | None,
         documents: Sequence[Document],
         chunks: Sequence[Chunk],
         memories: Sequence[MemorizedChunk],
@@ -104,25 +95,26 @@ class StoreBuilder:
         sentences: Sequence[SentenceRecord],
         sentence_vectors: np.ndarray,
         chunk_paths: Mapping[int, str],
-    ) -> None:
-        """Write the four Parquet tables of `.bank/`."""
-        token_counts: Counter[str] = Counter()
-        for chunk in chunks:
-            token_counts[chunk.document_id] += chunk.token_count
-        tables = {
-            layout.DOCUMENTS_FILE: documents_table(documents, token_counts),
-            layout.CHUNKS_FILE: chunks_table(chunks),
-            layout.MEMORIES_FILE: memories_table(memories, memory_vectors, chunk_paths),
-            layout.SENTENCES_FILE: sentences_table(sentences, sentence_vectors),
-        }
-        for relative, table in tables.items():
-            write_parquet(table, self._bank_path(relative))
-
-    def write_readme_vectors(
-        self, readmes: Mapping[str, str], vectors: Mapping[str, np.ndarray]
-    ) -> None:
-        """Write `.bank/readmes.parquet`: each directory's README text and vector."""
-        write_parquet(readmes_table(readmes, vectors), self._bank_path(layout.READMES_FILE))
+        readmes: Mapping[str, str] | None = None,
+        readme_vectors: Mapping[str, np.ndarray] | None = None,
+    ) -> int:
+        """Write the tables of `.bank/` as segments, with the memories' vector index: with
+        `base` (a published version directory holding the same kind of rows), only what changed
+        since it, linking the rest; without, everything anew. Returns the bytes written."""
+        _, written = write_version_tables(
+            self._build_path(layout.TABLES_FILE).parent,  # .bank/, made if missing
+            base / layout.BANK_DIR if base is not None else None,
+            documents=documents,
+            chunks=chunks,
+            memories=memories,
+            memory_vectors=memory_vectors,
+            sentences=sentences,
+            sentence_vectors=sentence_vectors,
+            chunk_paths=chunk_paths,
+            readmes=readmes,
+            readme_vectors=readme_vectors,
+        )
+        return written
 
     def write_tree(self, tree: DirectoryNode) -> None:
         self._write_json(layout.TREE_FILE, tree.model_dump(mode="json"))
@@ -147,14 +139,8 @@ class StoreBuilder:
             },
         )
 
-    def write_faiss(self, vectors: np.ndarray) -> None:
-        write_faiss_index(build_faiss_index(vectors), self._bank_path(layout.FAISS_FILE))
-
     def _write_json(self, relative: str, value: Any) -> None:
         self.write_file(relative, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
-
-    def _bank_path(self, relative: str) -> Path:
-        return self._build_path(relative)
 
     # --- the live store ---------------------------------------------------------------------
 

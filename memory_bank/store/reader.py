@@ -10,23 +10,41 @@ from typing import Any, TypeVar
 import faiss
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from memory_bank.errors import StoreError
 from memory_bank.schemas import DirectoryNode
 from memory_bank.store import layout
 from memory_bank.store.atomic import safe_join
+from memory_bank.store.segments import TablesManifest, read_manifest, read_table
 from memory_bank.store.tables import (
     CHUNKS_SCHEMA,
     DOCUMENTS_SCHEMA,
     EMBEDDING_DIM,
     MEMORIES_SCHEMA,
+    MEMORY_SEGMENT_SCHEMA,
+    PATHS_SCHEMA,
     READMES_SCHEMA,
+    SENTENCE_SEGMENT_SCHEMA,
     SENTENCES_SCHEMA,
+    conform_table,
     embeddings_to_numpy,
     read_faiss_index,
     read_parquet,
+    with_memory_index,
+    with_placement,
 )
+from memory_bank.store.vectors import SegmentedVectorIndex
+
+# A store table's file when the store keeps its tables whole (written before segments).
+_WHOLE_FILES = {
+    "documents": layout.DOCUMENTS_FILE,
+    "chunks": layout.CHUNKS_FILE,
+    "memories": layout.MEMORIES_FILE,
+    "sentences": layout.SENTENCES_FILE,
+    "readmes": layout.READMES_FILE,
+}
 
 _T = TypeVar("_T")
 
@@ -35,8 +53,10 @@ class StoreReader:
     """One committed store, opened read-only.
 
     Opening checks that every required file is there and that the meta and the manifest agree
-    on the store version; tables, vectors and the faiss index load lazily and are cached. If the
-    store is replaced while a reader is open, later loads fail with StoreError: reopen it.
+    on the store version; tables, vectors and the vector index load lazily and are cached. Each
+    table reads as one table whether the store keeps it in segments (segments.py) or, written
+    before segments, whole. If the store is replaced while a reader is open, later loads fail
+    with StoreError: reopen it.
     """
 
     def __init__(self, store_dir: str | Path) -> None:
@@ -83,17 +103,30 @@ class StoreReader:
 
         return self._cached("tree", load)
 
+    @property
+    def segmented(self) -> bool:
+        """True for a store whose tables are segments (every store written since they exist)."""
+        return not layout.has_whole_tables(self.root)
+
+    def table_manifest(self) -> TablesManifest:
+        """`.bank/tables.json`: each table's segments and tombstones (segmented stores only)."""
+        return self._cached("table_manifest", lambda: read_manifest(self.root / layout.BANK_DIR))
+
     def documents(self) -> pa.Table:
-        return self._table("documents", layout.DOCUMENTS_FILE, DOCUMENTS_SCHEMA)
+        return self._table("documents", DOCUMENTS_SCHEMA)
 
     def chunks(self) -> pa.Table:
-        return self._table("chunks", layout.CHUNKS_FILE, CHUNKS_SCHEMA)
+        return self._table("chunks", CHUNKS_SCHEMA)
 
     def memories(self) -> pa.Table:
-        """memories.parquet; row i is memory index i."""
+        """The memories; row i is memory index i."""
 
         def load() -> pa.Table:
-            table = self._table("memories_raw", layout.MEMORIES_FILE, MEMORIES_SCHEMA)
+            if self.segmented:
+                rows = self._table("memories_rows", MEMORY_SEGMENT_SCHEMA, "memories")
+                paths = self._table("paths", PATHS_SCHEMA).column("path").to_pylist()
+                return with_placement(rows, paths)
+            table = read_parquet(self._existing(layout.MEMORIES_FILE), MEMORIES_SCHEMA)
             if table.column("index").to_pylist() != list(range(table.num_rows)):
                 path = self.root / layout.MEMORIES_FILE
                 raise StoreError(f"{path}: row numbers and memory indices differ")
@@ -102,7 +135,15 @@ class StoreReader:
         return self._cached("memories", load)
 
     def sentences(self) -> pa.Table:
-        return self._table("sentences", layout.SENTENCES_FILE, SENTENCES_SCHEMA)
+        """Every chunk's sentences; `index` is the memory index of the sentence's chunk."""
+        if not self.segmented:
+            return self._table("sentences", SENTENCES_SCHEMA)
+
+        def load() -> pa.Table:
+            rows = self._table("sentence_rows", SENTENCE_SEGMENT_SCHEMA, "sentences")
+            return with_memory_index(rows, self.memories().column("chunk_id"))
+
+        return self._cached("sentences", load)
 
     def memory_vectors(self) -> np.ndarray:
         """(n, 384) float32, read-only, row i = memory index i."""
@@ -113,10 +154,14 @@ class StoreReader:
         return self._cached("sentence_vectors", lambda: embeddings_to_numpy(self.sentences()))
 
     def readmes(self) -> pa.Table | None:
-        """readmes.parquet (directory, text, embedding; sorted by directory), or None for a
-        store written without README vectors."""
+        """The READMEs (directory, text, embedding; sorted by directory), or None for a store
+        written without README vectors."""
 
         def load() -> pa.Table | None:
+            if self.segmented:
+                if "readmes" not in self.table_manifest().tables:
+                    return None
+                return self._table("readmes_rows", READMES_SCHEMA, "readmes").sort_by("directory")
             if not (self.root / layout.READMES_FILE).is_file():
                 return None
             return read_parquet(self._existing(layout.READMES_FILE), READMES_SCHEMA)
@@ -134,8 +179,17 @@ class StoreReader:
 
         return self._cached("readme_vectors", load)
 
-    def faiss_index(self) -> faiss.Index:
-        def load() -> faiss.Index:
+    def faiss_index(self) -> faiss.Index | SegmentedVectorIndex:
+        """The vector index over the memories: `search(queries, k)` gives memory indices."""
+
+        def load() -> faiss.Index | SegmentedVectorIndex:
+            if self.segmented:
+                segments = self.table_manifest().tables.get("memories")
+                return SegmentedVectorIndex(
+                    self.root / layout.BANK_DIR,
+                    segments.segments if segments else [],
+                    self.memory_vectors(),
+                )
             index = read_faiss_index(self.root / layout.FAISS_FILE)
             if index.ntotal != self.memories().num_rows:
                 raise StoreError(
@@ -146,6 +200,20 @@ class StoreReader:
 
         return self._cached("faiss_index", load)
 
+    def rows(
+        self, name: str, columns: list[str], where: tuple[str, list[Any]] | None = None
+    ) -> pa.Table:
+        """Some columns of a stored table (documents, chunks, sentences), optionally only the
+        rows whose column `where[0]` is one of `where[1]`, without reading the whole table."""
+        if self.segmented:
+            return read_table(
+                self.root / layout.BANK_DIR, name, columns, where, manifest=self.table_manifest()
+            )
+        filters = [(where[0], "in", list(where[1]))] if where else None
+        if where is not None and not where[1]:
+            return pq.read_table(self._existing(_WHOLE_FILES[name]), columns=columns).slice(0, 0)
+        return pq.read_table(self._existing(_WHOLE_FILES[name]), columns=columns, filters=filters)
+
     def chunk_path(self, index: int) -> str:
         """Store-relative path of memory `index`'s chunk file ("dir/sub/title.md")."""
         paths: list[str] = self._cached(
@@ -155,8 +223,18 @@ class StoreReader:
             raise StoreError(f"store {self.root} has no memory with index {index}")
         return paths[index]
 
-    def _table(self, key: str, relative: str, schema: pa.Schema) -> pa.Table:
-        return self._cached(key, lambda: read_parquet(self._existing(relative), schema))
+    def _table(self, key: str, schema: pa.Schema, name: str | None = None) -> pa.Table:
+        """Table `name` (default: `key`) read whole and checked against `schema`."""
+        name = name or key
+
+        def load() -> pa.Table:
+            if not self.segmented:
+                return read_parquet(self._existing(_WHOLE_FILES[name]), schema)
+            bank = self.root / layout.BANK_DIR
+            table = read_table(bank, name, schema=schema, manifest=self.table_manifest())
+            return conform_table(table, schema, f"{name} of {bank}")
+
+        return self._cached(key, load)
 
     def _cached(self, key: str, load: Callable[[], _T]) -> _T:
         if key not in self._cache:

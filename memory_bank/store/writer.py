@@ -19,6 +19,7 @@ from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import layout
 from memory_bank.store.builder import StoreBuilder
 from memory_bank.store.files import assign_chunk_paths, readme_relative_path, render_chunk_file
+from memory_bank.store.location import StoreLocation
 from memory_bank.store.tables import SentenceRecord, check_vectors
 
 # Keys of .gam_meta.json that write_store computes; meta_extra supplies the rest.
@@ -76,6 +77,7 @@ def write_store(
     skip_if_unchanged: bool = False,
     reuse_files: Mapping[str, Path] | None = None,
     bank_files: Callable[[Path], None] | None = None,
+    compact: bool = False,
 ) -> StoreStats:
     """Write a complete store and make it the live one at `store_dir` in one swap.
 
@@ -96,6 +98,11 @@ def write_store(
     `reuse_files` maps store-relative paths of chunk files and READMEs to files of the live
     version that already hold exactly what would be written there (the caller knows: same
     memory, same path); they are hard-linked instead of rendered and written again.
+
+    The tables are written as segments (segments.py): only the rows the live version lacks,
+    with tombstones for the rows it has and this one does not; the rest is linked. `compact`
+    (a rebuild) writes every table as one segment instead, as does a change of the memory
+    recipe (the same chunk may then hold another memory).
     """
     problems = find_store_problems(
         documents=documents,
@@ -151,24 +158,25 @@ def write_store(
                 builder.link_file(relative, reuse[relative])
             else:
                 builder.write_file(relative, text)
-        builder.write_tables(
-            documents=documents,
-            chunks=chunks,
-            memories=memories,
-            memory_vectors=memory_matrix,
-            sentences=sentences,
-            sentence_vectors=sentence_matrix,
-            chunk_paths=chunk_paths,
-        )
-        if readme_vectors is not None:
-            builder.write_readme_vectors(readmes, readme_vectors)
+        with builder.locked():  # the base must stay the version this is written against
+            builder.write_tables(
+                base=None if compact else _appendable_base(builder.location, meta_extra),
+                documents=documents,
+                chunks=chunks,
+                memories=memories,
+                memory_vectors=memory_matrix,
+                sentences=sentences,
+                sentence_vectors=sentence_matrix,
+                chunk_paths=chunk_paths,
+                readmes=readmes,
+                readme_vectors=readme_vectors,
+            )
         builder.write_tree(tree)
         for name, value in (bank_json or {}).items():
             builder.write_bank_json(name, value)
         if bank_files is not None:
             bank_files(builder.build_dir / layout.BANK_DIR)
         builder.write_manifest(store_version, manifest_documents)
-        builder.write_faiss(memory_matrix)
         with builder.locked():
             previous = builder.previous_meta() or {}
             now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -196,6 +204,21 @@ def write_store(
         directories=count_directories(tree),
         sentences=len(sentences),
     )
+
+
+def _appendable_base(location: StoreLocation, meta_extra: Mapping[str, Any]) -> Path | None:
+    """The live version, when the new one can be written as changes to its tables: it has
+    segments and the same memory recipe (a chunk id then means the same chunk and memory)."""
+    live = location.live_directory()
+    if live is None or layout.has_whole_tables(live):
+        return None
+    try:
+        meta = json.loads((live / layout.META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("memory_recipe") != meta_extra.get("memory_recipe"):
+        return None
+    return live
 
 
 def _live_store_is(

@@ -195,6 +195,16 @@ def snapshot(directory: Path) -> dict[str, bytes]:
     }
 
 
+def layout_of(directory: Path) -> set[str]:
+    """The files of a store, a segment named by its table ("tables/<table>/*.parquet")."""
+    return {
+        re.sub(r"/[^/]+\.parquet$", "/*.parquet", name)
+        if name.startswith(".bank/tables/")
+        else name
+        for name in snapshot(directory)
+    }
+
+
 def leftovers(store_dir: Path) -> list[str]:
     """What a finished commit must not leave beside the store: build directories, temporary
     links, anything hidden but the lock file, the version area and the ingest journal."""
@@ -227,13 +237,15 @@ EXPECTED_FILES = {
     "cooking/pasta_basics_2.md",
     "cooking/sauce_reduction.md",
     ".bank/manifest.json",
-    ".bank/documents.parquet",
-    ".bank/chunks.parquet",
-    ".bank/memories.parquet",
-    ".bank/sentences.parquet",
     ".bank/tree.json",
-    ".bank/vectors.faiss",
-    ".bank/readmes.parquet",
+    ".bank/tables.json",
+    # A new store: one segment per table (names vary: numbered and random).
+    ".bank/tables/documents/*.parquet",
+    ".bank/tables/chunks/*.parquet",
+    ".bank/tables/memories/*.parquet",
+    ".bank/tables/paths/*.parquet",
+    ".bank/tables/sentences/*.parquet",
+    ".bank/tables/readmes/*.parquet",
 }
 
 
@@ -258,7 +270,7 @@ def reader(written: tuple[Path, StoreStats]) -> StoreReader:
 
 def test_layout_is_exactly_the_documented_one(written: tuple[Path, StoreStats]) -> None:
     store_dir, _ = written
-    assert set(snapshot(store_dir)) == EXPECTED_FILES
+    assert layout_of(store_dir) == EXPECTED_FILES
     assert leftovers(store_dir) == []
     assert is_store(store_dir) and StoreReader.is_store(store_dir)
 
@@ -394,9 +406,9 @@ def test_reader_refuses_missing_and_incomplete_stores(
         StoreReader(tmp_path / "nowhere")
     broken = tmp_path / "broken"
     shutil.copytree(written[0], broken)
-    (broken / ".bank" / "vectors.faiss").unlink()
+    (broken / ".bank" / "tables.json").unlink()
     assert not is_store(broken)
-    with pytest.raises(StoreError, match="vectors.faiss"):
+    with pytest.raises(StoreError, match="tables.json"):
         StoreReader(broken)
     with pytest.raises(StoreError, match="no memory with index"):
         StoreReader(written[0]).chunk_path(8)
@@ -526,7 +538,7 @@ def test_second_build_replaces_first_and_keeps_created_at(
     assert reader.meta["updated_at"] != "2020-01-01T00:00:00Z"
     counts = [reader.meta[f"total_{name}"] for name in ("chunks", "directories", "documents")]
     assert counts == [2, 1, 1]
-    assert set(snapshot(store_dir)) == {
+    assert layout_of(store_dir) == {
         ".gam_meta.json",
         "README.md",
         "biology/README.md",
@@ -567,7 +579,7 @@ def test_concurrent_builds_serialize_and_leave_one_complete_store(tmp_path: Path
     assert len(set(versions)) == 2
     reader = StoreReader(store_dir)
     winner = candidates[versions.index(reader.store_version)]
-    assert set(snapshot(store_dir)) == EXPECTED_FILES
+    assert layout_of(store_dir) == EXPECTED_FILES
     assert memories_from_table(reader.memories()) == winner.memories
     np.testing.assert_array_equal(reader.memory_vectors(), winner.memory_vectors)
     assert reader.faiss_index().ntotal == 8
