@@ -154,22 +154,23 @@ class Segments(Format):
     name = "segments"
 
     def __init__(self) -> None:
-        from memory_bank.store import segments
+        from memory_bank.store import segment_writer, segments
 
         self.segments = segments
+        self.writer = segment_writer.TableSetWriter
 
     def write(self, bank, tables):
-        with self.segments.TableSetWriter(None, bank) as writer:
+        with self.writer(None, bank) as writer:
             for name, table in tables.items():
                 writer.replace(name, table)
 
     def append(self, bank, tables):
-        with self.segments.TableSetWriter(bank, bank) as writer:
+        with self.writer(bank, bank) as writer:
             for name, table in tables.items():
                 writer.append(name, table)
 
     def delete(self, bank, document_id):
-        with self.segments.TableSetWriter(bank, bank) as writer:
+        with self.writer(bank, bank) as writer:
             for name in ("documents", "chunks", "memories", "sentences"):
                 key = "document_id" if name in ("documents", "chunks") else "chunk_id"
                 keys = writer.keys(name, key)

@@ -20,7 +20,8 @@ import numpy as np
 import pyarrow as pa
 
 from memory_bank.schemas import Chunk, Document, MemorizedChunk
-from memory_bank.store.segments import TableSetWriter, TablesManifest, read_table
+from memory_bank.store.segment_writer import TableSetWriter
+from memory_bank.store.segments import TablesManifest, read_table
 from memory_bank.store.tables import (
     HNSW_MIN_VECTORS,
     PATHS_SCHEMA,

@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from memory_bank.store.segment_writer import TableSetWriter
 from memory_bank.store.segments import (
     DEAD_SHARE,
-    TableSetWriter,
     read_manifest,
     read_table,
     segment_path,
