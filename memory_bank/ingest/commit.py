@@ -148,9 +148,13 @@ class StoreCommitter:
         clock: _Clock,
     ) -> CommitResult:
         base = state.parts if state else MemoryParts()
-        removed = set(request.remove) & {doc.document_id for doc in base.documents}
+        stored = dict(state.documents) if state else {}
+        removed = set(request.remove) & set(stored)
         base, kept_index = select_documents(base, lambda doc_id: doc_id not in removed, 0)
-        known = {doc.document_id for doc in base.documents}
+        kept_documents = {
+            doc_id: source for doc_id, source in stored.items() if doc_id not in removed
+        }
+        known = set(kept_documents)
         offered = {doc.document_id for doc in request.added.documents}
         added, _ = select_documents(
             request.added, lambda doc_id: doc_id not in known, len(base.memories)
@@ -254,6 +258,9 @@ class StoreCommitter:
             skip_if_unchanged=True,
             reuse_files=self._unchanged_files(state, parts, chunk_paths, readmes, stale),
             bank_files=graph_files[0] if graph_files else None,
+            compact=request.replan,  # a rebuild also folds the tables into one segment each
+            # Rows of kept documents stay in the store's segments: never held here.
+            stored_documents=kept_documents if state is not None and state.rows_lent else None,
         )
         clock.lap("write")
         if graph_files and stats_written.written:
@@ -266,9 +273,12 @@ class StoreCommitter:
         result.readmes_regenerated = sorted(stale) if stats_written.written else []
         old_directories = set(old_signatures)
         result.new_directories = sorted(set(new_signatures) - old_directories) if state else []
+        if not stats_written.written:
+            return result  # the live version is this content: the state read from it holds
         self._state = StoreState(
             version=stats_written.store_version,
-            parts=parts,
+            parts=MemoryParts(memories=parts.memories, memory_vectors=parts.memory_vectors),
+            documents={**kept_documents, **{d.document_id: d.source for d in added.documents}},
             tree=tree,
             chunk_paths=chunk_paths,
             readmes=readmes,
@@ -276,6 +286,7 @@ class StoreCommitter:
             meta={"memory_recipe": recipe, "readme_format": README_FORMAT, "taxonomy": stats},
             reorganizations=reorganizations,
             ledger=ledger,
+            rows_lent=True,
         )
         return result
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_bank.ingest.work import MemoryParts, load_parts
+from memory_bank.ingest.work import MemoryParts, load_memories, load_parts
 from memory_bank.schemas import DirectoryNode
 from memory_bank.store import layout
 from memory_bank.store.files import readme_relative_path
@@ -22,10 +22,16 @@ LEDGER_FILE = "llm_ledger.json"  # every LLM request made for this store, summed
 
 @dataclass
 class StoreState:
-    """One committed version of a store, as the committer works with it."""
+    """One committed version of a store, as the committer works with it.
+
+    `documents` names every stored document (id -> source). For a store with segments,
+    `parts` holds only the memories and their vectors: the documents', chunks' and sentences'
+    rows stay in the store, and a commit lends them to the next version (`write_store`'s
+    `stored_documents`) rather than reading them."""
 
     version: str
     parts: MemoryParts
+    documents: dict[str, str]
     tree: DirectoryNode
     chunk_paths: dict[int, str]
     readmes: dict[str, str]
@@ -33,6 +39,7 @@ class StoreState:
     meta: dict[str, Any]
     reorganizations: list[dict[str, Any]]
     ledger: dict[str, Any] = field(default_factory=dict)
+    rows_lent: bool = False  # True: `parts` holds the memories only (see above)
 
 
 def load_state(store: Path) -> StoreState | None:
@@ -55,9 +62,11 @@ def load_state(store: Path) -> StoreState | None:
             readmes[node.path] = readme.read_text(encoding="utf-8") if readme.is_file() else ""
     log = reader.root / layout.BANK_DIR / REORGANIZATIONS_FILE
     ledger = reader.root / layout.BANK_DIR / LEDGER_FILE
+    documents = {str(k): str(v) for k, v in dict(reader.manifest.get("documents", {})).items()}
     return StoreState(
         version=reader.store_version,
-        parts=load_parts(reader),
+        parts=load_memories(reader) if reader.segmented else load_parts(reader),
+        documents=documents,
         tree=tree,
         chunk_paths=dict(
             zip(
@@ -71,4 +80,5 @@ def load_state(store: Path) -> StoreState | None:
         meta=dict(reader.meta),
         reorganizations=json.loads(log.read_text(encoding="utf-8")) if log.is_file() else [],
         ledger=json.loads(ledger.read_text(encoding="utf-8")) if ledger.is_file() else {},
+        rows_lent=reader.segmented,
     )

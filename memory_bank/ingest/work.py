@@ -115,6 +115,13 @@ def load_parts(reader: StoreReader) -> MemoryParts:
     )
 
 
+def load_memories(reader: StoreReader) -> MemoryParts:
+    """Only the memories and their vectors of an opened store (what a commit plans with)."""
+    return MemoryParts(
+        memories=memories_from_table(reader.memories()), memory_vectors=reader.memory_vectors()
+    )
+
+
 # Bump when a change to chunking, memorize or the embedding of chunks changes what a document
 # becomes, so that stores made before it are rebuilt on their next ingest.
 MEMORY_RECIPE_VERSION = 2  # 2: chunks keep a lead-in line with the list it announces

@@ -88,6 +88,8 @@ class StoreBuilder:
         self,
         *,
         base: Path | None,
+        compact: bool,
+        document_ids: set[str],
         documents: Sequence[Document],
         chunks: Sequence[Chunk],
         memories: Sequence[MemorizedChunk],
@@ -100,10 +102,14 @@ class StoreBuilder:
     ) -> int:
         """Write the tables of `.bank/` as segments, with the memories' vector index: with
         `base` (a published version directory holding the same kind of rows), only what changed
-        since it, linking the rest; without, everything anew. Returns the bytes written."""
-        _, written = write_version_tables(
+        since it, linking the rest, folded into one segment per table when `compact`; without,
+        everything anew. `document_ids`: every document of the new version. Returns the number
+        of sentences the version holds."""
+        manifest, _ = write_version_tables(
             self._build_path(layout.TABLES_FILE).parent,  # .bank/, made if missing
             base / layout.BANK_DIR if base is not None else None,
+            compact=compact,
+            document_ids=document_ids,
             documents=documents,
             chunks=chunks,
             memories=memories,
@@ -114,7 +120,7 @@ class StoreBuilder:
             readmes=readmes,
             readme_vectors=readme_vectors,
         )
-        return written
+        return sum(s.live_rows for s in manifest.tables["sentences"].segments)
 
     def write_tree(self, tree: DirectoryNode) -> None:
         self._write_json(layout.TREE_FILE, tree.model_dump(mode="json"))

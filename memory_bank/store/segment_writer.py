@@ -157,6 +157,8 @@ class TableSetWriter:
     def compact(self, name: str) -> None:
         """Fold the table into one segment (a rebuild, or a change of what the rows mean)."""
         state = self._table(name)
+        if not state.pending:
+            return
         merged = self._merge(name, state.pending)
         state.pending = [merged] if merged.rows is not None and merged.rows.num_rows else []
 

@@ -49,6 +49,8 @@ def write_version_tables(
     target: Path,
     base: Path | None,
     *,
+    compact: bool = False,
+    document_ids: set[str] | None = None,
     documents: Sequence[Document],
     chunks: Sequence[Chunk],
     memories: Sequence[MemorizedChunk],
@@ -61,7 +63,13 @@ def write_version_tables(
     hnsw_min_vectors: int = HNSW_MIN_VECTORS,
 ) -> tuple[TablesManifest, int]:
     """Write the tables of the version being built in `target` (its `.bank`); returns the
-    manifest and the bytes of segments written (linked ones not counted)."""
+    manifest and the bytes of segments written (linked ones not counted).
+
+    With a base, `documents`, `chunks` and `sentences` may be only the new rows: rows of the
+    base stay unless their chunk left the memories or their document left `document_ids`
+    (every document of the new version; default: those of `documents`). `compact` folds each
+    table into one segment afterwards."""
+    document_ids = document_ids if document_ids is not None else {d.document_id for d in documents}
     ordered = sorted(memories, key=lambda memory: memory.index)
     matrix = (
         memory_vectors[[memory.index for memory in ordered]] if len(ordered) else memory_vectors
@@ -73,10 +81,21 @@ def write_version_tables(
             writer.replace(PATHS, pa.table({"path": paths}, schema=PATHS_SCHEMA))
         else:
             _write_changes(
-                writer, documents, chunks, ordered, matrix, sentences, sentence_vectors, paths
+                writer,
+                documents,
+                document_ids,
+                chunks,
+                ordered,
+                matrix,
+                sentences,
+                sentence_vectors,
+                paths,
             )
         if readmes is not None and readme_vectors is not None:
             _write_readmes(writer, readmes, readme_vectors)
+        if compact:
+            for name in writer.tables():
+                writer.compact(name)
         # Memories added since the last HNSW graph are searched exactly; once they are as many
         # as a graph is worth, they become one segment with its own graph.
         writer.merge_tail(MEMORIES_TABLE, hnsw_min_vectors)
@@ -90,7 +109,9 @@ def _write_whole(writer, documents, chunks, memories, matrix, sentences, sentenc
     writer.replace(SENTENCES, sentence_segment_table(sentences, sentence_vectors))
 
 
-def _write_changes(writer, documents, chunks, memories, matrix, sentences, vectors, paths):
+def _write_changes(
+    writer, documents, document_ids, chunks, memories, matrix, sentences, vectors, paths
+):
     live = writer.keys(MEMORIES_TABLE, "chunk_id")
     wanted = [str(memory.metadata["chunk_id"]) for memory in memories]
     wanted_set, live_set = set(wanted), set(live)
@@ -115,8 +136,7 @@ def _write_changes(writer, documents, chunks, memories, matrix, sentences, vecto
     writer.append(CHUNKS, chunks_table([chunk for chunk in chunks if chunk.chunk_id in fresh]))
 
     stored_documents = set(writer.keys(DOCUMENTS, "document_id"))
-    given = {document.document_id for document in documents}
-    writer.delete(DOCUMENTS, "document_id", stored_documents - given)
+    writer.delete(DOCUMENTS, "document_id", stored_documents - document_ids)
     added = [document for document in documents if document.document_id not in stored_documents]
     writer.append(DOCUMENTS, documents_table(added, _token_counts(chunks)))
 

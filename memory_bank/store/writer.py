@@ -78,6 +78,7 @@ def write_store(
     reuse_files: Mapping[str, Path] | None = None,
     bank_files: Callable[[Path], None] | None = None,
     compact: bool = False,
+    stored_documents: Mapping[str, str] | None = None,
 ) -> StoreStats:
     """Write a complete store and make it the live one at `store_dir` in one swap.
 
@@ -103,6 +104,12 @@ def write_store(
     with tombstones for the rows it has and this one does not; the rest is linked. `compact`
     (a rebuild) writes every table as one segment instead, as does a change of the memory
     recipe (the same chunk may then hold another memory).
+
+    `stored_documents` (document id -> source) names documents of the live version that this
+    one keeps without the caller holding them: `documents`, `chunks` and `sentences` are then
+    only the new rows, and the kept documents' rows come from the live version's segments
+    (`memories` and their vectors are always all of them). The live version must have
+    segments and the same memory recipe.
     """
     problems = find_store_problems(
         documents=documents,
@@ -112,6 +119,7 @@ def write_store(
         tree=tree,
         readmes=readmes,
         taxonomy_config=taxonomy_config or TaxonomyConfig(),
+        stored_documents=stored_documents,
     )
     problems += _meta_extra_problems(meta_extra)
     if readme_vectors is not None and set(readme_vectors) != set(readmes):
@@ -124,7 +132,8 @@ def write_store(
 
     if chunk_paths is None:
         chunk_paths = assign_chunk_paths(tree, memories)
-    manifest_documents = {doc.document_id: doc.source for doc in documents}
+    manifest_documents = dict(stored_documents or {})
+    manifest_documents.update({doc.document_id: doc.source for doc in documents})
     store_version = compute_store_version(
         manifest_documents,
         tree,
@@ -138,7 +147,7 @@ def write_store(
         return StoreStats(
             store_dir=str(store_dir),
             store_version=store_version,
-            documents=len(documents),
+            documents=len(manifest_documents),
             chunks=len(memories),
             directories=count_directories(tree),
             sentences=len(sentences),
@@ -159,8 +168,16 @@ def write_store(
             else:
                 builder.write_file(relative, text)
         with builder.locked():  # the base must stay the version this is written against
-            builder.write_tables(
-                base=None if compact else _appendable_base(builder.location, meta_extra),
+            base = _appendable_base(builder.location, meta_extra)
+            if stored_documents is not None and base is None:
+                raise StoreError(
+                    f"{store_dir}: the live version cannot lend its rows (it has no segments, "
+                    "or another memory recipe): give every document's rows"
+                )
+            sentence_count = builder.write_tables(
+                base=base,
+                compact=compact,
+                document_ids=set(manifest_documents),
                 documents=documents,
                 chunks=chunks,
                 memories=memories,
@@ -186,10 +203,10 @@ def write_store(
                     "store_version": store_version,
                     "created_at": previous.get("created_at") or now,
                     "updated_at": now,
-                    "total_documents": len(documents),
+                    "total_documents": len(manifest_documents),
                     "total_chunks": len(memories),
                     "total_directories": count_directories(tree),
-                    "source_files": sorted({doc.source for doc in documents}),
+                    "source_files": sorted(set(manifest_documents.values())),
                     # The documented keys first, in the documented order, then any additions.
                     **{key: meta_extra[key] for key in REQUIRED_META_EXTRA},
                     **{k: v for k, v in meta_extra.items() if k not in REQUIRED_META_EXTRA},
@@ -199,10 +216,10 @@ def write_store(
     return StoreStats(
         store_dir=str(committed),
         store_version=store_version,
-        documents=len(documents),
+        documents=len(manifest_documents),
         chunks=len(memories),
         directories=count_directories(tree),
-        sentences=len(sentences),
+        sentences=sentence_count,
     )
 
 
@@ -288,8 +305,12 @@ def find_store_problems(
     tree: DirectoryNode,
     readmes: Mapping[str, str],
     taxonomy_config: TaxonomyConfig,
+    stored_documents: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """Every inconsistency between the parts of a store (empty list = consistent)."""
+    """Every inconsistency between the parts of a store (empty list = consistent). With
+    `stored_documents` (kept documents of the live version, not given), `documents`, `chunks`
+    and `sentences` are only the new rows, and what is checked of the kept ones is that the
+    memories name them."""
     # Imported here: the taxonomy package pulls in scikit-learn (seconds), which readers and
     # the file helpers of this package do not need.
     from memory_bank.taxonomy import validate_taxonomy
@@ -304,6 +325,9 @@ def find_store_problems(
     document_ids = [doc.document_id for doc in documents]
     if len(set(document_ids)) != len(document_ids):
         problems.append("duplicate document_id in documents")
+    kept = stored_documents or {}
+    if set(document_ids) & set(kept):
+        problems.append("new documents that the store already holds")
     chunk_ids = [chunk.chunk_id for chunk in chunks]
     if len(set(chunk_ids)) != len(chunk_ids):
         problems.append("duplicate chunk_id in chunks")
@@ -316,7 +340,18 @@ def find_store_problems(
         lacking = [memory.index for memory in memories if not memory.metadata.get(key)]
         if lacking:
             problems.append(f"memories lack metadata[{key!r}]: {lacking[:5]}")
-    if sorted(memory_chunk_ids) != sorted(chunk_ids):
+    new_documents = set(document_ids)
+    unknown = sorted(
+        {str(m.metadata.get("document_id")) for m in memories} - new_documents - set(kept)
+    )
+    if unknown:
+        problems.append(f"memories of unknown documents: {unknown[:5]}")
+    given_chunk_ids = [
+        chunk_id
+        for chunk_id, memory in zip(memory_chunk_ids, memories, strict=True)
+        if memory.metadata.get("document_id") in new_documents
+    ]
+    if sorted(given_chunk_ids) != sorted(chunk_ids):
         problems.append("memories and chunks must match one to one (by chunk_id)")
 
     chunk_id_of = dict(zip(indices, memory_chunk_ids, strict=True))

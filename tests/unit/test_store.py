@@ -34,10 +34,12 @@ from memory_bank.store import (
 )
 from memory_bank.store.files import FRONTMATTER_FIELDS
 from memory_bank.store.tables import (
+    build_faiss_index,
     chunks_from_table,
     documents_from_table,
     memories_from_table,
     sentences_from_table,
+    write_faiss_index,
 )
 from memory_bank.text.sentences import split_sentence_spans
 
@@ -726,3 +728,32 @@ def test_deleting_a_store_takes_its_versions_and_siblings_and_leaves_its_neighbo
     ]
     assert StoreReader(tmp_path / "mem.old").meta["total_chunks"] > 0
     StoreLocation(tmp_path / "mem").delete()  # gone already: nothing to do
+
+
+def test_a_store_with_whole_tables_is_read_and_its_next_commit_writes_segments(
+    tmp_path: Path, written: tuple[Path, StoreStats], inputs: StoreInputs
+) -> None:
+    """A store from before segments: whole Parquet tables and one faiss index."""
+    store = tmp_path / "old"
+    shutil.copytree(written[0].resolve(), store)
+    current = StoreReader(store)
+    tables = {name: getattr(current, name)() for name in ("documents", "chunks", "memories")}
+    tables["sentences"] = current.sentences()
+    tables["readmes"] = current.readmes()
+    shutil.rmtree(store / ".bank" / "tables")
+    (store / ".bank" / "tables.json").unlink()
+    for name, table in tables.items():
+        pq.write_table(table, store / ".bank" / f"{name}.parquet")
+    write_faiss_index(build_faiss_index(current.memory_vectors()), store / ".bank/vectors.faiss")
+
+    old = StoreReader(store)
+    assert not old.segmented and is_store(store)
+    for name, table in tables.items():
+        assert getattr(old, name)().equals(table), name
+    assert old.faiss_index().search(inputs.memory_vectors[:1], 1)[1][0, 0] == 0
+
+    write_store(store, **inputs.kwargs())
+    new = StoreReader(store)
+    assert new.segmented and not (new.root / ".bank" / "vectors.faiss").exists()
+    for name, table in tables.items():
+        assert getattr(new, name)().equals(table), name
