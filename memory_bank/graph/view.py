@@ -18,9 +18,9 @@ from memory_bank.graph.persist import (
     GraphState,
     apply_records,
     checkpoints,
-    load_graph_state,
     read_seq,
 )
+from memory_bank.graph.snapshot import load_graph_state
 from memory_bank.store import layout
 from memory_bank.store.location import StoreLocation
 

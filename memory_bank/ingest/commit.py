@@ -31,7 +31,8 @@ import numpy as np
 from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
 from memory_bank.graph.batch import GraphCommit
-from memory_bank.graph.persist import GRAPH_DIR, drop_checkpoints, write_records
+from memory_bank.graph.persist import GRAPH_DIR, drop_checkpoints
+from memory_bank.graph.snapshot import write_snapshot
 from memory_bank.ingest.graph_step import GraphStep, memory_inputs
 from memory_bank.ingest.stages import (
     compose_readmes,
@@ -313,7 +314,7 @@ class StoreCommitter:
             chunk_ids_after={str(m.metadata["chunk_id"]) for m in base.memories}
             | {str(m.metadata["chunk_id"]) for m in added.memories},
         )
-        records, seq, outcome = self.graph.prepare_commit(commit)
+        seq, outcome = self.graph.prepare_commit(commit)
         result.graph = {
             "nodes_added": outcome.nodes_added,
             "nodes_removed": outcome.nodes_removed,
@@ -323,7 +324,21 @@ class StoreCommitter:
             "conflicts": len(outcome.conflicts),
             "checkpoint": seq,
         }
-        return (lambda bank: write_records(bank / GRAPH_DIR, records, seq)), seq
+        live = self.location.live_directory()
+        base = (
+            live / layout.BANK_DIR / GRAPH_DIR if state is not None and live is not None else None
+        )
+
+        def write_graph(bank: Path) -> None:
+            write_snapshot(
+                bank / GRAPH_DIR,
+                base,
+                self.location.graph_log_dir,
+                seq,
+                self.config.retrieval.alpha,
+            )
+
+        return write_graph, seq
 
     def _unchanged_files(
         self,

@@ -8,17 +8,16 @@ from typing import Protocol
 import numpy as np
 
 from memory_bank.graph.batch import BatchOutcome, GraphCommit, MemoryInput
-from memory_bank.graph.persist import GraphRecords
 from memory_bank.ingest.work import MemoryParts
 from memory_bank.schemas import Chunk
 
 
 class GraphStep(Protocol):
     """The Query Graph's part of a commit (`session.keeper.GraphKeeper`, or on Ray the store's
-    graph actor): called under the store lock with what the commit changes; returns the graph
-    snapshot for the new version and the checkpoint it holds."""
+    graph actor): called under the store lock with what the commit changes, which it
+    checkpoints; returns the last checkpoint the new version's graph snapshot holds."""
 
-    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphRecords, int, BatchOutcome]: ...
+    def prepare_commit(self, commit: GraphCommit) -> tuple[int, BatchOutcome]: ...
 
     def committed(self) -> None:
         """The version holding the snapshot is live (or the commit wrote nothing)."""

@@ -52,15 +52,13 @@ from memory_bank.graph.batch import (
 from memory_bank.graph.model import Attachment, InteractionEntry, SessionRecord
 from memory_bank.graph.persist import (
     GRAPH_DIR,
-    GraphRecords,
     GraphState,
-    all_records,
     checkpoints,
-    load_graph_state,
     read_seq,
     take_changes,
     write_checkpoint,
 )
+from memory_bank.graph.snapshot import load_graph_state
 from memory_bank.index.embedding import Embedder
 from memory_bank.llm import backend_for
 from memory_bank.session.agents import BackendAgents, SessionAgents
@@ -431,10 +429,11 @@ class GraphKeeper:
 
     # --- commits ----------------------------------------------------------------------------
 
-    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphRecords, int, BatchOutcome]:
+    def prepare_commit(self, commit: GraphCommit) -> tuple[int, BatchOutcome]:
         """A store commit's graph step: memory nodes for the added memories, analysed in
-        fanned-out tasks and applied here; returns the snapshot for the new version, the
-        checkpoint it holds, and what changed. The caller holds the store lock."""
+        fanned-out tasks and applied here, checkpointed like any change; returns the last
+        checkpoint the new version's snapshot is to hold (`graph.snapshot.write_snapshot`)
+        and what changed. The caller holds the store lock."""
         with self._mutating() as state:
             outcome = BatchOutcome()
             graph = state.graph
@@ -467,7 +466,13 @@ class GraphKeeper:
             ]
             new_ids = [node.id for node in fresh]
             engine = self._engine()
-            tasks = candidate_tasks(graph, fresh, engine.view, self.config.retrieval.top_k)
+            tasks = candidate_tasks(
+                graph,
+                fresh,
+                engine.view,
+                self.config.retrieval.top_k,
+                prefetch=memories.prefetch,
+            )
             outcome.nodes_added = len(new_ids)
             results = run_tasks(tasks, self.map_calls, self.analyze_call)
             apply_verdicts(
@@ -479,7 +484,7 @@ class GraphKeeper:
                 outcome,
                 new_ids=new_ids,
             )
-        return all_records(state), state.seq, outcome
+        return state.seq, outcome  # after `_mutating` checkpointed the commit's changes
 
     def committed(self) -> None:
         """After a commit: the memories are read from the new version from now on."""
