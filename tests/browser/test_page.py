@@ -119,8 +119,12 @@ def test_a_question_shows_a_cited_answer_whose_citation_opens_the_memory(page, s
     answer = page.get_by_role("region", name="Answer", exact=True)
     expect(answer).to_contain_text("Bob Tanaka", timeout=60_000)
     expect(answer.get_by_role("meter")).to_be_visible()
-    expect(page.get_by_role("region", name="History notes", exact=True)).to_contain_text("Alice Moreno")
-    expect(page.get_by_role("region", name="Trajectory", exact=True).get_by_role("listitem").first).to_be_visible()
+    expect(page.get_by_role("region", name="History notes", exact=True)).to_contain_text(
+        "Alice Moreno"
+    )
+    expect(
+        page.get_by_role("region", name="Trajectory", exact=True).get_by_role("listitem").first
+    ).to_be_visible()
     citation = page.get_by_role("region", name="Citations", exact=True).get_by_role("link").first
     cited = citation.get_attribute("href")
     citation.click()
@@ -152,7 +156,9 @@ def test_the_store_at_a_glance(page, server):
     versions = page.get_by_role("region", name="Versions", exact=True).get_by_role("row")
     expect(versions).to_have_count(3)  # the header and two commits
     expect(versions.nth(1)).to_contain_text("live")
-    expect(page.get_by_role("region", name="Query Graph", exact=True)).to_contain_text("1 conflict resolved")
+    expect(page.get_by_role("region", name="Query Graph", exact=True)).to_contain_text(
+        "1 conflict resolved"
+    )
 
 
 def test_a_conversation_shows_its_working_turns_and_what_recall_returns(page, server):
