@@ -17,6 +17,7 @@
     GET  /sessions/{id}/prompt                          -> {"prompt": the enhanced prompt}
     POST /sessions/{id}/close                                      -> SessionExport
     GET  /memory/{id}          -> NodeDetail: a memory, its neighbours, history, raw entries
+    GET  /ui/ (the page, no key needed), GET /browse/...   the page's views (actors/ui)
     GET  /docs, /openapi.json                                      (FastAPI defaults)
 
 Two deployments (Serve model composition):

@@ -82,6 +82,8 @@ async function show() {
     replaceChildren(main, target);
     const heading = await render(target);
     if (number !== rendering) return;
+    // A user-timing mark per rendered view: bench/ui.py reads the time to first render from it.
+    performance.mark("view-rendered", { detail: parsed.view });
     if (treeItem?.isConnected) treeItem.focus();
     else if (heading) heading.focus();
     document.title = `${heading?.textContent || "Memory"} — Memory Bank`;
