@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from memory_bank.config import AppConfig
-from tests.browse_store import build_browse_store
 from tests.chromium import WIDE, chromium_context, missing_reason
 from tests.load_client import free_port
 
@@ -25,11 +24,6 @@ def chromium():
         pytest.skip(reason)
     with chromium_context(WIDE) as context:
         yield context
-
-
-@pytest.fixture(scope="package")
-def browse_bank(tmp_path_factory, embedder):
-    return build_browse_store(tmp_path_factory.mktemp("browse"), embedder)
 
 
 @pytest.fixture(scope="package")

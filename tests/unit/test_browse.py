@@ -22,12 +22,12 @@ from memory_bank.schemas import DirectoryNode
 from memory_bank.store.files import parse_chunk_file
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy.readme import compose_readme
-from tests.browse_store import CONVERSATION_ID, DOCUMENTS, TURNS, build_browse_store
+from tests.browse_store import CONVERSATION_ID, DOCUMENTS, TURNS
 
 
 @pytest.fixture(scope="module")
-def bank(tmp_path_factory, embedder):
-    return build_browse_store(tmp_path_factory.mktemp("browse"), embedder)
+def bank(browse_bank):
+    return browse_bank
 
 
 @pytest.fixture(scope="module")
