@@ -5,6 +5,7 @@ were superseded, by what and when."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,9 +38,10 @@ def memory_page(catalog: StoreCatalog, graph: GraphState | None, ref: str) -> Me
     row = catalog.memory(ref)
     if row is not None:
         return _stored_memory(catalog, graph, row)
-    node_id = ref.removeprefix(SESSION_PREFIX)
-    node = graph.graph.nodes.get(node_id) if graph is not None else None
-    return _session_memory(catalog, graph, node) if node is not None and graph else None
+    if graph is None:
+        return None
+    node = graph.graph.nodes.get(ref.removeprefix(SESSION_PREFIX))
+    return _session_memory(catalog, graph, node) if node is not None else None
 
 
 def utc_iso(timestamp: float) -> str:
@@ -82,7 +84,7 @@ def _session_memory(catalog: StoreCatalog, graph: GraphState, node: GraphNode) -
         store_version=catalog.store_version,
         id=node.id,
         kind=node.kind,
-        title=node.summary.split(". ", 1)[0][:120],
+        title=_short(node.summary),
         path="",
         directory="",
         breadcrumb=[],
@@ -125,16 +127,41 @@ def _graph_part(
     }
 
 
-def _neighbour(catalog: StoreCatalog, graph: GraphState, node_id: str, relation: str) -> Neighbour:
+@dataclass(frozen=True)
+class _Described:
+    """How a page names a graph node: by its stored memory, else by the node itself."""
+
+    title: str
+    path: str
+    source: str
+    summary: str
+    node: GraphNode | None
+
+
+def _describe(catalog: StoreCatalog, graph: GraphState, node_id: str) -> _Described:
     node = graph.graph.nodes.get(node_id)
     row = catalog.memory(node_id)
+    if row is not None:
+        return _Described(row["title"], row["path"], row["source"], row["tldr"], node)
+    if node is not None:
+        return _Described(_short(node.summary), "", node.source, node.summary, node)
+    return _Described(node_id, "", "", "", None)
+
+
+def _short(summary: str) -> str:
+    """A session memory's title: the first sentence of its summary, at most 120 characters."""
+    return summary.split(". ", 1)[0][:120]
+
+
+def _neighbour(catalog: StoreCatalog, graph: GraphState, node_id: str, relation: str) -> Neighbour:
+    described = _describe(catalog, graph, node_id)
     return Neighbour(
         id=node_id,
         relation=relation,
-        title=row["title"] if row else (node.summary[:120] if node else node_id),
-        path=row["path"] if row else "",
-        summary=row["tldr"] if row else (node.summary if node else ""),
-        status=node.status if node else "current",
+        title=described.title,
+        path=described.path,
+        summary=described.summary,
+        status=described.node.status if described.node else "current",
     )
 
 
@@ -192,8 +219,7 @@ def _claims(catalog: StoreCatalog, graph: GraphState, conflict: Conflict) -> lis
     )
     claims = []
     for node_id, value, sentence in sides:
-        node = graph.graph.nodes.get(node_id)
-        row = catalog.memory(node_id)
+        described = _describe(catalog, graph, node_id)
         superseded = conflict.superseded == node_id
         state = "disputed" if conflict.status == "open" else "current"
         claims.append(
@@ -201,10 +227,10 @@ def _claims(catalog: StoreCatalog, graph: GraphState, conflict: Conflict) -> lis
                 value=value,
                 sentence=sentence,
                 node_id=node_id,
-                title=row["title"] if row else (node.summary[:120] if node else node_id),
-                path=row["path"] if row else "",
-                source=row["source"] if row else (node.source if node else ""),
-                recorded_at=utc_iso(node.timestamp) if node else "",
+                title=described.title,
+                path=described.path,
+                source=described.source,
+                recorded_at=utc_iso(described.node.timestamp) if described.node else "",
                 state="superseded" if superseded else state,
                 superseded_at=(
                     utc_iso(conflict.resolved_at) if superseded and conflict.resolved_at else None

@@ -82,7 +82,7 @@ class Tree {
       },
       h(
         "span",
-        { class: "tree-label", id: labelId },
+        { class: "tree-label", id: labelId, title: entry.description || null },
         h("span", { class: "twisty", "aria-hidden": "true" }),
         h("span", { class: "tree-name" }, entry.name),
         h("span", { class: "tree-count", "aria-label": plural(entry.memories, "memory", "memories") }, count(entry.memories)),
