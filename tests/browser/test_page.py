@@ -147,6 +147,19 @@ def test_a_search_lists_hits_with_their_paths(page, server):
     expect(page.get_by_role("region", name="Source", exact=True)).to_contain_text("sourdough.md")
 
 
+def test_the_research_mode_of_the_search_box_shows_its_answer_and_rounds(page, server):
+    page.goto(f"{server}/ui/#/search")
+
+    page.get_by_label("Search", exact=True).fill("Who is the CEO of Acme?")
+    page.get_by_label("Mode", exact=True).first.select_option("research")
+    page.get_by_role("button", name="Search").click()
+
+    expect(page.get_by_role("region", name="Answer", exact=True)).to_contain_text(
+        "Bob Tanaka", timeout=60_000
+    )
+    expect(page.get_by_role("region", name="Trajectory", exact=True)).to_contain_text("search")
+
+
 def test_the_store_at_a_glance(page, server):
     page.goto(f"{server}/ui/#/status")
 
