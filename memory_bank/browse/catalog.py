@@ -18,6 +18,7 @@ from memory_bank.store.files import readme_relative_path
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy.readme import readme_key_terms
 
+CHUNK_COLUMNS = ("chunk_id", "document_id", "position", "text", "section")
 MEMORY_COLUMNS = (
     "index",
     "chunk_id",
@@ -44,6 +45,8 @@ class StoreCatalog:
         chunk_ids = self._memories.column("chunk_id").to_pylist()
         self._row_of_chunk = {chunk_id: row for row, chunk_id in enumerate(chunk_ids)}
         self._row_of_path: dict[str, int] | None = None
+        # The chunk table and its rows by chunk id: read on the first memory page, then kept.
+        self._chunks: tuple[pa.Table, dict[str, int]] | None = None
 
     @property
     def root(self) -> Path:
@@ -90,13 +93,16 @@ class StoreCatalog:
         return None if row is None else self.memory_rows([row])[0]
 
     def chunk(self, chunk_id: str) -> dict[str, Any] | None:
-        """The chunk row behind a memory: its raw text, position and section."""
-        table = pq.read_table(
-            self.root / layout.CHUNKS_FILE,
-            columns=["chunk_id", "document_id", "position", "text", "section"],
-            filters=pc.field("chunk_id") == chunk_id,
-        )
-        return table.to_pylist()[0] if table.num_rows else None
+        """The chunk row behind a memory: its raw text, position and section. The chunk table
+        is read whole once (as Arrow columns: about the size of the text), since finding one
+        row in it costs as much as reading it all."""
+        if self._chunks is None:  # two first calls at once both read it; either result is right
+            table = _read_columns(self.root / layout.CHUNKS_FILE, CHUNK_COLUMNS)
+            ids = table.column("chunk_id").to_pylist()
+            self._chunks = (table, {chunk: row for row, chunk in enumerate(ids)})
+        table, rows = self._chunks
+        row = rows.get(chunk_id)
+        return None if row is None else table.slice(row, 1).to_pylist()[0]
 
     def document(self, document_id: str) -> dict[str, Any] | None:
         table = pq.read_table(
