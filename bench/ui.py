@@ -63,6 +63,20 @@ class Loads:
         ]
 
 
+def wait_rendered(page, timeout_s: float = 120.0) -> float:
+    """The view's render mark, in ms since navigation began (polled from here: the page's
+    Content-Security-Policy forbids the string evaluation `wait_for_function` relies on)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = page.evaluate(
+            f"performance.getEntriesByName({RENDER_MARK!r}).map(mark => mark.startTime)"
+        )
+        if found:
+            return float(found[0])
+        time.sleep(0.02)
+    raise TimeoutError(f"{page.url} did not render within {timeout_s:.0f} s")
+
+
 def load_once(page, url: str) -> tuple[float, int, int]:
     """Navigate to `url` and wait for the view; (ms to first render, bytes, requests)."""
     client = page.context.new_cdp_session(page)
@@ -71,13 +85,10 @@ def load_once(page, url: str) -> tuple[float, int, int]:
     client.send("Network.enable")
     page.goto("about:blank")
     page.goto(url)
-    page.wait_for_function(
-        f"performance.getEntriesByName({RENDER_MARK!r}).length > 0", timeout=120_000
-    )
+    render = wait_rendered(page)
     page.wait_for_load_state("networkidle")
-    render = page.evaluate(f"performance.getEntriesByName({RENDER_MARK!r})[0].startTime")
     client.detach()
-    return float(render), int(sum(received)), len(received)
+    return render, int(sum(received)), len(received)
 
 
 def measure(browser, url: str, view: str, loads: int) -> list[Loads]:
@@ -110,9 +121,7 @@ def screenshots(browser, base: str, views: dict[str, str]) -> list[Path]:
         for name, fragment in views.items():
             page.goto("about:blank")
             page.goto(f"{base}/ui/{fragment}")
-            page.wait_for_function(
-                f"performance.getEntriesByName({RENDER_MARK!r}).length > 0", timeout=120_000
-            )
+            wait_rendered(page)
             page.wait_for_load_state("networkidle")
             path = OUT / f"{name}-{viewport['width']}.png"
             page.screenshot(path=path, full_page=True)
