@@ -2,7 +2,7 @@
 the tree and of a memory view, and the bytes each view transfers; screenshots of every view at
 1280 and 390 px.
 
-    flock /tmp/ray.lock flock /tmp/bench.lock python bench/ui.py [--size 10000] [--loads 20]
+    flock /tmp/bench.lock flock /tmp/ray.lock python bench/ui.py [--size 10000] [--loads 20]
 
 The store is the synthetic one of bench/query.py (cached under bench/out/query/). The Serve app
 runs on 127.0.0.1 with one query replica. Each view is loaded `--loads` times in a new browser
