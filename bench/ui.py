@@ -88,7 +88,8 @@ def load_once(page, url: str) -> tuple[float, int, int]:
     render = wait_rendered(page)
     page.wait_for_load_state("networkidle")
     client.detach()
-    return render, int(sum(received)), len(received)
+    over_the_wire = [size for size in received if size > 0]  # 0: served from the cache
+    return render, int(sum(over_the_wire)), len(over_the_wire)
 
 
 def measure(browser, url: str, view: str, loads: int) -> list[Loads]:
@@ -207,7 +208,7 @@ def main() -> None:
         f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (at {time.strftime('%H:%M:%S')})"
     )
     print()
-    header = ["view", "cache", "loads", "render p50 ms", "p95 ms", "KiB", "requests"]
+    header = ["view", "cache", "loads", "render p50 ms", "p95 ms", "KiB (wire)", "requests"]
     table = [header] + [row.cells() for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for number, line in enumerate(table):

@@ -47,6 +47,13 @@ export function time(iso, seconds = false) {
   return iso ? h("time", { datetime: iso }, when(iso, seconds)) : "";
 }
 
+/** A store name or path that may wrap after "_" and "/" rather than inside a word. */
+export function breakable(text) {
+  return String(text)
+    .split(/(?<=[_/])/)
+    .flatMap((part, index) => (index ? [document.createElement("wbr"), part] : [part]));
+}
+
 /** A memory's title as its file is named ("acme_ceo_change") in words ("Acme ceo change"). */
 export function titleText(title) {
   const words = (title || "").replace(/_/g, " ").trim();
@@ -79,7 +86,7 @@ export function badge(text, kind = text) {
 
 export function breadcrumb(crumbs, currentLabel) {
   const items = crumbs.map((crumb, index) => {
-    const label = crumb.path === "/" ? "store" : crumb.name;
+    const label = crumb.path === "/" ? "store" : breakable(crumb.name);
     const last = index === crumbs.length - 1 && !currentLabel;
     return h(
       "li",

@@ -2,7 +2,7 @@
 // paths, or an answer with its citations, confidence, history notes and the agent's steps.
 
 import { ApiError, postJSON } from "./api.js";
-import { badge, h, memoryHref, message, replaceChildren, section, time, titleText, treeHref } from "./dom.js";
+import { badge, breakable, h, memoryHref, message, replaceChildren, section, time, titleText, treeHref } from "./dom.js";
 
 const SEARCH_MODES = [
   ["hybrid", "Hybrid (words and meaning)"],
@@ -29,7 +29,7 @@ function citation(path) {
   const name = parts.pop();
   const readme = name === "README.md";
   const label = readme ? `${parts[parts.length - 1] || "store"}/ (README)` : titleText(name.replace(/\.md$/, ""));
-  return [storeLink(path, label), parts.length ? [" ", h("span", { class: "source" }, `${parts.join("/")}/`)] : null];
+  return [storeLink(path, label), parts.length ? [" ", h("span", { class: "source" }, breakable(`${parts.join("/")}/`))] : null];
 }
 
 function select(id, label, options, chosen) {

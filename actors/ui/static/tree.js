@@ -2,7 +2,7 @@
 // selected directory's README summary, key terms, subdirectories and memories.
 
 import { getJSON } from "./api.js";
-import { badge, breadcrumb, count, h, memoryHref, plural, replaceChildren, section, titleText, treeHref } from "./dom.js";
+import { badge, breadcrumb, breakable, count, h, memoryHref, plural, replaceChildren, section, titleText, treeHref } from "./dom.js";
 
 const PAGE_SIZE = 100;
 
@@ -84,7 +84,7 @@ class Tree {
         "span",
         { class: "tree-label", id: labelId, title: entry.description || null },
         h("span", { class: "twisty", "aria-hidden": "true" }),
-        h("span", { class: "tree-name" }, entry.name),
+        h("span", { class: "tree-name" }, breakable(entry.name)),
         h("span", { class: "tree-count", "aria-label": plural(entry.memories, "memory", "memories") }, count(entry.memories)),
       ),
     );
@@ -154,6 +154,7 @@ class Tree {
     }
     if (item.dataset.path) item.setAttribute("aria-selected", "true");
     this.focus(item, false);
+    item.querySelector(".tree-label")?.scrollIntoView({ block: "nearest" });
   }
 
   focus(item, move = true) {
@@ -266,7 +267,7 @@ function directoryCard(entry) {
   return h(
     "li",
     { class: "card" },
-    h("a", { href: treeHref(entry.path), class: "card-title" }, `${entry.name}/`),
+    h("a", { href: treeHref(entry.path), class: "card-title" }, breakable(`${entry.name}/`)),
     " ",
     badge(plural(entry.memories, "memory", "memories"), "count"),
     entry.description ? h("p", {}, entry.description) : null,
