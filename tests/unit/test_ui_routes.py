@@ -95,6 +95,15 @@ def test_browse_views_answer_with_the_models(client):
     assert client.get("/browse/status").json()["documents"] == root["memories"]
 
 
+def test_browse_json_is_gzipped_for_clients_that_accept_it(client):
+    plain = client.get("/browse/directory", headers={"Accept-Encoding": "identity"})
+    zipped = client.get("/browse/directory", headers={"Accept-Encoding": "gzip"})
+
+    assert len(plain.content) >= 1024 and "content-encoding" not in plain.headers
+    assert zipped.headers["content-encoding"] == "gzip" and zipped.json() == plain.json()
+    assert int(zipped.headers["content-length"]) < len(plain.content) / 2
+
+
 @pytest.mark.parametrize(
     ("path", "open_"),
     [("/ui", True), ("/ui/", True), ("/ui/assets/abc/app.js", True), ("/uix", False),
