@@ -42,8 +42,8 @@ GZIP_MIN_BYTES = 1024  # smaller bodies gain less than the header costs
 
 
 class _GzipRoute(APIRoute):
-    """These routes' JSON is sent gzipped to clients that accept it (a directory's listing
-    shrinks about four times); the rest of the app is left as it is."""
+    """These routes' JSON is sent gzipped to clients that accept it (listings of names and
+    summaries compress well); the rest of the app is left as it is."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()

@@ -38,6 +38,9 @@ class StoreBrowser:
         self._graph_view = GraphView(store, alpha)
         self._catalog: StoreCatalog | None = None
         self._lock = threading.Lock()
+        # A refresh applies new checkpoints to the graph in place: pages that read the graph
+        # are built one at a time (a few milliseconds each), never while it changes.
+        self._graph_lock = threading.Lock()
 
     def catalog(self) -> StoreCatalog:
         """The live version's catalog (built on the first call after a commit)."""
@@ -49,7 +52,8 @@ class StoreBrowser:
                 self._catalog = StoreCatalog(StoreReader(live))
             return self._catalog
 
-    def graph(self) -> GraphState:
+    def _graph(self) -> GraphState:
+        """The graph, refreshed; the caller holds `_graph_lock` while it reads it."""
         self._graph_view.refresh()
         return self._graph_view.state
 
@@ -57,10 +61,14 @@ class StoreBrowser:
         return directory_page(self.catalog(), path, offset, limit)
 
     def memory(self, ref: str) -> MemoryPage | None:
-        return memory_page(self.catalog(), self.graph(), ref)
+        catalog = self.catalog()
+        with self._graph_lock:
+            return memory_page(catalog, self._graph(), ref)
 
     def status(self) -> StoreStatus:
-        return store_status(self.location, self.catalog(), self.graph())
+        catalog = self.catalog()
+        with self._graph_lock:
+            return store_status(self.location, catalog, self._graph())
 
     def conversations(self) -> list[ConversationSummary]:
         return conversation_list(self.store)
