@@ -172,6 +172,7 @@ def test_the_store_at_a_glance(page, server):
     expect(page.get_by_role("region", name="Query Graph", exact=True)).to_contain_text(
         "1 conflict resolved"
     )
+    expect(page.get_by_role("region", name="Jobs", exact=True)).to_be_visible()
 
 
 def test_a_conversation_shows_its_working_turns_and_what_recall_returns(page, server):

@@ -54,42 +54,74 @@ function conflictList(conflicts) {
   );
 }
 
-function jobList(jobs) {
-  if (!jobs.length) return h("p", {}, "No job is running.");
+const ACTIVE = new Set(["queued", "running"]);
+const JOBS_REFRESH_MS = 2000;
+const RECENT_JOBS = 5;
+
+function job(status) {
+  const stage = status.stage ? status.progress?.[status.stage] : null;
+  const counts = [];
+  if (status.documents) counts.push(`${count(status.documents)} documents`);
+  if (status.chunks) counts.push(`${count(status.chunks)} memories`);
+  if (status.removed_documents) counts.push(`${count(status.removed_documents)} removed`);
   return h(
-    "ul",
-    { class: "card-list" },
-    jobs.map((job) => {
-      const done = job.progress?.done ?? null;
-      const total = job.progress?.total ?? null;
-      return h(
-        "li",
-        { class: "card" },
-        h("strong", {}, job.kind || "job"),
-        " ",
-        badge(job.status || "running"),
-        " ",
-        h("code", {}, job.job_id || job.id || ""),
-        total ? [" ", h("progress", { max: total, value: done ?? 0, "aria-label": "Progress" }), ` ${count(done)} / ${count(total)}`] : null,
-        job.stage ? h("p", {}, job.stage) : null,
-      );
-    }),
+    "li",
+    { class: "card" },
+    h("strong", {}, status.kind),
+    " ",
+    badge(status.state, status.state === "failed" ? "superseded" : status.state === "succeeded" ? "current" : "count"),
+    " ",
+    h("code", {}, status.id),
+    status.stage ? h("p", {}, `Stage: ${status.stage}`, stage?.total ? [" ", h("progress", { max: stage.total, value: stage.done, "aria-label": `${status.stage} progress` }), ` ${count(stage.done)} / ${count(stage.total)}`] : null) : null,
+    counts.length ? h("p", {}, counts.join(", ")) : null,
+    status.error ? h("p", { class: "message message-error" }, status.error) : null,
+    h("p", { class: "claim-meta" }, "Submitted ", time(status.submitted_at), status.finished_at ? [" · finished ", time(status.finished_at)] : null),
   );
 }
 
-async function jobsSection() {
+function jobList(jobs) {
+  const active = jobs.filter((status) => ACTIVE.has(status.state));
+  const recent = jobs.filter((status) => !ACTIVE.has(status.state)).slice(-RECENT_JOBS).reverse();
+  return [
+    active.length ? h("ul", { class: "card-list" }, active.map(job)) : h("p", {}, "No job is running."),
+    recent.length ? [h("h3", {}, "Finished"), h("ul", { class: "card-list" }, recent.map(job))] : null,
+  ];
+}
+
+async function fetchJobs() {
   try {
-    return jobList(await getJSON("jobs"));
+    return await getJSON("jobs");
   } catch (error) {
-    if (error instanceof ApiError && (error.status === 404 || error.status === 403)) {
-      return message(error.status === 404 ? "This server runs no jobs." : "This key may not see jobs.");
-    }
+    if (error instanceof ApiError && (error.status === 404 || error.status === 403)) return null;
     throw error;
   }
 }
 
+function jobsContent(jobs) {
+  return jobs === null ? message("This server runs no jobs, or this key may not see them.") : jobList(jobs);
+}
+
+/** While a job runs and the view is open, its progress is fetched again every few seconds. */
+function followJobs(container, jobs) {
+  if (!jobs?.some((status) => ACTIVE.has(status.state))) return;
+  setTimeout(async () => {
+    if (!container.isConnected) return;
+    let fresh;
+    try {
+      fresh = await fetchJobs();
+    } catch (error) {
+      replaceChildren(container, message(`The jobs could not be fetched again: ${error.message}`, "error"));
+      return;
+    }
+    if (!container.isConnected) return;
+    replaceChildren(container, jobsContent(fresh));
+    followJobs(container, fresh);
+  }, JOBS_REFRESH_MS);
+}
+
 export async function renderStatus(main) {
-  const [status, jobs] = await Promise.all([getJSON("browse/status"), jobsSection()]);
+  const [status, jobs] = await Promise.all([getJSON("browse/status"), fetchJobs()]);
+  const jobsBox = h("div", { "aria-live": "polite" }, jobsContent(jobs));
   const heading = h("h1", { tabindex: "-1" }, "Store at a glance");
   const edges = Object.entries(status.graph_edges).map(([relation, n]) => `${count(n)} ${relation}`).join(", ");
   replaceChildren(
@@ -114,7 +146,7 @@ export async function renderStatus(main) {
       figure("Graph nodes", status.graph_nodes),
       figure("Open conflicts", status.conflicts_open),
     ),
-    section("Running jobs", jobs),
+    section("Jobs", jobsBox),
     section("Versions", versionsTable(status.versions)),
     section(
       "Query Graph",
@@ -134,5 +166,6 @@ export async function renderStatus(main) {
         )
       : null,
   );
+  followJobs(jobsBox, jobs);
   return heading;
 }
