@@ -2,7 +2,7 @@
 // in the Query Graph, and for each of its claims the values given over time.
 
 import { getJSON } from "./api.js";
-import { badge, breadcrumb, h, jumpLink, memoryHref, replaceChildren, section, time, titleText } from "./dom.js";
+import { badge, breadcrumb, breakable, h, jumpLink, memoryHref, replaceChildren, section, time, titleText } from "./dom.js";
 
 function memoryLink(ref, label) {
   return ref ? h("a", { href: memoryHref(ref) }, label) : label;
@@ -153,6 +153,18 @@ function currency(page) {
   return notes.length ? h("p", { class: "currency-note" }, notes.join(" "), " ", jumpLink("section-claims-over-time", "See the claims over time.")) : null;
 }
 
+/** The line under the title: kind and status, file, when recorded, what replaced it. */
+function meta(page) {
+  const parts = [
+    page.kind === "session" ? badge("session memory", "count") : null,
+    page.status !== "current" ? badge(page.status) : null,
+    page.path ? h("code", {}, breakable(page.path)) : null,
+    page.recorded_at ? ["Recorded ", time(page.recorded_at)] : null,
+    page.superseded_by ? ["Replaced by ", memoryLink(page.superseded_by, "a later memory")] : null,
+  ].filter(Boolean);
+  return parts.flatMap((part, index) => (index ? [" · ", part] : [part]));
+}
+
 export function memoryPage(page) {
   const title = page.kind === "memory" ? titleText(page.title) : page.title;
   return h(
@@ -160,15 +172,7 @@ export function memoryPage(page) {
     { class: "memory" },
     page.breadcrumb.length ? breadcrumb(page.breadcrumb, title) : null,
     h("h1", { tabindex: "-1" }, title),
-    h(
-      "p",
-      { class: "memory-meta" },
-      page.kind === "session" ? [badge("session memory", "count"), " "] : null,
-      page.status !== "current" ? [badge(page.status), " "] : null,
-      page.path ? [h("code", {}, page.path), " · "] : null,
-      page.recorded_at ? ["Recorded ", time(page.recorded_at)] : null,
-      page.superseded_by ? [" · replaced by ", memoryLink(page.superseded_by, "a later memory")] : null,
-    ),
+    h("p", { class: "memory-meta" }, meta(page)),
     currency(page),
     page.tldr ? h("p", { class: "tldr" }, page.tldr) : null,
     page.keywords.length ? h("ul", { class: "chips", "aria-label": "Keywords" }, page.keywords.map((word) => h("li", {}, word))) : null,
