@@ -24,7 +24,7 @@ from memory_bank.config import AppConfig
 from memory_bank.errors import MemoryBankError
 from memory_bank.graph.batch import BatchOutcome, GraphCommit
 from memory_bank.graph.model import Attachment
-from memory_bank.graph.persist import GraphRecords
+from memory_bank.graph.persist import GraphSnapshot
 from memory_bank.session.keeper import GraphKeeper
 from memory_bank.session.models import (
     EntryView,
@@ -87,7 +87,7 @@ class GraphActor:
     def summary(self) -> GraphSummary:
         return self.keeper.summary()
 
-    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphRecords, int, BatchOutcome]:
+    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphSnapshot, BatchOutcome]:
         return self.keeper.prepare_commit(commit)
 
     def committed(self) -> None:
@@ -171,7 +171,7 @@ class RemoteKeeper:
     def summary(self) -> GraphSummary:
         return self._call("summary")
 
-    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphRecords, int, BatchOutcome]:
+    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphSnapshot, BatchOutcome]:
         return self._call("prepare_commit", commit)
 
     def committed(self) -> None:

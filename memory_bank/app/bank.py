@@ -37,25 +37,17 @@ def create_empty_store(store: Path, config: AppConfig) -> bool:
     with StoreLocation(store).lock():
         if is_store(store):
             return False
-        import numpy as np
-
         from memory_bank.ingest.work import memory_recipe
+        from memory_bank.store.snapshot import MemoryParts, StoreSnapshot
         from memory_bank.store.writer import meta_extra_from_config, write_store
 
-        empty = np.zeros((0, 384), dtype=np.float32)
-        write_store(
-            store,
-            documents=[],
-            chunks=[],
-            memories=[],
-            memory_vectors=empty,
-            sentences=[],
-            sentence_vectors=empty,
+        empty = StoreSnapshot(
+            parts=MemoryParts(),
             tree=DirectoryNode(path="/", name=""),
             readmes={"/": "# Memory\n\nNothing has been added yet.\n"},
-            meta_extra={**meta_extra_from_config(config), "memory_recipe": memory_recipe(config)},
-            taxonomy_config=config.taxonomy,
+            meta={**meta_extra_from_config(config), "memory_recipe": memory_recipe(config)},
         )
+        write_store(store, empty, taxonomy_config=config.taxonomy)
         return True
 
 

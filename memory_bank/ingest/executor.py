@@ -24,11 +24,11 @@ from memory_bank.ingest.graph_step import GraphStep
 from memory_bank.ingest.journal import batches_by_tokens
 from memory_bank.ingest.progress import StageTimer
 from memory_bank.ingest.stages import chunk_documents, memorize_encoded
-from memory_bank.ingest.work import MemoryParts
 from memory_bank.llm import backend_for
 from memory_bank.llm.roles import LLMBackend
 from memory_bank.schemas import CommitResult, Document
 from memory_bank.session.keeper import GraphKeeper
+from memory_bank.store.snapshot import MemoryParts
 from memory_bank.tasks import run_serially
 from memory_bank.text.sources import FileOutcome, read_files_serially
 

@@ -1,27 +1,71 @@
-"""The Query Graph's part of a store commit: what the committer hands the graph's writer."""
+"""The graph stage of a store commit: memory nodes for the added memories (analysed for
+related, merged and conflicting memories), none for the removed ones; the graph's snapshot goes
+into the new version."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from memory_bank.graph.batch import BatchOutcome, GraphCommit, MemoryInput
-from memory_bank.graph.persist import GraphRecords
-from memory_bank.ingest.work import MemoryParts
+from memory_bank.graph.persist import GraphSnapshot
+from memory_bank.ingest.commit_change import Change
 from memory_bank.schemas import Chunk
+from memory_bank.store.snapshot import MemoryParts
 
 
 class GraphStep(Protocol):
     """The Query Graph's part of a commit (`session.keeper.GraphKeeper`, or on Ray the store's
-    graph actor): called under the store lock with what the commit changes; returns the graph
-    snapshot for the new version and the checkpoint it holds."""
+    graph actor): called under the store lock with what the commit changes; returns the graph's
+    snapshot for the new version and what changed."""
 
-    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphRecords, int, BatchOutcome]: ...
+    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphSnapshot, BatchOutcome]: ...
 
     def committed(self) -> None:
         """The version holding the snapshot is live (or the commit wrote nothing)."""
+
+
+@dataclass(frozen=True)
+class GraphUpdate:
+    """The graph stage's result: the snapshot for the new version, and what changed."""
+
+    snapshot: GraphSnapshot
+    summary: dict[str, Any]  # CommitResult.graph
+
+
+def graph_commit(change: Change, now: float) -> GraphCommit:
+    """What `change` does to the graph: nodes for the added memories, as new as `now`; the
+    removed documents' memories leave."""
+    before = change.before
+    return GraphCommit(
+        added=memory_inputs(change.added, now),
+        removed=[
+            str(m.metadata["chunk_id"])
+            for m in (before.parts.memories if before else [])
+            if m.metadata.get("document_id") in change.removed
+        ],
+        chunk_ids_after={str(m.metadata["chunk_id"]) for m in change.parts.memories},
+    )
+
+
+def graph_stage(graph: GraphStep, commit: GraphCommit) -> GraphUpdate:
+    """Run the graph's part of the commit (under the store lock)."""
+    snapshot, outcome = graph.prepare_commit(commit)
+    return GraphUpdate(
+        snapshot=snapshot,
+        summary={
+            "nodes_added": outcome.nodes_added,
+            "nodes_removed": outcome.nodes_removed,
+            "pairs_analysed": outcome.pairs,
+            "related": outcome.related,
+            "merges": outcome.merges,
+            "conflicts": len(outcome.conflicts),
+            "checkpoint": snapshot.seq,
+        },
+    )
 
 
 def memory_inputs(parts: MemoryParts, now: float) -> list[MemoryInput]:

@@ -52,7 +52,7 @@ from memory_bank.graph.batch import (
 from memory_bank.graph.model import Attachment, InteractionEntry, SessionRecord
 from memory_bank.graph.persist import (
     GRAPH_DIR,
-    GraphRecords,
+    GraphSnapshot,
     GraphState,
     all_records,
     checkpoints,
@@ -431,7 +431,7 @@ class GraphKeeper:
 
     # --- commits ----------------------------------------------------------------------------
 
-    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphRecords, int, BatchOutcome]:
+    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphSnapshot, BatchOutcome]:
         """A store commit's graph step: memory nodes for the added memories, analysed in
         fanned-out tasks and applied here; returns the snapshot for the new version, the
         checkpoint it holds, and what changed. The caller holds the store lock."""
@@ -479,7 +479,7 @@ class GraphKeeper:
                 outcome,
                 new_ids=new_ids,
             )
-        return all_records(state), state.seq, outcome
+        return GraphSnapshot(all_records(state), state.seq), outcome
 
     def committed(self) -> None:
         """After a commit: the memories are read from the new version from now on."""
