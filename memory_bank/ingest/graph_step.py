@@ -4,22 +4,38 @@ into the new version."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import numpy as np
 
-from memory_bank.graph.batch import BatchOutcome, GraphCommit, MemoryInput
-from memory_bank.graph.persist import GraphSnapshot
+from memory_bank.config import AppConfig
+from memory_bank.graph.batch import (
+    AnalyzeTask,
+    BatchOutcome,
+    GraphCommit,
+    MemoryInput,
+    analyze_tasks,
+    apply_verdicts,
+    candidate_tasks,
+    memory_node,
+    run_tasks,
+)
+from memory_bank.graph.node_views import NodeViews
+from memory_bank.graph.persist import GraphSnapshot, all_records
+from memory_bank.graph.storage import GraphStorage
 from memory_bank.ingest.commit_change import Change
 from memory_bank.schemas import Chunk
 from memory_bank.store.snapshot import MemoryParts
+from memory_bank.tasks import TaskMap, run_serially
 
 
 class GraphStep(Protocol):
-    """The Query Graph's part of a commit (`session.keeper.GraphKeeper`, or on Ray the store's
-    graph actor): called under the store lock with what the commit changes; returns the graph's
+    """The Query Graph's part of a commit (`IngestGraphStep`, or on Ray the store's graph
+    actor): called under the store lock with what the commit changes; returns the graph's
     snapshot for the new version and what changed."""
 
     def prepare_commit(self, commit: GraphCommit) -> tuple[GraphSnapshot, BatchOutcome]: ...
@@ -66,6 +82,72 @@ def graph_stage(graph: GraphStep, commit: GraphCommit) -> GraphUpdate:
             "checkpoint": snapshot.seq,
         },
     )
+
+
+class IngestGraphStep:
+    """The graph step of the commits of one store, on the graph's storage (shared with the
+    store's sessions): memory nodes for the added memories, analysed in fanned-out tasks
+    (`map_calls`) and applied here; `encode` embeds what the analysis and its updates need."""
+
+    def __init__(
+        self,
+        storage: GraphStorage,
+        config: AppConfig,
+        encode: Callable[[list[str]], np.ndarray],
+        map_calls: TaskMap = run_serially,
+        analyze_call: Callable[[Sequence[AnalyzeTask]], list] = analyze_tasks,
+    ) -> None:
+        self.storage = storage
+        self.top_k = config.retrieval.top_k
+        self.encode = encode
+        self.map_calls = map_calls
+        self.analyze_call = analyze_call
+
+    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphSnapshot, BatchOutcome]:
+        """Apply `commit` to the graph as one checkpoint; returns the snapshot for the new
+        version and what changed. The caller holds the store lock."""
+        with self.storage.mutating() as state:
+            outcome = BatchOutcome()
+            graph = state.graph
+            for chunk_id in commit.removed:
+                if chunk_id in graph.nodes:
+                    graph.delete_node(chunk_id)
+                    outcome.nodes_removed += 1
+            keep = commit.chunk_ids_after
+            for node in [
+                n for n in graph.nodes.values() if n.kind == "memory" and n.id not in keep
+            ]:
+                graph.delete_node(node.id)
+            memories = self.storage.memories
+            for item in commit.added:
+                memories.extra_texts[item.chunk_id] = item.text
+                memories.extra_titles[item.chunk_id] = item.title or ""
+                memories.extra_sentences[item.chunk_id] = item.sentence_vectors
+            fresh = [
+                memory_node(
+                    item.chunk_id,
+                    item.summary,
+                    item.context,
+                    item.keywords,
+                    item.vector,
+                    item.timestamp,
+                    item.source,
+                )
+                for item in commit.added
+                if item.chunk_id not in graph.nodes
+            ]
+            new_ids = [node.id for node in fresh]
+            views = NodeViews(graph, memories, self.encode)
+            tasks = candidate_tasks(graph, fresh, views.view, self.top_k)
+            outcome.nodes_added = len(new_ids)
+            results = run_tasks(tasks, self.map_calls, self.analyze_call)
+            apply_verdicts(
+                graph, tasks, results, self.encode, time.time(), outcome, new_ids=new_ids
+            )
+        return GraphSnapshot(all_records(state), state.seq), outcome
+
+    def committed(self) -> None:
+        self.storage.committed()
 
 
 def memory_inputs(parts: MemoryParts, now: float) -> list[MemoryInput]:

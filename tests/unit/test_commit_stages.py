@@ -14,6 +14,7 @@ from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
 from memory_bank.graph.batch import BatchOutcome, GraphCommit
 from memory_bank.graph.persist import GraphRecords, GraphSnapshot
+from memory_bank.graph.storage import GraphStorage
 from memory_bank.ingest.commit_change import Change, apply_request, check_change
 from memory_bank.ingest.commit_readmes import readme_stage, stale_directories
 from memory_bank.ingest.commit_tree import TreePlan, plan_tree_stage
@@ -25,7 +26,7 @@ from memory_bank.ingest.commit_version import (
     unchanged_files,
     version_meta,
 )
-from memory_bank.ingest.graph_step import graph_commit, graph_stage
+from memory_bank.ingest.graph_step import IngestGraphStep, graph_commit, graph_stage
 from memory_bank.ingest.stages import chunk_documents, embed_readmes, memorize_encoded
 from memory_bank.ingest.work import memory_recipe
 from memory_bank.llm import backend_for
@@ -247,6 +248,26 @@ def test_the_graph_commit_names_added_removed_and_every_remaining_memory(
     ]
     assert commit.chunk_ids_after == {m.metadata["chunk_id"] for m in change.parts.memories}
     assert update.summary["nodes_added"] == 1 and update.summary["checkpoint"] == 7
+
+
+def test_the_ingest_graph_step_checkpoints_added_nodes_and_prunes_removed_ones(
+    tmp_path: Path, store_of_four_topics: StoreSnapshot
+) -> None:
+    step = IngestGraphStep(GraphStorage(tmp_path / "store"), AppConfig(), HashingEmbedder().encode)
+    added = apply_request(None, store_of_four_topics.parts, [])
+
+    snapshot, outcome = step.prepare_commit(graph_commit(added, now=1000.0))
+
+    assert outcome.nodes_added == len(added.parts.memories) and snapshot.seq == 1
+    assert {node.id for node in snapshot.records.nodes} == graph_commit(added, 0).chunk_ids_after
+    assert (tmp_path / ".store.graph" / "000000001").is_dir()  # acknowledged on disk
+    gone = store_of_four_topics.parts.documents[0].document_id
+    removal = apply_request(store_of_four_topics, MemoryParts(), [gone])
+
+    snapshot, outcome = step.prepare_commit(graph_commit(removal, now=1001.0))
+
+    assert outcome.nodes_removed == 1 and snapshot.seq == 2
+    assert {node.id for node in snapshot.records.nodes} == graph_commit(removal, 0).chunk_ids_after
 
 
 # --- the new version ------------------------------------------------------------------------
