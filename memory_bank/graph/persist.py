@@ -131,7 +131,7 @@ TABLES = {
 
 @dataclass
 class GraphState:
-    """Everything the graph keeper holds for one store."""
+    """Everything the graph's storage holds for one store."""
 
     graph: QueryGraph = field(default_factory=QueryGraph)
     tree: InteractionTree = field(default_factory=InteractionTree)
