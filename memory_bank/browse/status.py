@@ -11,7 +11,7 @@ from memory_bank.browse.catalog import StoreCatalog
 from memory_bank.browse.memory import utc_iso
 from memory_bank.browse.models import OpenConflict, Reorganization, StoreStatus, VersionInfo
 from memory_bank.graph.persist import GraphState
-from memory_bank.ingest.store_state import REORGANIZATIONS_FILE
+from memory_bank.ingest.commit_version import REORGANIZATIONS_FILE
 from memory_bank.store import layout
 from memory_bank.store.location import StoreLocation
 
