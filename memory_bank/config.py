@@ -35,11 +35,27 @@ class EmbeddingConfig(StrictModel):
     # Chunks are embedded as sentence-packed windows of at most this many model word-pieces, so
     # the model (256-piece input) sees the whole chunk, not just its first quarter.
     window_tokens: int = Field(200, ge=16, le=256)
-    num_threads: int | None = None  # torch threads per embedding actor; None = torch default
-    # Inference precision. bfloat16 halves encode time on CPUs that multiply it natively
+    # Threads of one forward pass (torch's, or ONNX Runtime's per operator); None = torch's
+    # default, or every core for ONNX Runtime. The query replicas set 1.
+    num_threads: int | None = Field(None, ge=1)
+    # What runs the packaged model: torch (sentence-transformers) or ONNX Runtime over an export
+    # of the same weights made on first use (never downloaded).
+    runtime: Literal["torch", "onnx"] = "torch"
+    # Inference precision. torch: bfloat16 halves encode time on CPUs that multiply it natively
     # (AVX512-BF16, AMX) and keeps vectors at cosine >= 0.9999 of float32 ones; elsewhere it is
-    # emulated and slower, so "auto" picks it only on such CPUs.
-    precision: Literal["auto", "float32", "bfloat16"] = "auto"
+    # emulated and slower, so "auto" picks it only on such CPUs. ONNX: float32 ("auto") or int8
+    # (dynamically quantized matrix products).
+    precision: Literal["auto", "float32", "bfloat16", "int8"] = "auto"
+    # Where ONNX exports are kept; None = the user cache directory (memory-bank/onnx).
+    onnx_cache_dir: str | None = None
+
+    @model_validator(mode="after")
+    def _precision_fits_runtime(self) -> EmbeddingConfig:
+        if self.runtime == "torch" and self.precision == "int8":
+            raise ValueError("embedding.precision int8 needs embedding.runtime onnx")
+        if self.runtime == "onnx" and self.precision == "bfloat16":
+            raise ValueError("embedding.precision bfloat16 needs embedding.runtime torch")
+        return self
 
 
 class MemorizeConfig(StrictModel):
