@@ -266,6 +266,8 @@ def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:
         table.add_row("rebuilt documents", str(summary.rebuilt_documents))
     table.add_row("chunks", str(summary.chunks))
     table.add_row("directories", str(summary.directories))
+    if summary.decoded:
+        table.add_row("decoded from", ", ".join(summary.decoded))
     if summary.resumed_documents:
         table.add_row("resumed documents", f"{summary.resumed_documents} (from the journal)")
     if summary.placed:

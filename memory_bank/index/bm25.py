@@ -37,7 +37,7 @@ from memory_bank.text.lexicon import stemmed_search_tokens
 logger = logging.getLogger(__name__)
 
 # Bump when tokenization or the on-disk layout changes: older persisted indexes get rebuilt.
-INDEX_FORMAT = 3  # 3: Snowball stems of text.lexicon.search_tokens
+INDEX_FORMAT = 4  # 4: CJK words, stems in the text's language
 _STAMP_FILE = "stamp.json"
 
 

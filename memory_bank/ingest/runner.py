@@ -67,6 +67,11 @@ class IngestRunner:
             chunks=0,
             directories=0,
             skipped=list(loaded.skipped),
+            decoded=[
+                f"{document.source}: {document.encoding}"
+                for document in loaded.documents
+                if document.encoding != "utf-8"
+            ],
             unchanged_documents=work.unchanged,
             rebuilt_documents=work.rebuilt,
         )

@@ -42,9 +42,20 @@ def test_tokenize_lowercases_and_drops_stopwords_and_single_letters():
     assert tokenize("snake_case_title") == ["snake", "case", "title"]
 
 
-def test_tokenize_turns_japanese_into_character_bigrams():
-    assert tokenize("注意機構") == ["注意", "意機", "機構"]
-    assert tokenize("BERTは言語モデル") == ["bert", "は言", "言語", "語モ", "モデ", "デル"]
+def test_tokenize_segments_japanese_and_chinese_into_words():
+    # Particles (は, の) and Chinese function words (的, 是) are no tokens; Han words longer than
+    # two characters also give their bigrams, to meet a shorter segmentation of the same word.
+    assert tokenize("BERTは言語モデルです") == ["bert", "言語", "モデル"]
+    assert tokenize("東海道新幹線の駅") == [
+        "東海道",
+        "東海",
+        "海道",
+        "新幹線",
+        "新幹",
+        "幹線",
+        "駅",
+    ]
+    assert tokenize("长城是中国的军事工程") == ["长城", "中国", "军事", "工程"]
 
 
 def test_bm25_index_ranks_by_term_relevance_and_finds_japanese():
