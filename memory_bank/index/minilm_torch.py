@@ -141,7 +141,7 @@ def _load_model(directory: str, precision: Literal["float32", "bfloat16"]) -> Se
         model = SentenceTransformer(directory, device="cpu")
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"cannot load the embedding model from {directory}: {exc}") from exc
-    model.eval()  # once: `eval()` walks every module, about 1 ms, too much per query
+    model.eval()  # once: `eval()` walks every module, too costly to repeat per query
     if precision == "bfloat16":
         model.to(torch.bfloat16)
     return model
