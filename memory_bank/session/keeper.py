@@ -61,7 +61,7 @@ from memory_bank.graph.persist import (
     take_changes,
     write_checkpoint,
 )
-from memory_bank.index.embedding import Embedder
+from memory_bank.index.embedding import Embedder, build_embedder
 from memory_bank.llm import backend_for
 from memory_bank.session.agents import BackendAgents, SessionAgents
 from memory_bank.session.engine import SessionEngine, node_info
@@ -120,7 +120,7 @@ class GraphKeeper:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = Embedder(self.config.embedding)
+            self._embedder = build_embedder(self.config.embedding)
         return self._embedder
 
     @property
