@@ -59,15 +59,25 @@ def detect_language(words: Iterable[str]) -> str:
     """The Snowball language of lowercase `words` (function words included), English by
     default."""
     counts = dict.fromkeys(FUNCTION_WORDS_BY_LANGUAGE, 0)
+    languages_of = _languages_by_function_word()
     for word in words:
-        for language, function_words in FUNCTION_WORDS_BY_LANGUAGE.items():
-            if word in function_words:
-                counts[language] += 1
+        for language in languages_of.get(word, ()):
+            counts[language] += 1
     english = counts.pop(DEFAULT_LANGUAGE)
     best = max(counts, key=lambda language: counts[language])  # first listed wins ties
     if counts[best] >= _MIN_EVIDENCE and counts[best] > english:
         return best
     return DEFAULT_LANGUAGE
+
+
+@functools.cache
+def _languages_by_function_word() -> dict[str, tuple[str, ...]]:
+    """Function word -> the languages it is one of: one lookup per word of a text."""
+    languages: dict[str, list[str]] = {}
+    for language, function_words in FUNCTION_WORDS_BY_LANGUAGE.items():
+        for word in function_words:
+            languages.setdefault(word, []).append(language)
+    return {word: tuple(found) for word, found in languages.items()}
 
 
 def is_japanese(text: str) -> bool:

@@ -471,10 +471,29 @@ def stem_words(words: Iterable[str], language: str = DEFAULT_LANGUAGE) -> list[s
 
 
 def stemmed_search_tokens(text: str) -> list[str]:
-    """`search_tokens` reduced to Snowball stems in the text's language: what BM25 indexes and
-    queries."""
+    """`search_tokens` reduced to Snowball stems in the text's language: what BM25 indexes."""
+    return stems_and_language(text)[0]
+
+
+def stems_and_language(text: str) -> tuple[list[str], str]:
+    """`stemmed_search_tokens` and the language they were stemmed in."""
     tokens, language = _search_tokens(text)
-    return stem_words(tokens, language)
+    return stem_words(tokens, language), language
+
+
+def query_stems(query: str, languages: Iterable[str] = (DEFAULT_LANGUAGE,)) -> list[str]:
+    """The stems of a query in its own language and, once each, in the other `languages` (those
+    of the documents searched): a question too short to show its language ("Wann wurde der Dom
+    vollendet?") still meets a German document's stems. With one language, the plain stems."""
+    tokens, language = _search_tokens(query)
+    stems = stem_words(tokens, language)
+    seen = set(stems)
+    for other in sorted(set(languages) - {language}):
+        for stem in stem_words(tokens, other):
+            if stem not in seen:
+                seen.add(stem)
+                stems.append(stem)
+    return stems
 
 
 # The answer, the slot rules and the research loop read the same stored sentences question

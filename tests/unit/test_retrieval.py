@@ -214,3 +214,20 @@ def test_a_clean_verbatim_summary_sentence_is_held_by_the_turn_as_said():
     terms = frozenset(tokenize("Which buttons does the remote get?"))
     returned = ["Marketing: Uh we we want , um , big buttons on the the remote ."]
     assert readme_excerpt(summary, terms, returned) == "# Remote\n\nPM: Rubber buttons, then."
+
+
+def test_a_short_question_meets_documents_stemmed_in_their_own_language(tmp_path):
+    documents = [
+        "Der Kölner Dom wurde 1880 vollendet. Die Türme sind 157 Meter hoch.",
+        "The tea clippers raced each other from Foochow to London every season.",
+        "La tour Eiffel fut construite pour l'Exposition universelle de 1889.",
+    ]
+    index = Bm25Index.build(documents)
+    assert index.languages == ("english", "french", "german")
+    # Two words are too few to tell German from English; the German stems still meet.
+    assert [i for i, _ in index.top_k("vollendete Türme", 3)] == [0]
+    assert [i for i, _ in index.top_k("construite", 3)] == [2]
+    index.save(tmp_path)
+    assert Bm25Index.load(tmp_path, 3).languages == index.languages
+    english_only = Bm25Index.build(documents[1:2])
+    assert english_only.languages == ("english",)
