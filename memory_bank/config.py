@@ -60,10 +60,11 @@ class EmbeddingConfig(StrictModel):
         "null = torch's default, or every core for ONNX Runtime. Query replicas use 1.",
     )
     runtime: Literal["torch", "onnx"] = Field(
-        "torch",
-        description="What runs the packaged model: torch (sentence-transformers), or ONNX Runtime "
-        "over an export of the same weights made on first use into the cache (never downloaded; "
-        "`memory-bank prepare-model` makes it ahead of time).",
+        "onnx",
+        description="What runs the packaged model: ONNX Runtime over an export of the packaged "
+        "weights made on first use into the cache (never downloaded; `memory-bank prepare-model` "
+        "makes it ahead of time), or torch (sentence-transformers). Their float32 vectors agree "
+        "to rounding, ONNX Runtime computes them faster (docs/benchmarks.md).",
     )
     precision: Literal["auto", "float32", "bfloat16", "int8"] = Field(
         "auto",

@@ -196,23 +196,25 @@ def _sudachi_tokenizer():
     everyday size (東京駅, 鉄道網), neither morphemes nor long compounds."""
     tokenizer = getattr(_LOCAL, "sudachi", None)
     if tokenizer is None:
-        try:
-            from sudachipy import Dictionary, SplitMode
-        except ImportError as exc:
-            raise ModelLoadError(
-                "Japanese text needs the segmenter: pip install sudachipy sudachidict-core"
-            ) from exc
-        try:
-            tokenizer = _sudachi_dictionary(Dictionary).tokenizer(mode=SplitMode.B)
-        except Exception as exc:  # sudachipy raises its own error for a missing dictionary
-            raise ModelLoadError(f"cannot load the Japanese dictionary: {exc}") from exc
-        _LOCAL.sudachi = tokenizer
+        from sudachipy import SplitMode
+
+        tokenizer = _LOCAL.sudachi = _sudachi_dictionary().tokenizer(mode=SplitMode.B)
     return tokenizer
 
 
 @functools.cache
-def _sudachi_dictionary(dictionary_type):
-    return dictionary_type(dict="core")
+def _sudachi_dictionary():
+    """The core dictionary (shipped in sudachidict-core), loaded once per process."""
+    try:
+        from sudachipy import Dictionary
+    except ImportError as exc:
+        raise ModelLoadError(
+            "Japanese text needs the segmenter: pip install sudachipy sudachidict-core"
+        ) from exc
+    try:
+        return Dictionary(dict="core")
+    except Exception as exc:  # sudachipy raises its own error for a missing dictionary
+        raise ModelLoadError(f"cannot load the Japanese dictionary: {exc}") from exc
 
 
 @functools.cache

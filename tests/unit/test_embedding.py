@@ -47,7 +47,7 @@ GIL_PARAGRAPH = (
 def embedder() -> Embedder:
     # float32: these tests pin exact equalities (batching, determinism) that bfloat16 rounding
     # only approximates; bfloat16 is checked against it below. Loads lazily, once per module.
-    return Embedder(EmbeddingConfig(precision="float32"))
+    return Embedder(EmbeddingConfig(runtime="torch", precision="float32"))
 
 
 def _long_chunk_with_fact_at_the_end() -> str:
@@ -177,7 +177,7 @@ def test_sentence_longer_than_a_window_is_cut_but_still_embedded(embedder: Embed
     "`auto` precision uses float32 here, which the other tests cover",
 )
 def test_bfloat16_vectors_agree_with_float32(embedder: Embedder) -> None:
-    half = Embedder(EmbeddingConfig(precision="bfloat16"))
+    half = Embedder(EmbeddingConfig(runtime="torch", precision="bfloat16"))
     texts = [GIL_PARAGRAPH, _long_chunk_with_fact_at_the_end(), "東京タワーは1958年に完成した。"]
     exact, rounded = embedder.encode_chunks(texts), half.encode_chunks(texts)
     for full, approximate in zip(exact, rounded, strict=True):

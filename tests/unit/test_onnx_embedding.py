@@ -26,7 +26,7 @@ CHUNKS = [GIL_PARAGRAPH, _long_chunk_with_fact_at_the_end(), "東京タワーは
 
 @pytest.fixture(scope="module")
 def torch_embedder() -> Embedder:
-    return Embedder(EmbeddingConfig(precision="float32", num_threads=1))
+    return Embedder(EmbeddingConfig(runtime="torch", precision="float32", num_threads=1))
 
 
 @pytest.fixture(scope="module")
