@@ -133,7 +133,13 @@ def tokens_of(files: list[Path]) -> int:
 
 
 def copy_store(store: Path, dest: Path) -> Path:
-    shutil.copytree(store.resolve(), dest)  # the store path is a link into .NAME.versions/
+    """A copy of the store's live version, laid out as a store is (its path a link into
+    .NAME.versions/), so that the next commit links its files as it would in the original."""
+    live = store.resolve()
+    versions = dest.parent / f".{dest.name}.versions"
+    versions.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(live, versions / live.name)
+    os.symlink(os.path.relpath(versions / live.name, dest.parent), dest)
     return dest
 
 

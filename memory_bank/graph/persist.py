@@ -136,7 +136,7 @@ TABLES = {
 
 @dataclass
 class GraphState:
-    """Everything the graph keeper holds for one store."""
+    """Everything the graph's storage holds for one store."""
 
     graph: QueryGraph = field(default_factory=QueryGraph)
     tree: InteractionTree = field(default_factory=InteractionTree)
@@ -218,7 +218,7 @@ def write_records(directory: Path, records: GraphRecords, seq: int) -> None:
             NODE_ENTRIES_SCHEMA,
         ),
         "merge_events": _rows_table(
-            [_merge_row(m) for m in records.merge_events], MERGE_EVENTS_SCHEMA
+            [merge_event_row(m) for m in records.merge_events], MERGE_EVENTS_SCHEMA
         ),
         "sessions": _rows_table([_session_row(s) for s in records.sessions], SESSIONS_SCHEMA),
         "deleted": _rows_table([{"kind": k, "id": i} for k, i in records.deleted], DELETED_SCHEMA),
@@ -428,7 +428,8 @@ def _entry(row: dict[str, Any]) -> InteractionEntry:
     )
 
 
-def _merge_row(event: MergeEvent) -> dict[str, Any]:
+def merge_event_row(event: MergeEvent) -> dict[str, Any]:
+    """A merge event as a row of its table (and as a session export lists it)."""
     return {
         "event_id": event.event_id,
         "merged_node_ids": list(event.merged_node_ids),

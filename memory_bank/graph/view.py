@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_bank.graph.layers import load_graph_state
 from memory_bank.graph.model import Conflict, GraphNode
 from memory_bank.graph.persist import (
     GRAPH_DIR,
@@ -20,7 +21,6 @@ from memory_bank.graph.persist import (
     checkpoints,
     read_seq,
 )
-from memory_bank.graph.snapshot import load_graph_state
 from memory_bank.store import layout
 from memory_bank.store.location import StoreLocation
 

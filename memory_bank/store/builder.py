@@ -13,7 +13,7 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 
 from memory_bank.errors import StoreError
-from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
+from memory_bank.schemas import DirectoryNode
 from memory_bank.store import layout
 from memory_bank.store.atomic import relative_parts
 from memory_bank.store.location import StoreLocation
+from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.table_changes import write_version_tables
-from memory_bank.store.tables import SentenceRecord
 
 
 class StoreBuilder:
@@ -86,36 +86,32 @@ class StoreBuilder:
 
     def write_tables(
         self,
+        parts: MemoryParts,
+        chunk_paths: Mapping[int, str],
         *,
         base: Path | None,
         compact: bool,
         document_ids: set[str],
-        documents: Sequence[Document],
-        chunks: Sequence[Chunk],
-        memories: Sequence[MemorizedChunk],
-        memory_vectors: np.ndarray,
-        sentences: Sequence[SentenceRecord],
-        sentence_vectors: np.ndarray,
-        chunk_paths: Mapping[int, str],
         readmes: Mapping[str, str] | None = None,
         readme_vectors: Mapping[str, np.ndarray] | None = None,
     ) -> int:
         """Write the tables of `.bank/` as segments, with the memories' vector index: with
         `base` (a published version directory holding the same kind of rows), only what changed
         since it, linking the rest, folded into one segment per table when `compact`; without,
-        everything anew. `document_ids`: every document of the new version. Returns the number
-        of sentences the version holds."""
+        everything anew. `document_ids`: every document of the new version (with a base,
+        `parts` may hold only the new documents' rows). Returns the number of sentences the
+        version holds."""
         manifest, _ = write_version_tables(
             self._build_path(layout.TABLES_FILE).parent,  # .bank/, made if missing
             base / layout.BANK_DIR if base is not None else None,
             compact=compact,
             document_ids=document_ids,
-            documents=documents,
-            chunks=chunks,
-            memories=memories,
-            memory_vectors=memory_vectors,
-            sentences=sentences,
-            sentence_vectors=sentence_vectors,
+            documents=parts.documents,
+            chunks=parts.chunks,
+            memories=parts.memories,
+            memory_vectors=parts.memory_vectors,
+            sentences=parts.sentences,
+            sentence_vectors=parts.sentence_vectors,
             chunk_paths=chunk_paths,
             readmes=readmes,
             readme_vectors=readme_vectors,

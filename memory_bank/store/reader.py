@@ -20,6 +20,7 @@ from memory_bank.store.atomic import safe_join
 from memory_bank.store.segments import TablesManifest, read_manifest, read_table
 from memory_bank.store.tables import (
     CHUNKS_SCHEMA,
+    DERIVED_MEMORY_COLUMNS,
     DOCUMENTS_SCHEMA,
     EMBEDDING_DIM,
     MEMORIES_SCHEMA,
@@ -29,6 +30,7 @@ from memory_bank.store.tables import (
     SENTENCE_SEGMENT_SCHEMA,
     SENTENCES_SCHEMA,
     conform_table,
+    directory_of,
     embeddings_to_numpy,
     read_faiss_index,
     read_parquet,
@@ -204,15 +206,33 @@ class StoreReader:
         self, name: str, columns: list[str], where: tuple[str, list[Any]] | None = None
     ) -> pa.Table:
         """Some columns of a stored table (documents, chunks, sentences), optionally only the
-        rows whose column `where[0]` is one of `where[1]`, without reading the whole table."""
+        rows whose column `where[0]` is one of `where[1]`, without reading the whole table.
+        For the memories, the columns in memory-index order and no `where`."""
+        if name == "memories":
+            return self._memory_columns(columns)
         if self.segmented:
             return read_table(
                 self.root / layout.BANK_DIR, name, columns, where, manifest=self.table_manifest()
             )
-        filters = [(where[0], "in", list(where[1]))] if where else None
+        path = self._existing(_WHOLE_FILES[name])
         if where is not None and not where[1]:
-            return pq.read_table(self._existing(_WHOLE_FILES[name]), columns=columns).slice(0, 0)
-        return pq.read_table(self._existing(_WHOLE_FILES[name]), columns=columns, filters=filters)
+            return pq.read_table(path, columns=columns).slice(0, 0)
+        filters = [(where[0], "in", list(where[1]))] if where else None
+        return pq.read_table(path, columns=columns, filters=filters)
+
+    def _memory_columns(self, columns: list[str]) -> pa.Table:
+        if not self.segmented or "memories" in self._cache:
+            return self.memories().select(columns)
+        stored = [c for c in columns if c not in DERIVED_MEMORY_COLUMNS]
+        bank = self.root / layout.BANK_DIR
+        table = read_table(bank, "memories", stored, manifest=self.table_manifest())
+        paths = self._table("paths", PATHS_SCHEMA).column("path").to_pylist()
+        derived = {
+            "index": pa.array(range(table.num_rows), type=pa.int64()),
+            "path": pa.array(paths, type=pa.string()),
+            "directory": pa.array([directory_of(p) for p in paths], type=pa.string()),
+        }
+        return pa.table({c: derived[c] if c in derived else table.column(c) for c in columns})
 
     def chunk_path(self, index: int) -> str:
         """Store-relative path of memory `index`'s chunk file ("dir/sub/title.md")."""

@@ -11,6 +11,7 @@ import pytest
 
 from memory_bank.graph.graph import QueryGraph, compose_embedding
 from memory_bank.graph.interaction import InteractionTree, ReadOnlyEntryError
+from memory_bank.graph.layers import load_graph_state
 from memory_bank.graph.model import Conflict, GraphNode, InteractionEntry, MergeEvent
 from memory_bank.graph.persist import (
     GraphState,
@@ -20,7 +21,6 @@ from memory_bank.graph.persist import (
     write_checkpoint,
     write_records,
 )
-from memory_bank.graph.snapshot import load_graph_state
 
 
 def _vector(seed: int) -> np.ndarray:
@@ -122,9 +122,9 @@ def _same_graph(first: GraphState, second: GraphState) -> bool:
 def test_a_version_snapshot_links_earlier_layers_and_compacts_when_they_pile_up(
     tmp_path, monkeypatch
 ):
-    import memory_bank.graph.snapshot as snapshot
+    import memory_bank.graph.layers as layers
 
-    monkeypatch.setattr(snapshot, "LAYERS_SHARE", 100.0)  # here every layer is alike
+    monkeypatch.setattr(layers, "LAYERS_SHARE", 100.0)  # here every layer is alike
     state, log = GraphState(), tmp_path / "log"
     versions = []
     for seq in range(1, 6):
@@ -136,24 +136,24 @@ def test_a_version_snapshot_links_earlier_layers_and_compacts_when_they_pile_up(
         write_checkpoint(log, take_changes(state), seq=seq)
         state.seq = seq
         version = tmp_path / f"v{seq}" / "graph"
-        snapshot.write_snapshot(version, versions[-1] if versions else None, log, seq)
+        layers.write_snapshot(version, versions[-1] if versions else None, log, seq)
         versions.append(version)
         assert _same_graph(load_graph_state(version, tmp_path / "empty"), state)
         assert load_graph_state(version, tmp_path / "empty").seq == seq
-    layers = sorted(p.name for p in (versions[-1] / "layers").iterdir())
-    assert layers == [f"{n:09d}" for n in range(1, 6)]
+    names = sorted(p.name for p in (versions[-1] / "layers").iterdir())
+    assert names == [f"{n:09d}" for n in range(1, 6)]
     shared = versions[-2] / "layers" / f"{4:09d}" / "nodes.parquet"
     assert (
         shared.stat().st_ino
         == (versions[-1] / "layers" / f"{4:09d}" / "nodes.parquet").stat().st_ino
     )
 
-    monkeypatch.setattr(snapshot, "MAX_LAYERS", 3)
+    monkeypatch.setattr(layers, "MAX_LAYERS", 3)
     state.graph.add_node(_node("n6", "topic 6", seed=6, timestamp=6))
     write_checkpoint(log, take_changes(state), seq=6)
     state.seq = 6
     compacted = tmp_path / "v6" / "graph"
-    snapshot.write_snapshot(compacted, versions[-1], log, 6)
+    layers.write_snapshot(compacted, versions[-1], log, 6)
     assert [p.name for p in (compacted / "layers").iterdir()] == [f"{6:09d}-all"]
     assert _same_graph(load_graph_state(compacted, tmp_path / "empty"), state)
 
