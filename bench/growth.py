@@ -405,6 +405,7 @@ def main() -> None:
         return
     from memory_bank.config import load_config
 
+    args.out = args.out.resolve()  # the cluster's jobs run in an uploaded copy of the repo
     args.out.mkdir(parents=True, exist_ok=True)
     config = load_config(args.config)
     builds: list[Build] = []
@@ -418,7 +419,9 @@ def main() -> None:
                 latencies[corpus.tokens] = query_latency(store, args.queries)
             else:
                 nodes = int(runner.removeprefix("nodes"))
-                builds.append(build_nodes(corpus, nodes, config, args.out / f"{runner}_{tokens}"))
+                out = args.out / f"{runner}_{tokens}"
+                out.mkdir(parents=True, exist_ok=True)
+                builds.append(build_nodes(corpus, nodes, config, out))
             print(f"{builds[-1].runner} {tokens:,}: {builds[-1].seconds:.0f} s", flush=True)
     print()
     print_builds(builds)
