@@ -234,6 +234,35 @@ class ServeConfig(StrictModel):
     access_log: bool = False  # Serve's per-request log lines: about 2 ms CPU each, per hop
 
 
+class RouterConfig(StrictModel):
+    """The chat endpoint's router mode: requests for another model go to this OpenAI-compatible
+    endpoint with recalled memories injected (`memory_bank/agents/chat.py`)."""
+
+    base_url: str  # e.g. http://127.0.0.1:11434/v1
+    models: list[str] = Field(min_length=1)  # the upstream models offered in GET /v1/models
+    api_key_env: str = "OPENAI_API_KEY"  # read when the client is made, never stored
+    inject_tokens: int = Field(1024, ge=0, le=100_000)  # budget of the recalled memories
+    top_k: int = Field(8, ge=1, le=100)  # store memories considered for injection
+    timeout_seconds: float = Field(120.0, gt=0)
+
+
+class AgentsConfig(StrictModel):
+    """How agents reach the store over HTTP and MCP (keys, writes, the chat endpoint)."""
+
+    # Host headers the server answers besides loopback names; "*" answers any (then keys,
+    # required off loopback, are what protects it).
+    allowed_hosts: list[str] = Field(default_factory=list)
+    # Browser origins allowed besides those of the allowed hosts (any port), e.g. a UI elsewhere.
+    allowed_origins: list[str] = Field(default_factory=list)
+    # Ask for a key on loopback too (off loopback a key is always required).
+    require_keys_on_loopback: bool = False
+    # Directories on the server whose files `add(paths=...)` may ingest; none: only uploads.
+    add_roots: list[str] = Field(default_factory=list)
+    # How long the MCP `add`/`remove` tools wait for their write job before returning its id.
+    write_wait_seconds: float = Field(120.0, ge=0)
+    router: RouterConfig | None = None
+
+
 class AppConfig(StrictModel):
     chunking: ChunkConfig = ChunkConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
@@ -246,6 +275,7 @@ class AppConfig(StrictModel):
     conversation: ConversationConfig = ConversationConfig()
     ray: RayConfig = RayConfig()
     serve: ServeConfig = ServeConfig()
+    agents: AgentsConfig = AgentsConfig()
 
 
 def user_cache_dir() -> Path:

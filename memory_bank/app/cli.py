@@ -552,19 +552,27 @@ def serve(
             "--api-key",
             envvar="MEMORY_BANK_API_KEY",
             show_envvar=True,
-            help="Require 'Authorization: Bearer <key>' on every path but /healthz. Prefer the "
+            help="One admin key, required on every path but /healthz (also on loopback); "
+            "`memory-bank keys` makes keys with permissions and scopes instead. Prefer the "
             "environment variable: an option is visible to other users in the process list.",
         ),
     ] = None,
     config: ConfigOption = None,
     backend: BackendOption = None,
 ) -> None:
-    """Serve the store over HTTP with Ray Serve (POST /query, POST /search, GET /tree).
+    """Serve the store over HTTP with Ray Serve: the JSON API (/query, /search, /tree, writes
+    as jobs, ...), the MCP server at /mcp and the OpenAI-compatible /v1/chat/completions.
 
     SIGTERM or Ctrl-C stops it cleanly, with every Ray process it started."""
     from actors.serve_run import run_blocking
 
     run_blocking(store, host=host, port=port, config=_settings(config, backend), api_key=api_key)
+
+
+# The agents' commands (`mcp`, `keys`), defined beside this module with its helpers.
+from memory_bank.app.cli_agents import register  # noqa: E402
+
+register(app)
 
 
 def _quiet_libraries() -> None:
