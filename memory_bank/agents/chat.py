@@ -254,8 +254,9 @@ class ChatEndpoint:
             for choice in data.get("choices", []):
                 said.append((choice.get("delta") or {}).get("content") or "")
             yield _event(data)
-        yield "data: [DONE]\n\n"
+        # Before [DONE]: a client that reads the conversation next finds the exchange in it.
         await self._remember(caller, conversation_id, question, "".join(said))
+        yield "data: [DONE]\n\n"
 
     async def _remember(
         self, caller: Caller, conversation_id: str | None, question: str, reply: str
