@@ -3,6 +3,7 @@ without Ray (the same routers, guard and MCP endpoint the Serve app mounts)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -43,6 +44,13 @@ def write_team_notes(directory: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return directory
+
+
+def copy_store(template: Path, target_parent: Path) -> Path:
+    """A private copy of a store made by `team_store_template` (its folder: the store link,
+    its versions and siblings, and the notes it was made from), for a test that writes."""
+    shutil.copytree(template.parent, target_parent, symlinks=True, dirs_exist_ok=True)
+    return target_parent / template.name
 
 
 def agents_app(gateway: MemoryGateway, bound_host: str | None = "127.0.0.1") -> FastAPI:

@@ -569,10 +569,13 @@ def serve(
     run_blocking(store, host=host, port=port, config=_settings(config, backend), api_key=api_key)
 
 
-# The agents' commands (`mcp`, `keys`), defined beside this module with its helpers.
-from memory_bank.app.cli_agents import register  # noqa: E402
+# The agents' commands (`mcp`, `keys`), defined beside this module with its helpers (which
+# they import from `memory_bank.app.cli`: run as `python -m`, this module is `__main__`, so the
+# command line is run from the package's module, below).
+if __name__ != "__main__":
+    from memory_bank.app.cli_agents import register
 
-register(app)
+    register(app)
 
 
 def _quiet_libraries() -> None:
@@ -593,4 +596,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from memory_bank.app.cli import main as package_main
+
+    package_main()

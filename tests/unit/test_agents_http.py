@@ -7,7 +7,6 @@ the loopback LLM), and the Host / Origin guard. The Serve app mounts the same ro
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import anyio
 import httpx
@@ -22,15 +21,10 @@ from memory_bank.agents.keys import KeyRing, KeyScope
 from memory_bank.agents.local import LocalMemory
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AgentsConfig, AppConfig, RouterConfig
-from tests.agents_support import agents_app, write_team_notes
+from tests.agents_support import agents_app, copy_store
 from tests.loopback_llm import serve_asgi, serve_loopback
 
 ROUTED_MODEL = "loopback-chat"
-
-
-@pytest.fixture(scope="module")
-def notes(tmp_path_factory) -> Path:
-    return write_team_notes(tmp_path_factory.mktemp("notes"))
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +42,9 @@ def upstream():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, notes, upstream, embedder):
-    store = tmp_path_factory.mktemp("agents") / "store"
+def server(tmp_path_factory, team_store_template, upstream, embedder):
+    store = copy_store(team_store_template, tmp_path_factory.mktemp("agents"))
+    notes = team_store_template.parent / "notes"  # the sources as ingested
     config = AppConfig(
         agents=AgentsConfig(
             add_roots=[str(notes)],
@@ -60,7 +55,6 @@ def server(tmp_path_factory, notes, upstream, embedder):
         )
     )
     bank = MemoryBank(store, config=config, embedder=embedder)
-    bank.add(files=[notes])
     ring = KeyRing(store)
     keys = {
         name: ring.create(name, permission, scope)[1]
