@@ -18,9 +18,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
 
 from actors.serve_api import QueryRequest, RecallRequest, SearchRequest, TurnRequest
-from memory_bank.agents.gateway import AskMode, MemoryGateway, SearchMode
+from memory_bank.agents.gateway import MemoryGateway
 from memory_bank.agents.jobs import JobStatus, WriteRequest
 from memory_bank.agents.mcp_server import MemoryMCP
+from memory_bank.agents.port import AskMode, SearchMode
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.errors import ToolError
 from memory_bank.index.scope import SearchScope

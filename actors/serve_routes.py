@@ -39,9 +39,11 @@ from actors.serve_api import (
     TurnRequest,
     error_status,
 )
-from memory_bank.agents.gateway import Fetched, MemoryGateway, Upload
+from memory_bank.agents.files import Fetched
+from memory_bank.agents.gateway import MemoryGateway
 from memory_bank.agents.jobs import JobStatus
 from memory_bank.agents.keys import Caller
+from memory_bank.agents.uploads import Upload
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.errors import AccessDenied, MemoryBankError
 from memory_bank.query.tools import Entry, GrepMatch

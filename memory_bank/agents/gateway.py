@@ -6,122 +6,35 @@ to part of the store, only that part (`visibility.py`) in every result, search m
 answer and graph node. The work itself is done by a `MemoryPort`: in-process over a
 `MemoryBank` (`local.py`: the stdio MCP server), or on Ray Serve over the query replicas, the
 graph actor and the write-job actor (`actors/serve_agents.py`). Files (ls, cat, grep, fetch,
-resources) are read here, from the store's live version on disk.
+resources) are read from the store's live version on disk (`files.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
-import secrets
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
-from pydantic import BaseModel
-
-from memory_bank.agents.jobs import JobStatus, WriteRequest, uploads_directory
+from memory_bank.agents.files import RESOURCE_SCHEME, Fetched, ResourceInfo, StoreFiles
+from memory_bank.agents.jobs import JobStatus, WriteRequest
 from memory_bank.agents.keys import Caller, KeyScope, Permission
+from memory_bank.agents.port import AskMode, MemoryPort, SearchMode
+from memory_bank.agents.uploads import Upload, allowed_paths, save_uploads, uploads_folder
 from memory_bank.agents.visibility import Visibility, relative
 from memory_bank.config import AppConfig
 from memory_bank.conversation.memory import check_conversation_id
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
-from memory_bank.errors import AccessDenied, StoreError, ToolError
-from memory_bank.index.scope import SearchScope
+from memory_bank.errors import AccessDenied, ToolError
 from memory_bank.query.navigation import NOT_FOUND_ANSWER
-from memory_bank.query.tools import Entry, GrepMatch, StoreTools
+from memory_bank.query.tools import Entry, GrepMatch
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 from memory_bank.session.models import InsightDoc, InterceptResult, NodeDetail, SessionExport
-from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.sources import documents_named
-from memory_bank.text.sources import SUPPORTED_SUFFIXES
 
-SearchMode = Literal["hybrid", "bm25", "vector", "tree"]
-AskMode = Literal["navigate", "research"]
-MAX_LISTED_RESOURCES = 2000
 VISIBILITIES_KEPT = 16
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-class MemoryPort(Protocol):
-    """The work behind the gateway (see the module docstring); never checks permissions."""
-
-    store: Path
-
-    async def ask(
-        self,
-        question: str,
-        mode: AskMode,
-        max_iterations: int | None,
-        system_prompt: str | None,
-        scope: SearchScope | None,
-    ) -> ChatResult: ...
-
-    async def search(
-        self, query: str, top_k: int | None, mode: SearchMode, scope: SearchScope | None
-    ) -> list[SearchHit]: ...
-
-    async def add_turn(
-        self, conversation_id: str, speaker: str, text: str, timestamp: str | None
-    ) -> TurnRecord: ...
-
-    async def recall(
-        self, conversation_id: str, query: str, max_tokens: int | None
-    ) -> RecallResult: ...
-
-    async def consolidate(self, conversation_id: str) -> int: ...
-
-    async def conversation(self, conversation_id: str) -> ConversationInfo: ...
-
-    async def conversation_ids(self) -> list[str]: ...
-
-    async def graph(self, method: str, *args: Any) -> Any:
-        """A call of the store's graph keeper: open_session, insight_doc, intercept,
-        enhance_prompt, close, node."""
-
-    async def submit(self, request: WriteRequest, key_id: str | None) -> JobStatus: ...
-
-    async def job(self, job_id: str) -> JobStatus: ...
-
-    async def jobs(self, key_id: str | None, everyone: bool) -> list[JobStatus]: ...
-
-    async def wait(self, job_id: str, timeout: float) -> JobStatus: ...
-
-
-class Upload(BaseModel):
-    """A file sent to be added: its name (suffix picks the reader) and its bytes."""
-
-    name: str
-    data: bytes
-
-
-class Fetched(BaseModel):
-    """One memory (or README) in full: what `fetch` returns for an id a search gave."""
-
-    id: str
-    title: str
-    path: str
-    uri: str
-    source: str = ""
-    memory: str  # the memory file: frontmatter and memory text
-    text: str  # the raw passage it was made from (a README: the README itself)
-
-
-class ResourceInfo(BaseModel):
-    uri: str
-    name: str
-    description: str
-    mime_type: str = "text/markdown"
-
-
-RESOURCE_SCHEME = "memory"
-
-
-def resource_uri(path: str) -> str:
-    """`memory:///a/b/x.md` for the store path `a/b/x.md`."""
-    return f"{RESOURCE_SCHEME}:///{relative(path)}"
 
 
 class MemoryGateway:
@@ -129,8 +42,8 @@ class MemoryGateway:
         self.port = port
         self.store = Path(port.store)
         self.config = config
+        self.files = StoreFiles(self.store)
         self._lock = threading.Lock()
-        self._tools: StoreTools | None = None
         self._visibilities: OrderedDict[tuple[Path, KeyScope], Visibility] = OrderedDict()
 
     # --- reading ----------------------------------------------------------------------------
@@ -181,21 +94,21 @@ class MemoryGateway:
     async def tree(self, caller: Caller) -> DirectoryNode:
         _require(caller, "read")
         view = await self.visibility(caller)
-        root = await asyncio.to_thread(lambda: StoreReader(self._version()).tree())
+        root = await asyncio.to_thread(lambda: StoreReader(self.files.version()).tree())
         return view.tree(root)
 
     async def ls(self, caller: Caller, path: str = "/") -> list[Entry]:
         _require(caller, "read")
         view = await self.visibility(caller)
         view.require_directory(path)
-        entries = await asyncio.to_thread(lambda: self._store_tools().ls(path))
+        entries = await asyncio.to_thread(lambda: self.files.tools().ls(path))
         return view.entries(path, entries)
 
     async def cat(self, caller: Caller, path: str) -> str:
         _require(caller, "read")
         view = await self.visibility(caller)
         view.require_file(path)
-        return await asyncio.to_thread(lambda: self._store_tools().cat(path))
+        return await asyncio.to_thread(lambda: self.files.tools().cat(path))
 
     async def grep(
         self, caller: Caller, pattern: str, path: str = "/", max_matches: int | None = None
@@ -204,7 +117,7 @@ class MemoryGateway:
         view = await self.visibility(caller)
         if view.sees_directory(path) is False and view.sees_file(path) is False:
             raise ToolError(f"grep: no such file or directory: {path!r}")
-        tools = self._store_tools()
+        tools = self.files.tools()
         limit = max_matches or tools.max_grep_matches
         # A scoped caller's lines are found among everyone's: ask for all, keep its own.
         wanted = limit if view.whole else 1_000_000
@@ -215,35 +128,7 @@ class MemoryGateway:
         """A memory by its chunk id (as search hits carry), or a README by its path."""
         _require(caller, "read")
         view = await self.visibility(caller)
-        return await asyncio.to_thread(self._fetch, view, memory_id)
-
-    def _fetch(self, view: Visibility, memory_id: str) -> Fetched:
-        tools = self._store_tools()
-        if memory_id.endswith(".md") or memory_id.startswith(f"{RESOURCE_SCHEME}://"):
-            path = relative(memory_id.removeprefix(f"{RESOURCE_SCHEME}://"))
-            view.require_file(path, "fetch")
-            text = tools.cat(path)
-            return Fetched(
-                id=path, title=path, path=path, uri=resource_uri(path), memory=text, text=text
-            )
-        if not view.sees_memory(memory_id):
-            raise ToolError(f"fetch: no memory with id {memory_id!r}")
-        memories = tools.reader.memories().select(["chunk_id", "title", "path", "source"])
-        row = next(
-            (r for r in memories.to_pylist() if r["chunk_id"] == memory_id),
-            None,
-        )
-        if row is None:
-            raise ToolError(f"fetch: no memory with id {memory_id!r}")
-        return Fetched(
-            id=memory_id,
-            title=row["title"].replace("_", " "),
-            path=row["path"],
-            uri=resource_uri(row["path"]),
-            source=row["source"],
-            memory=tools.cat(row["path"]),
-            text=tools.deep_retrieval(memory_id),
-        )
+        return await asyncio.to_thread(self.files.fetch, view, memory_id)
 
     async def history(self, caller: Caller, node_id: str) -> NodeDetail:
         """A memory's Query Graph node: neighbours, conflicts, superseded claims, entries."""
@@ -255,31 +140,7 @@ class MemoryGateway:
         """READMEs first, then memory files, as this caller may see them."""
         _require(caller, "read")
         view = await self.visibility(caller)
-        return await asyncio.to_thread(self._resources, view)
-
-    def _resources(self, view: Visibility) -> list[ResourceInfo]:
-        reader = StoreReader(self._version())
-        listed = [
-            ResourceInfo(
-                uri=resource_uri(f"{node.path.strip('/')}/README.md".lstrip("/")),
-                name=f"README of {node.path}",
-                description=node.description or f"Summary of {node.path}",
-            )
-            for node in reader.tree().iter_nodes()
-            if view.sees_file(f"{node.path.strip('/')}/README.md".lstrip("/"))
-        ]
-        for row in reader.memories().select(["path", "title", "tldr"]).to_pylist():
-            if len(listed) >= MAX_LISTED_RESOURCES:
-                break
-            if view.sees_file(row["path"]):
-                listed.append(
-                    ResourceInfo(
-                        uri=resource_uri(row["path"]),
-                        name=row["title"].replace("_", " "),
-                        description=row["tldr"],
-                    )
-                )
-        return listed
+        return await asyncio.to_thread(self.files.resources, view)
 
     async def read_resource(self, caller: Caller, uri: str) -> str:
         prefix = f"{RESOURCE_SCHEME}://"
@@ -305,11 +166,13 @@ class MemoryGateway:
                 "this key is limited to a store directory, where the taxonomy may not place "
                 "new documents; use a key limited to documents, or an unscoped key"
             )
-        files = [str(path) for path in self._allowed_paths(caller, paths)]
+        files = [str(path) for path in allowed_paths(self.config.agents.add_roots, caller, paths)]
         if text is not None and text.strip():
             uploads = (*uploads, Upload(name=name or "text.md", data=text.encode("utf-8")))
         if uploads:
-            files += [str(path) for path in self._save_uploads(caller, uploads)]
+            files += [
+                str(path) for path in save_uploads(uploads_folder(self.store, caller), uploads)
+            ]
         if not files:
             raise ToolError("nothing to add: give text, uploads or paths")
         return await self.port.submit(WriteRequest(kind="add", files=files), caller.key_id)
@@ -420,7 +283,7 @@ class MemoryGateway:
     async def visibility(self, caller: Caller) -> Visibility:
         if caller.scope.is_whole_store:
             return Visibility.everything()
-        version = self._version()
+        version = self.files.version()
         scope = self._read_scope(caller)
         with self._lock:
             known = self._visibilities.get((version, scope))
@@ -437,67 +300,10 @@ class MemoryGateway:
         scope = caller.scope
         if not scope.documents:
             return scope
-        own = str(self._uploads_folder(caller))
+        own = str(uploads_folder(self.store, caller))
         return scope.model_copy(update={"documents": (*scope.documents, own)})
-
-    def _version(self) -> Path:
-        version = self.store.resolve()
-        if not is_store(version):
-            raise StoreError(f"no memory store at {self.store} (run `memory-bank ingest` first)")
-        return version
-
-    def _store_tools(self) -> StoreTools:
-        version = self._version()
-        with self._lock:
-            if self._tools is None or self._tools.root != version:
-                self._tools = StoreTools(version)
-            return self._tools
-
-    def _allowed_paths(self, caller: Caller, paths: tuple[str, ...]) -> list[Path]:
-        roots = [Path(root).expanduser().resolve() for root in self.config.agents.add_roots]
-        allowed: list[Path] = []
-        for given in paths:
-            path = Path(given).expanduser().resolve()
-            if not any(path == root or path.is_relative_to(root) for root in roots):
-                raise AccessDenied(
-                    f"{given} is not under a directory this server adds from "
-                    "(agents.add_roots); upload the file instead"
-                )
-            if caller.scope.documents and not _inside_named(path, caller.scope.documents):
-                raise AccessDenied(f"{given} is outside the documents this key is limited to")
-            if not path.exists():
-                raise ToolError(f"{given} does not exist on the server")
-            allowed.append(path)
-        return allowed
-
-    def _uploads_folder(self, caller: Caller) -> Path:
-        return uploads_directory(self.store) / (f"k{caller.key_id}" if caller.key_id else "local")
-
-    def _save_uploads(self, caller: Caller, uploads: tuple[Upload, ...]) -> list[Path]:
-        folder = self._uploads_folder(caller) / secrets.token_hex(6)
-        saved = []
-        for upload in uploads:
-            name = _SAFE_NAME.sub("_", Path(upload.name).name).lstrip(".") or "upload.md"
-            if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
-                raise ToolError(
-                    f"{upload.name}: unsupported type; send one of "
-                    + ", ".join(sorted(SUPPORTED_SUFFIXES))
-                )
-            folder.mkdir(parents=True, exist_ok=True)
-            target = folder / name
-            target.write_bytes(upload.data)
-            saved.append(target)
-        return saved
 
 
 def _require(caller: Caller, needed: Permission) -> None:
     if not caller.allows(needed):
         raise AccessDenied(f"this key has {caller.permission} permission; this needs {needed}")
-
-
-def _inside_named(path: Path, names: tuple[str, ...]) -> bool:
-    for name in names:
-        target = Path(name).expanduser().resolve()
-        if path == target or path.is_relative_to(target):
-            return True
-    return False

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from memory_bank.agents.gateway import AskMode, SearchMode
 from memory_bank.agents.jobs import JobStatus, WriteJobs, WriteRequest, jobs_directory, run_write
+from memory_bank.agents.port import AskMode, SearchMode
 from memory_bank.app.bank import MemoryBank
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.index.scope import SearchScope

@@ -24,15 +24,11 @@ from mcp_types import ListResourcesResult
 from mcp_types import Resource as MCPResource
 from pydantic import BaseModel, Field
 
-from memory_bank.agents.gateway import (
-    AskMode,
-    Fetched,
-    MemoryGateway,
-    SearchMode,
-    resource_uri,
-)
+from memory_bank.agents.files import Fetched, resource_uri
+from memory_bank.agents.gateway import MemoryGateway
 from memory_bank.agents.jobs import JobStatus
 from memory_bank.agents.keys import LOCAL_OWNER, Caller
+from memory_bank.agents.port import AskMode, SearchMode
 from memory_bank.conversation.records import RecallResult, TurnRecord
 from memory_bank.errors import MemoryBankError
 from memory_bank.query.tools import Entry, GrepMatch
