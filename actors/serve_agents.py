@@ -184,8 +184,6 @@ def install_agents(
     app, gateway: MemoryGateway, bound_host: str | None = None, legacy_key: str | None = None
 ) -> None:
     """Put `gateway`, the chat endpoint, the MCP route and the guard's policy on `app`."""
-    from starlette.routing import Route
-
     from actors.serve_access import AccessPolicy
     from memory_bank.agents.chat import ChatEndpoint
     from memory_bank.agents.keys import KeyRing
@@ -196,6 +194,6 @@ def install_agents(
     app.state.chat = ChatEndpoint(gateway, config.agents.router)
     endpoint = McpEndpoint(build_mcp(gateway, default_caller=None))
     app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != MCP_PATH]
-    app.router.routes.append(Route(MCP_PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
+    app.router.add_route(MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"])
     # Last: the guard lets requests in only once everything they reach is there.
     app.state.access = AccessPolicy(KeyRing(gateway.store), config.agents, bound_host, legacy_key)

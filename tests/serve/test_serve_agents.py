@@ -6,9 +6,9 @@ scopes per route runs without Ray in tests/unit/test_agents_http.py over the sam
 
 from __future__ import annotations
 
+import asyncio
 import json
 
-import anyio
 import httpx
 import httpx2
 import openai
@@ -122,7 +122,7 @@ def test_mcp_over_streamable_http_on_serve_writes_then_reads(app):
                 resources = (await client.list_resources()).resources
                 return locals()
 
-    seen = anyio.run(drive)
+    seen = asyncio.run(drive())
 
     assert len(seen["names"]) == 16
     assert "40,000 euros" in seen["fetched"]["text"]

@@ -6,9 +6,9 @@ the loopback LLM), and the Host / Origin guard. The Serve app mounts the same ro
 
 from __future__ import annotations
 
+import asyncio
 import json
 
-import anyio
 import httpx
 import httpx2
 import openai
@@ -372,7 +372,7 @@ def test_mcp_over_http_drives_every_tool(server):
         )
         return locals()
 
-    seen = anyio.run(_mcp_session, server, "writer", drive)
+    seen = asyncio.run(_mcp_session(server, "writer", drive))
 
     assert seen["names"] == {
         "search", "fetch", "ls", "cat", "grep", "ask", "research", "add", "remove",
@@ -413,8 +413,8 @@ def test_mcp_with_a_scoped_key_sees_its_part_only_and_cannot_write(server):
             hidden = str(exc)
         return searched, grep, asked, added, resources, hidden
 
-    searched, grep, asked, added, resources, hidden = anyio.run(
-        _mcp_session, server, "team-a", drive
+    searched, grep, asked, added, resources, hidden = asyncio.run(
+        _mcp_session(server, "team-a", drive)
     )
 
     assert not _team_b(json.dumps(searched.structured_content))
@@ -436,7 +436,7 @@ def test_mcp_without_a_valid_key_is_refused(server):
                 await client.list_tools()
 
     with pytest.raises(Exception):  # noqa: B017 - the SDK's error for a 401 varies by version
-        anyio.run(drive)
+        asyncio.run(drive())
 
 
 # --- the OpenAI-compatible chat endpoint --------------------------------------------------------

@@ -4,10 +4,10 @@ then a read of what it wrote included."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 
-import anyio
 import pytest
 import yaml
 from mcp import Client, StdioServerParameters
@@ -105,7 +105,7 @@ def test_every_tool_over_stdio(stdio_server, tmp_path):
             return locals()
 
     vega_path = stdio_server.args[-1].rsplit("/", 1)[0] + "/extra/vega.md"  # beside the config
-    seen = anyio.run(drive)
+    seen = asyncio.run(drive())
 
     assert seen["names"] == TOOLS
     assert "Tuesday" in seen["fetched"]["text"] and seen["fetched"]["memory"] == seen["cat"]
