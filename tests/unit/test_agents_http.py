@@ -180,9 +180,8 @@ def test_a_scoped_key_never_sees_the_other_part_in_files(server):
 
 
 def test_a_scoped_key_fetches_and_reads_graph_nodes_of_its_part_only(server):
-    with _http(server, "reader") as everyone, _http(server, "team-a") as http:
-        hits = everyone.post("/search", json={"query": "Orion Marco", "top_k": 10}).json()
-        orion = next(hit for hit in hits if _team_b(hit["text"]))
+    orion = _orion(server)
+    with _http(server, "team-a") as http:
         falcon = http.post("/search", json={"query": "Falcon launch Dana"}).json()[0]
         fetched = http.get(f"/fetch/{falcon['chunk_id']}")
         hidden = http.get(f"/fetch/{orion['chunk_id']}")
@@ -399,33 +398,63 @@ def test_mcp_over_http_drives_every_tool(server):
     assert seen["read"].contents[0].text == seen["readme"]
 
 
+def _orion(server) -> dict:
+    """A team B memory, as an unscoped key finds it."""
+    with _http(server, "reader") as everyone:
+        hits = everyone.post("/search", json={"query": "Orion Marco", "top_k": 10}).json()
+    return next(hit for hit in hits if _team_b(hit["text"]))
+
+
 def test_mcp_with_a_scoped_key_sees_its_part_only_and_cannot_write(server):
+    orion = _orion(server)
+
     async def drive(client):
-        searched = await client.call_tool("search", {"query": "Orion on-call Marco", "top_k": 10})
-        grep = await client.call_tool("grep", {"pattern": "Orion"})
-        asked = await client.call_tool("ask", {"question": "Who keeps the Orion schedule?"})
-        added = await client.call_tool("add", {"text": "Orion moved to Thursdays."})
-        resources = (await client.list_resources()).resources
-        hidden = None
+        calls = {
+            "search": ("search", {"query": "Orion on-call Marco", "top_k": 10}),
+            "tree_search": ("search", {"query": "Orion on-call Marco", "mode": "tree"}),
+            "grep": ("grep", {"pattern": "Orion"}),
+            "ls": ("ls", {"path": "/"}),
+            "cat": ("cat", {"path": orion["chunk_path"]}),
+            "fetch": ("fetch", {"id": orion["chunk_id"]}),
+            "history": ("history", {"memory_id": orion["chunk_id"]}),
+            "ask": ("ask", {"question": "Who keeps the Orion schedule?"}),
+            "research": ("research", {"question": "Who keeps the Orion schedule?"}),
+            "add": ("add", {"text": "Orion moved to Thursdays."}),
+            "remove": ("remove", {"sources": [orion["source"]]}),
+            "session": ("session_start", {"task_goal": "Staff Orion"}),
+            "turn": (
+                "conversation_add_turn",
+                {"conversation_id": "c", "speaker": "a", "text": "b"},
+            ),
+        }
+        results = {name: await client.call_tool(tool, args) for name, (tool, args) in calls.items()}
+        results["resources"] = (await client.list_resources()).resources
         try:
             await client.read_resource("memory:///README.md")
         except Exception as exc:  # the SDK raises the server's error
-            hidden = str(exc)
-        return searched, grep, asked, added, resources, hidden
+            results["root_readme"] = str(exc)
+        try:
+            await client.read_resource(f"memory:///{orion['chunk_path']}")
+        except Exception as exc:
+            results["orion_file"] = str(exc)
+        return results
 
-    searched, grep, asked, added, resources, hidden = asyncio.run(
-        _mcp_session(server, "team-a", drive)
-    )
+    seen = asyncio.run(_mcp_session(server, "team-a", drive))
 
-    assert not _team_b(json.dumps(searched.structured_content))
-    assert grep.structured_content["result"] == []
-    assert not _team_b(_shown(asked.structured_content))
-    assert added.is_error and "AccessDenied" in added.content[0].text
-    assert resources and not any(_team_b(r.uri) for r in resources)
-    assert all(
-        "README.md" not in r.uri or "/" in r.uri.removeprefix("memory:///") for r in resources
-    )
-    assert hidden is not None and "no such file" in hidden
+    for name in ("search", "tree_search", "ls"):
+        assert not _team_b(json.dumps(_data(seen[name]))), name
+    assert _data(seen["grep"])["result"] == []
+    for name in ("ask", "research"):
+        assert not _team_b(_shown(_data(seen[name]))), name
+    for name in ("cat", "fetch"):  # absent, as a file that does not exist
+        text = seen[name].content[0].text
+        assert seen[name].is_error and ("no such file" in text or "no memory" in text), name
+    assert seen["history"].is_error and "SessionError" in seen["history"].content[0].text
+    for name in ("add", "remove", "session", "turn"):  # a read key writes nothing
+        assert seen[name].is_error and "AccessDenied" in seen[name].content[0].text, name
+    assert seen["resources"] and not any(_team_b(r.uri) for r in seen["resources"])
+    assert all(r.uri != "memory:///README.md" for r in seen["resources"])
+    assert "no such file" in seen["root_readme"] and "no such file" in seen["orion_file"]
 
 
 def test_mcp_without_a_valid_key_is_refused(server):
