@@ -32,7 +32,7 @@ from memory_bank.agents.port import AskMode, SearchMode
 from memory_bank.conversation.records import RecallResult, TurnRecord
 from memory_bank.errors import MemoryBankError
 from memory_bank.query.tools import Entry, GrepMatch
-from memory_bank.schemas import ChatResult
+from memory_bank.schemas import ChatResult, HistoryNote
 from memory_bank.session.models import InsightDoc, InterceptResult, NodeDetail
 
 T = TypeVar("T")
@@ -66,6 +66,28 @@ class SearchResults(BaseModel):
 
 class Prompt(BaseModel):
     prompt: str
+
+
+class Answer(BaseModel):
+    """What `ask` and `research` return: the answer and what it rests on. The exploration's
+    steps stay out: a client validates every result against its schema, and they would be
+    most of it."""
+
+    answer: str
+    sources: list[str] = Field(description="The memory files the answer rests on (for `cat`).")
+    confidence: float = Field(description="0..1; below about 0.3 the memory lacks the answer.")
+    history: list[HistoryNote] = Field(
+        description="Claims of these memories that later ones replaced, with when."
+    )
+
+    @classmethod
+    def of(cls, result: ChatResult) -> "Answer":
+        return cls(
+            answer=result.answer,
+            sources=result.sources,
+            confidence=result.confidence,
+            history=result.history,
+        )
 
 
 class MemoryMCP(MCPServer):
@@ -222,11 +244,12 @@ def _reading_tools(server: MemoryMCP) -> None:
         question: Question,
         ctx: Context,
         max_iterations: Annotated[int | None, Field(ge=1, le=10)] = None,
-    ) -> ChatResult:
+    ) -> Answer:
         """Answer a multi-hop question by research rounds (plan, search, integrate, reflect);
         slower than `ask`, better when the answer joins facts from several memories."""
         mode: AskMode = "research"
-        return await _tool(gateway.ask(server.caller(ctx), question, mode, max_iterations))
+        caller = server.caller(ctx)
+        return Answer.of(await _tool(gateway.ask(caller, question, mode, max_iterations)))
 
     @server.tool()
     async def history(
