@@ -86,7 +86,8 @@ def _team_b(text: str) -> bool:
 
 def _shown(result: dict) -> str:
     """What an answer shows of the store (its question, the caller's own words, aside)."""
-    return json.dumps([result[k] for k in ("answer", "sources", "files_read", "history")])
+    shown = ("answer", "sources", "files_read", "history")
+    return json.dumps([result[k] for k in shown if k in result])
 
 
 # --- the JSON API, keys and scopes ---------------------------------------------------------------
