@@ -119,3 +119,39 @@ def test_a_graph_node_outside_the_scope_is_absent(ml_tech_store):
 
     with pytest.raises(SessionError, match="no memory"):
         view.node(outside)
+
+
+def test_keys_are_made_listed_and_revoked_from_the_cli(tmp_path):
+    from typer.testing import CliRunner
+
+    from memory_bank.app.cli import app
+
+    runner = CliRunner()
+    store = str(tmp_path / "store")
+
+    made = runner.invoke(
+        app,
+        [
+            "keys",
+            "create",
+            "team a",
+            "--store",
+            store,
+            "--permission",
+            "write",
+            "--documents",
+            "/n/a",
+        ],
+    )
+    bad = runner.invoke(app, ["keys", "create", "x", "--store", store, "--permission", "root"])
+    token = made.stdout.strip().splitlines()[-1]
+    listed = runner.invoke(app, ["keys", "list", "--store", store, "--json"])
+    [key] = json.loads(listed.stdout)
+    revoked = runner.invoke(app, ["keys", "revoke", key["id"], "--store", store])
+
+    assert made.exit_code == 0 and token.startswith(f"mbk_{key['id']}_")
+    assert bad.exit_code == 1 and "--permission must be one of" in bad.output
+    assert key["name"] == "team a" and key["permission"] == "write"
+    assert key["scope"] == {"documents": ["/n/a"], "directory": None} and "sha256" not in key
+    assert token not in listed.stdout
+    assert revoked.exit_code == 0 and KeyRing(store).authenticate(token) is None
