@@ -115,7 +115,7 @@ class MemoryGateway:
     ) -> list[GrepMatch]:
         _require(caller, "read")
         view = await self.visibility(caller)
-        if view.sees_directory(path) is False and view.sees_file(path) is False:
+        if not view.sees_directory(path) and not view.sees_file(path):
             raise ToolError(f"grep: no such file or directory: {path!r}")
         tools = self.files.tools()
         limit = max_matches or tools.max_grep_matches
@@ -170,9 +170,9 @@ class MemoryGateway:
         if text is not None and text.strip():
             uploads = (*uploads, Upload(name=name or "text.md", data=text.encode("utf-8")))
         if uploads:
-            files += [
-                str(path) for path in save_uploads(uploads_folder(self.store, caller), uploads)
-            ]
+            folder = uploads_folder(self.store, caller)
+            saved = await asyncio.to_thread(save_uploads, folder, uploads)
+            files += [str(path) for path in saved]
         if not files:
             raise ToolError("nothing to add: give text, uploads or paths")
         return await self.port.submit(WriteRequest(kind="add", files=files), caller.key_id)
