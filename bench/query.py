@@ -132,6 +132,7 @@ def synthesize_store(
     from memory_bank.llm.offline import OfflineBackend
     from memory_bank.memorize.extractive import memorize_offline
     from memory_bank.store.files import assign_chunk_paths
+    from memory_bank.store.snapshot import StoreSnapshot
     from memory_bank.store.writer import meta_extra_from_config, write_store
     from memory_bank.taxonomy import TaxonomyItem, flat_fallback, plan_taxonomy
     from memory_bank.text.tokens import count_tokens
@@ -198,20 +199,14 @@ def synthesize_store(
             flush=True,
         )
     writing_started = time.perf_counter()
-    write_store(
-        store,
-        documents=parts.documents,
-        chunks=parts.chunks,
-        memories=parts.memories,
-        memory_vectors=parts.memory_vectors,
-        sentences=parts.sentences,
-        sentence_vectors=parts.sentence_vectors,
+    snapshot = StoreSnapshot(
+        parts=parts,
         tree=tree,
         readmes=readmes,
+        meta={**meta_extra_from_config(config), "bench_recipe": RECIPE},
         readme_vectors=readme_vectors,
-        meta_extra={**meta_extra_from_config(config), "bench_recipe": RECIPE},
-        taxonomy_config=config.taxonomy,
     )
+    write_store(store, snapshot, taxonomy_config=config.taxonomy)
     print(f"  write_store took {time.perf_counter() - writing_started:.0f} s", flush=True)
     print(
         f"synthesized {store.name}: {size} memories in {time.perf_counter() - started:.0f} s",

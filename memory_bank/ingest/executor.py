@@ -18,17 +18,17 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from memory_bank.config import AppConfig
+from memory_bank.graph.storage import GraphStorage
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
-from memory_bank.ingest.graph_step import GraphStep
+from memory_bank.ingest.graph_step import GraphStep, IngestGraphStep
 from memory_bank.ingest.journal import batches_by_tokens
 from memory_bank.ingest.progress import StageTimer
 from memory_bank.ingest.stages import chunk_documents, memorize_encoded
-from memory_bank.ingest.work import MemoryParts
 from memory_bank.llm import backend_for
 from memory_bank.llm.roles import LLMBackend
 from memory_bank.schemas import CommitResult, Document
-from memory_bank.session.keeper import GraphKeeper
+from memory_bank.store.snapshot import MemoryParts
 from memory_bank.tasks import run_serially
 from memory_bank.text.sources import FileOutcome, read_files_serially
 
@@ -80,8 +80,12 @@ class LocalExecutor:
         self.config = config
         self.embedder = embedder or Embedder(config.embedding)
         self._committers: dict[Path, StoreCommitter] = {}
-        # The store's graph keeper (MemoryBank passes the one its sessions use).
-        self._graph = graph or (lambda store: GraphKeeper(store, config, self.embedder))
+        # The store's graph step (MemoryBank passes one on the graph its sessions use).
+        self._graph = graph or (
+            lambda store: IngestGraphStep(
+                GraphStorage(store, config.retrieval.alpha), config, self.embedder.encode
+            )
+        )
 
     def start(self, timer: StageTimer) -> None:
         pass

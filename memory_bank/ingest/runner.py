@@ -22,12 +22,13 @@ from memory_bank.ingest.executor import Executor, LocalExecutor
 from memory_bank.ingest.journal import IngestJournal, ordered_by_documents
 from memory_bank.ingest.progress import NullProgress, ProgressSink, StageTimer
 from memory_bank.ingest.stages import read_inputs, require_something
-from memory_bank.ingest.work import MemoryParts, memory_recipe, plan_work
+from memory_bank.ingest.work import memory_recipe, plan_work
 from memory_bank.llm import backend_for
 from memory_bank.llm.ledger import take_usage
 from memory_bank.schemas import CommitResult, Document, IngestSummary
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
+from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.sources import resolve_documents
 from memory_bank.store.tables import documents_from_table
 
