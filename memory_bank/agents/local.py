@@ -91,7 +91,7 @@ class LocalMemory:
             from memory_bank.app.bank import create_empty_store
 
             await self._run(create_empty_store, self.store, self.bank.config)
-        return await self._run(getattr(self.bank.keeper(), method), *args)
+        return await self._run(getattr(self.bank.session_service(), method), *args)
 
     async def submit(self, request: WriteRequest, key_id: str | None) -> JobStatus:
         return await self._run(self._jobs.submit, request, key_id)
