@@ -13,8 +13,10 @@ Pure ASGI (Starlette's BaseHTTPMiddleware costs about a millisecond per request)
    loopback client is the local owner, unless keys are required there too (a `--api-key`, or
    `agents.require_keys_on_loopback`); from anywhere else it is refused (401).
 
-Paths in OPEN_PATHS (a load balancer's health probe) skip the Host check and the key. Refusals
-use the API's error body, or OpenAI's error shape under /v1 (what chat clients parse).
+Paths in OPEN_PATHS (a load balancer's health probe) skip the Host check and the key; the page
+at /ui/ and its files (`actors/ui`) hold no data and skip the key (a browser opening a URL cannot
+send one), not the Host check. Refusals use the API's error body, or OpenAI's error shape under
+/v1 (what chat clients parse).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from fastapi.datastructures import Headers
 from fastapi.responses import JSONResponse
 
 from actors.serve_api import ErrorBody
+from actors.ui import is_page_path
 from memory_bank.agents.keys import LOCAL_OWNER, Caller, KeyRing
 from memory_bank.config import AgentsConfig
 
@@ -107,6 +110,8 @@ class AccessGuard:
         if origin is not None and not policy.origin_allowed(origin):
             detail = f"Origin {origin!r} is not allowed"
             return await _refuse(scope, receive, send, 403, "Forbidden", detail)
+        if is_page_path(scope["path"]):
+            return await self.app(scope, receive, send)
         client = scope.get("client")
         caller = policy.caller(headers.get("authorization", ""), client[0] if client else None)
         if caller is None:

@@ -5,6 +5,7 @@
     jobs)                                                          `actors/serve_routes.py`
     /mcp: the MCP server over streamable HTTP                      `actors/serve_agents.py`
     /v1/models, /v1/chat/completions (OpenAI-compatible)           `actors/serve_chat.py`
+    GET  /ui/ (the page, no key needed), GET /browse/...   the page's views (actors/ui)
     GET  /docs, /openapi.json                                      (FastAPI defaults)
 
 Two deployments (Serve model composition):
@@ -39,7 +40,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ray import serve
@@ -55,6 +56,8 @@ from actors.serve_access import AccessGuard
 from actors.serve_agents import wire_agents
 from actors.serve_api import ERROR_RESPONSES, ErrorBody, Health, error_status
 from actors.serve_model import MemoryBankModel
+from actors.ui import attach_browser
+from actors.ui import router as ui_router
 from memory_bank.config import AppConfig, ServeConfig, load_config
 from memory_bank.errors import ConfigError, MemoryBankError, StoreError
 from memory_bank.store.layout import is_store
@@ -96,6 +99,8 @@ async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:
 app.add_middleware(AccessGuard)
 app.include_router(serve_routes.router)
 app.include_router(serve_chat.router)
+# The page at /ui/ and the /browse/ views it reads; those show the whole store.
+app.include_router(ui_router, dependencies=[Depends(serve_routes.whole_store_only)])
 
 
 class _StoreView:
@@ -131,6 +136,7 @@ class MemoryBankIngress:
         self._store = store
         self.config = AppConfig.model_validate(config)
         self._view = _StoreView(store)
+        attach_browser(app, store, self.config)
         self._keeper = None
         settings = self.config.serve
         self._admission = AdmissionQueue(

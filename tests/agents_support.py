@@ -55,14 +55,20 @@ def copy_store(template: Path, target_parent: Path) -> Path:
 
 def agents_app(gateway: MemoryGateway, bound_host: str | None = "127.0.0.1") -> FastAPI:
     """The Serve app's agent routes around `gateway`, for uvicorn (no Ray)."""
+    from fastapi import Depends
+
     from actors import serve_chat, serve_routes
     from actors.serve_access import AccessGuard
     from actors.serve_agents import install_agents
+    from actors.ui import attach_browser
+    from actors.ui import router as ui_router
 
     app = FastAPI()
     app.add_exception_handler(MemoryBankError, serve_routes.domain_error)
     app.add_middleware(AccessGuard)
     app.include_router(serve_routes.router)
     app.include_router(serve_chat.router)
+    app.include_router(ui_router, dependencies=[Depends(serve_routes.whole_store_only)])
+    attach_browser(app, str(gateway.store), gateway.config)
     install_agents(app, gateway, bound_host)
     return app

@@ -228,6 +228,18 @@ def test_a_scoped_key_keeps_its_conversations_and_runs_no_sessions(server):
     assert session.status_code == 403 and "whole store" in session.json()["detail"]
 
 
+def test_the_page_needs_no_key_and_its_whole_store_views_refuse_a_scoped_key(server):
+    with _http(server, "team-a") as scoped, _http(server, "reader") as everyone:
+        page = httpx.get(f"{server['url']}/ui/", headers={"Authorization": "Bearer mbk_0_nope"})
+        refused = [scoped.get("/browse/status"), scoped.get("/browse/directory")]
+        allowed = everyone.get("/browse/status")
+
+    assert page.status_code == 200  # the page holds no data: no key asked, a wrong one ignored
+    for response in refused:
+        assert response.status_code == 403 and "whole store" in response.json()["detail"]
+    assert allowed.status_code == 200
+
+
 # --- writes as jobs -----------------------------------------------------------------------------
 
 
