@@ -19,6 +19,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install torch==2.13.0
 	$(PY) -m pip install -r requirements.txt
 	$(PY) -m pip install --no-deps -e .
+	# the ONNX export of the packaged embedding model, made once into the user cache
+	$(VENV)/bin/memory-bank prepare-model
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from memory_bank.config import AppConfig
 from memory_bank.conversation.memory import ConversationMemory, Conversations
 from memory_bank.errors import StoreError
-from memory_bank.index.embedding import Embedder
+from memory_bank.index.embedding import Embedder, build_embedder
 from memory_bank.index.scope import SearchScope
 from memory_bank.ingest.executor import Executor, LocalExecutor
 from memory_bank.ingest.progress import ProgressSink
@@ -89,15 +89,17 @@ class MemoryBank:
             return IngestSummary(store=str(self.store), documents=0, chunks=0, directories=0)
         return self._runner().run(self.store, files, text, progress)
 
-    def rebuild(self, progress: ProgressSink | None = None) -> IngestSummary:
+    def rebuild(self, progress: ProgressSink | None = None, reembed: bool = False) -> IngestSummary:
         """Plan the whole tree anew from the stored memories and vectors (no re-memorizing,
         unless the store was made with another memory recipe) and rewrite the store; what a
-        scheduled rebuild runs after many incremental adds."""
+        scheduled rebuild runs after many incremental adds. `reembed`: the store may have been
+        made by another embedder; every document is embedded (and memorized) again with the
+        configured one."""
         from memory_bank.store.layout import is_store
 
         if not is_store(self.store):
             raise StoreError(f"no memory store at {self.store} to rebuild")
-        return self._runner().run(self.store, progress=progress, replan=True)
+        return self._runner().run(self.store, progress=progress, replan=True, reembed=reembed)
 
     def remove(self, sources: Sequence[str]) -> CommitResult:
         """Remove stored documents (by source path as ingested, a directory holding them, or
@@ -278,7 +280,7 @@ class MemoryBank:
 
     def _shared_embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = Embedder(self.config.embedding)
+            self._embedder = build_embedder(self.config.embedding)
         return self._embedder
 
     def _query_service(self):

@@ -19,7 +19,7 @@ import numpy as np
 
 from memory_bank.config import AppConfig
 from memory_bank.graph.storage import GraphStorage
-from memory_bank.index.embedding import Embedder
+from memory_bank.index.embedding import Embedder, build_embedder
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
 from memory_bank.ingest.graph_step import GraphStep, IngestGraphStep
 from memory_bank.ingest.journal import batches_by_tokens
@@ -62,7 +62,8 @@ class Executor(Protocol):
         """Independent calls (planning groups, README subtrees); results in call order."""
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
-        """Embed short texts (READMEs) like `Embedder.encode`: (len(texts), 384) float32."""
+        """Embed short passages (READMEs) like `Embedder.encode_passages`: (len(texts), 384)
+        float32."""
 
     def commit(self, store: Path, request: CommitRequest) -> CommitResult:
         """Apply `request` to the store, serialized with every other writer of it."""
@@ -78,7 +79,7 @@ class LocalExecutor:
         graph: Callable[[Path], GraphStep] | None = None,
     ) -> None:
         self.config = config
-        self.embedder = embedder or Embedder(config.embedding)
+        self.embedder = embedder or build_embedder(config.embedding)
         self._committers: dict[Path, StoreCommitter] = {}
         # The store's graph step (MemoryBank passes one on the graph its sessions use).
         self._graph = graph or (
@@ -127,7 +128,7 @@ class LocalExecutor:
         return run_serially(function, calls)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
-        return self.embedder.encode(texts)
+        return self.embedder.encode_passages(texts)
 
     def commit(self, store: Path, request: CommitRequest) -> CommitResult:
         key = Path(store).expanduser().absolute()

@@ -51,6 +51,7 @@ class IngestRunner:
         text: str | None = None,
         progress: ProgressSink | None = None,
         replan: bool = False,
+        reembed: bool = False,
     ) -> IngestSummary:
         """Add `files` and `text` to the store. With `replan` (a rebuild), the whole tree is
         planned anew from the stored memories even when nothing new is given; a rebuild that
@@ -61,13 +62,18 @@ class IngestRunner:
         with timer.stage("read"):
             loaded = read_inputs(files or [], text, read_files=self.executor.read_files)
             require_something(loaded, bool(files))
-            work = plan_work(loaded, store, self.config)
+            work = plan_work(loaded, store, self.config, reembed=reembed)
         summary = IngestSummary(
             store=str(store),
             documents=work.new,
             chunks=0,
             directories=0,
             skipped=list(loaded.skipped),
+            decoded=[
+                f"{document.source}: {document.encoding}"
+                for document in loaded.documents
+                if document.encoding != "utf-8"
+            ],
             unchanged_documents=work.unchanged,
             rebuilt_documents=work.rebuilt,
         )

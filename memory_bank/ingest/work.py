@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_bank.config import AppConfig
-from memory_bank.index.embedding import EMBEDDING_MODEL_NAME
+from memory_bank.index.embedding import (
+    EMBEDDING_MODEL_NAME,
+    LOCAL_EMBEDDER,
+    check_store_embedder,
+    embedder_identity,
+)
 from memory_bank.schemas import Document
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
@@ -39,6 +44,9 @@ def memory_recipe(config: AppConfig) -> str:
             "window_tokens": config.embedding.window_tokens,
         },
     }
+    identity = embedder_identity(config.embedding)
+    if identity != LOCAL_EMBEDDER:  # stores of the packaged model keep the recipe they had
+        recipe["embedder"] = identity.as_meta()
     if config.llm.backend != "offline":  # offline stores keep the recipe they always had
         recipe["memorizer"] = f"{config.llm.backend}:{config.llm.build_model or config.llm.model}"
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode("utf-8")).hexdigest()[:16]
@@ -57,13 +65,18 @@ class IngestWork:
     base_version: str | None = None  # the store version this was judged from
 
 
-def plan_work(loaded: SourceLoad, store: Path, config: AppConfig) -> IngestWork:
+def plan_work(
+    loaded: SourceLoad, store: Path, config: AppConfig, reembed: bool = False
+) -> IngestWork:
     """Which documents need processing: the given ones the store lacks, or, when the store was
     made with another memory recipe (or before recipes were recorded), every stored document
-    too (from documents.parquet when not given again)."""
+    too (from documents.parquet when not given again). A store made by another embedder is
+    refused (`check_store_embedder`) unless `reembed` asks to move it to the configured one."""
     if not is_store(store):
         return IngestWork(list(loaded.documents), len(loaded.documents), 0, 0)
     reader = StoreReader(Path(store).resolve())
+    if not reembed:
+        check_store_embedder(reader.meta, config.embedding)
     table = reader.documents()
     stored_ids = set(table.column("document_id").to_pylist())
     fresh = [doc for doc in loaded.documents if doc.document_id not in stored_ids]

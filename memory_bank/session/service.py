@@ -22,7 +22,7 @@ from memory_bank.errors import SessionError
 from memory_bank.graph.model import Attachment, Conflict, InteractionEntry, SessionRecord
 from memory_bank.graph.persist import GraphState, merge_event_row
 from memory_bank.graph.storage import GraphStorage
-from memory_bank.index.embedding import Embedder
+from memory_bank.index.embedding import Embedder, build_embedder
 from memory_bank.llm import backend_for
 from memory_bank.session.agents import BackendAgents, ClusterDraft, SessionAgents
 from memory_bank.session.engine import SessionEngine, node_info
@@ -77,7 +77,7 @@ class SessionService:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = Embedder(self.config.embedding)
+            self._embedder = build_embedder(self.config.embedding)
         return self._embedder
 
     @property

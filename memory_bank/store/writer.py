@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from memory_bank.config import AppConfig, TaxonomyConfig
 from memory_bank.errors import StoreError
-from memory_bank.index.embedding import EMBEDDING_MODEL_NAME
+from memory_bank.index.embedding import embedder_identity
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import layout
 from memory_bank.store.builder import StoreBuilder
@@ -43,7 +43,8 @@ def meta_extra_from_config(config: AppConfig) -> dict[str, Any]:
     """The configuration-derived part of `.gam_meta.json` (the start of a snapshot's `meta`)."""
     return {
         "model_used": "offline" if config.llm.backend == "offline" else config.llm.backend,
-        "embedding_model": EMBEDDING_MODEL_NAME,
+        "embedding_model": embedder_identity(config.embedding).model,
+        "embedder": embedder_identity(config.embedding).as_meta(),
         "backend": config.llm.backend,
         "chunk_config": config.chunking.model_dump(),
     }
