@@ -30,7 +30,7 @@ from memory_bank.agents.jobs import (
 )
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
-from memory_bank.index.embedding import Embedder
+from memory_bank.index.embedding import build_embedder
 from memory_bank.ingest.commit import CommitRequest
 from memory_bank.ingest.executor import LocalExecutor
 from memory_bank.schemas import CommitResult
@@ -51,7 +51,7 @@ class WriteJobsActor:
 
     def __init__(self, store: str, config: dict[str, Any]) -> None:
         settings = AppConfig.model_validate(config)
-        embedder = Embedder(settings.embedding)  # loaded by the first job, kept for the next
+        embedder = build_embedder(settings.embedding)  # loaded by the first job, kept after
         bank = MemoryBank(
             store, config=settings, executor=lambda cfg: _WriterCommits(cfg, embedder)
         )
