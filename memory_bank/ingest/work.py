@@ -17,8 +17,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from memory_bank.config import AppConfig
-from memory_bank.index.embedding import EMBEDDING_DIM, EMBEDDING_MODEL_NAME
+from memory_bank.config import EMBEDDING_DIM, EMBEDDING_MODEL_NAME, AppConfig
 from memory_bank.schemas import Chunk, Document, MemorizedChunk
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader

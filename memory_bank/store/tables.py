@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from memory_bank.config import EMBEDDING_DIM
 from memory_bank.errors import StoreError
-from memory_bank.index.embedding import EMBEDDING_DIM
 from memory_bank.schemas import Chunk, Document, MemorizedChunk
 from memory_bank.store.atomic import atomic_write_with
 

@@ -419,3 +419,14 @@ NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
 
 def is_valid_name(name: str) -> bool:
     return len(name) <= MAX_NAME_LENGTH and NAME_PATTERN.fullmatch(name) is not None
+
+
+def sanitize_name(text: str, fallback: str = "memory") -> str:
+    """Turn any text into a valid name (see `is_valid_name`); `fallback` fills in for nothing."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    name = re.sub(r"[^a-z0-9]+", "_", ascii_text.lower()).strip("_")
+    if not name:
+        name = fallback
+    elif not name[0].isalpha():
+        name = f"{fallback}_{name}"
+    return name[:MAX_NAME_LENGTH].rstrip("_")
