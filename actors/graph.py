@@ -35,7 +35,7 @@ from memory_bank.session.models import (
     SessionExport,
     TaskType,
 )
-from pipeline.runtime import encode_on_task, map_on_tasks
+from pipeline.runtime import encode_on_task, map_on_tasks, worker_llm
 
 __all__ = ["NAMESPACE", "GraphActor", "RemoteKeeper", "graph_actor", "graph_name"]
 ROLE = "graph"
@@ -105,6 +105,7 @@ def _keeper(store: str, config: AppConfig) -> GraphKeeper:
         encode_texts=lambda texts: encode_on_task(
             texts, config.embedding, config.ray.embed.num_cpus
         ),
+        llm=worker_llm(config.llm),
     )
 
 

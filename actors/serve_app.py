@@ -267,7 +267,7 @@ class MemoryBankIngress:
     @app.get("/tools")
     def tools(self) -> list[dict]:
         """The store tools as OpenAI function schemas, for an outside agent to drive the store."""
-        from memory_bank.llm.agent import TOOL_SCHEMAS
+        from memory_bank.query.toolbox import TOOL_SCHEMAS
 
         return TOOL_SCHEMAS
 

@@ -24,6 +24,7 @@ from memory_bank.config import AppConfig
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.index.scope import SearchScope
 from memory_bank.schemas import ChatResult, SearchHit
+from pipeline.runtime import worker_llm
 
 # A query embeds a handful of words: one torch thread is as fast as two here and leaves the
 # other core to the Serve proxy, the ingress and a second replica (see bench/query.py).
@@ -40,11 +41,12 @@ class MemoryBankModel:
         import torch
 
         from memory_bank.app.bank import MemoryBank
-        from memory_bank.query.service import QueryService
+        from memory_bank.app.service import QueryService
 
         torch.set_num_threads(REPLICA_TORCH_THREADS)
         settings = AppConfig.model_validate(config)
-        self._service = QueryService(Path(store), settings)
+        llm = worker_llm(settings.llm)
+        self._service = QueryService(Path(store), settings, llm=llm)
         self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
         # No gc tuning here: once __init__ returns, Serve runs gc.collect() and gc.freeze()
         # (RAY_SERVE_FREEZE_GC_ON_STARTUP, on by default), so the ~510k objects loaded above,
@@ -52,7 +54,7 @@ class MemoryBankModel:
         # 0-2 full collections per 10 s, under 25 ms CPU each; 0.15 ms of GC per request.
         # Evicted turns reach the store by the same add as any other source, embedded by the
         # replica's own model.
-        writer = MemoryBank(Path(store), config=settings, embedder=self._service.embedder)
+        writer = MemoryBank(Path(store), config=settings, embedder=self._service.embedder, llm=llm)
         self._conversations = self._service.conversations(lambda files: writer.add(files=files))
         self._thread = DomainThread(self._service.encode_queries, settings.serve.batch_size)
 

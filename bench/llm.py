@@ -59,6 +59,7 @@ from memory_bank.evaluation.dataset_files import (  # noqa: E402
 from memory_bank.index.embedding import Embedder  # noqa: E402
 from memory_bank.ingest.executor import LocalExecutor  # noqa: E402
 from memory_bank.ingest.runner import IngestRunner  # noqa: E402
+from memory_bank.llm import open_llm  # noqa: E402
 from memory_bank.llm.ledger import LedgerSummary  # noqa: E402
 from memory_bank.schemas import IngestSummary  # noqa: E402
 from tests.llm_offline_model import OfflineModel  # noqa: E402
@@ -136,13 +137,13 @@ class Runners:
 
     def runner(self, config: AppConfig) -> IngestRunner:
         if self.kind == "local":
-            return IngestRunner(config, LocalExecutor(config, self.embedder))
-        from pipeline.executor import RayExecutor
+            return IngestRunner(config, LocalExecutor(config, self.embedder), open_llm(config.llm))
+        from pipeline.executor import ray_runner
         from pipeline.runtime import ensure_ray
 
         if not self._ray_started:
             self._ray_started = ensure_ray(config.ray, config.llm) or True
-        return IngestRunner(config, RayExecutor(config))
+        return ray_runner(config)
 
     def close(self) -> None:
         if self.kind == "ray" and self._ray_started:

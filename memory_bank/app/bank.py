@@ -2,6 +2,8 @@
 
 Ingests run on an executor the caller chooses: in-process by default, or any factory such as
 `pipeline.executor.RayExecutor` (the Ray layer is never imported here). Queries run in-process.
+The bank is the root of its process: it opens the one LLM (none for the offline backend) and
+hands it to everything it makes.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from memory_bank.index.scope import SearchScope
 from memory_bank.ingest.executor import Executor, LocalExecutor
 from memory_bank.ingest.progress import ProgressSink
 from memory_bank.ingest.runner import ExecutorFactory, IngestRunner
+from memory_bank.llm import open_llm
+from memory_bank.llm.seam import LLM
 from memory_bank.schemas import ChatResult, CommitResult, DirectoryNode, IngestSummary, SearchHit
 
 if TYPE_CHECKING:
+    from memory_bank.app.service import QueryService
     from memory_bank.session.keeper import GraphKeeper
     from memory_bank.session.session import Session
     from memory_bank.store.verify import VerifyReport
@@ -73,12 +78,16 @@ class MemoryBank:
         config: AppConfig | None = None,
         executor: ExecutorFactory | None = None,
         embedder: Embedder | None = None,
+        llm: LLM | None = None,
     ) -> None:
-        """`embedder`: an embedding model to share (else one is loaded on first use)."""
+        """`embedder`: an embedding model to share (else one is loaded on first use). `llm`:
+        the process's LLM where the caller holds it already (a Serve replica); else the bank
+        opens the one `config.llm` names."""
         self.store = Path(store)
         self.config = config or AppConfig()
+        self.llm = llm if llm is not None else open_llm(self.config.llm)
         self._executor_factory = executor
-        self._query = None
+        self._query: QueryService | None = None
         self._embedder: Embedder | None = embedder
         self._conversations: Conversations | None = None
         self._keeper: GraphKeeper | None = None
@@ -189,7 +198,7 @@ class MemoryBank:
         `visit` (files under `roots`, default the working directory) and `deep_retrieval`; the
         model is the configured OpenAI-compatible endpoint, or an offline policy (search the
         pending task, answer with the best passage)."""
-        from memory_bank.session.react import ReactAgent, offline_chat, openai_chat
+        from memory_bank.session.react import ReactAgent
         from memory_bank.session.session import session_tools
 
         tools = session_tools(
@@ -197,19 +206,18 @@ class MemoryBank:
             self.keeper(),
             [Path(r) for r in roots] or [Path.cwd()],
         )
-        chat = (
-            openai_chat(self.config.llm)
-            if self.config.llm.backend == "openai"
-            else offline_chat(lambda query: tools["search"]({"query": query}))
+        return ReactAgent(
+            self.llm, tools, max_calls=max_calls, max_context_tokens=max_context_tokens
         )
-        return ReactAgent(chat, tools, max_calls=max_calls, max_context_tokens=max_context_tokens)
 
     def keeper(self) -> GraphKeeper:
         """The store's graph keeper in this process (sessions and this bank's commits share it)."""
         if self._keeper is None:
             from memory_bank.session.keeper import GraphKeeper
 
-            self._keeper = GraphKeeper(self.store, self.config, self._shared_embedder())
+            self._keeper = GraphKeeper(
+                self.store, self.config, self._shared_embedder(), llm=self.llm
+            )
         return self._keeper
 
     def graph(self, node_id: str | None = None):
@@ -228,23 +236,25 @@ class MemoryBank:
             executor = LocalExecutor(self.config, self._shared_embedder(), graph=self._graph_step)
         else:
             executor = self._executor_factory(self.config)
-        return IngestRunner(self.config, executor)
+        return IngestRunner(self.config, executor, self.llm)
 
     def _graph_step(self, store: Path) -> GraphKeeper:
         if Path(store).expanduser().absolute() == self.store.expanduser().absolute():
             return self.keeper()
         from memory_bank.session.keeper import GraphKeeper
 
-        return GraphKeeper(store, self.config, self._shared_embedder())
+        return GraphKeeper(store, self.config, self._shared_embedder(), llm=self.llm)
 
     def _shared_embedder(self) -> Embedder:
         if self._embedder is None:
             self._embedder = Embedder(self.config.embedding)
         return self._embedder
 
-    def _query_service(self):
+    def _query_service(self) -> QueryService:
         if self._query is None:
-            from memory_bank.query.service import QueryService
+            from memory_bank.app.service import QueryService
 
-            self._query = QueryService(self.store, self.config, self._shared_embedder())
+            self._query = QueryService(
+                self.store, self.config, self._shared_embedder(), llm=self.llm
+            )
         return self._query

@@ -60,7 +60,7 @@ from memory_bank.ingest.work import (
     select_documents,
 )
 from memory_bank.llm.ledger import LedgerSummary, take_usage
-from memory_bank.llm.roles import LLMBackend, PlaceRequest, ReadmeRequest
+from memory_bank.llm.seam import LLM
 from memory_bank.schemas import (
     CommitResult,
     DirectoryNode,
@@ -70,9 +70,11 @@ from memory_bank.store.files import assign_chunk_paths, readme_relative_path
 from memory_bank.store.location import StoreLocation
 from memory_bank.store.writer import count_directories, meta_extra_from_config, write_store
 from memory_bank.tasks import TaskMap, run_serially
-from memory_bank.taxonomy import validate_taxonomy
+from memory_bank.taxonomy import readme_role, validate_taxonomy
+from memory_bank.taxonomy.place_role import place
 from memory_bank.taxonomy.placement import should_place
 from memory_bank.taxonomy.readme import README_FORMAT
+from memory_bank.taxonomy.roles import PlaceRequest, ReadmeRequest
 
 KEPT_REORGANIZATIONS = 50
 
@@ -99,7 +101,7 @@ class StoreCommitter:
         self,
         store: Path,
         config: AppConfig,
-        backend: LLMBackend,
+        llm: LLM | None,
         encode_texts: Callable[[list[str]], np.ndarray],
         map_calls: TaskMap = run_serially,
         graph: GraphStep | None = None,
@@ -108,7 +110,7 @@ class StoreCommitter:
         self.location = StoreLocation(store)
         self.graph = graph
         self.config = config
-        self.backend = backend
+        self.llm = llm
         self.encode_texts = encode_texts
         self.map_calls = map_calls
         self._state: StoreState | None = None
@@ -127,7 +129,7 @@ class StoreCommitter:
             try:
                 result = self._commit(request, None if request.replace_all else state, state, clock)
             finally:
-                usage = take_usage(self.backend)
+                usage = take_usage(self.llm)
         result.stage_seconds = clock.seconds
         result.llm = usage.model_dump(mode="json")
         return result
@@ -223,7 +225,7 @@ class StoreCommitter:
 
         graph_files = self._graph_step(state, base, added, removed, result)
         clock.lap("graph")
-        ledger = _ledger_after(live, request, self.backend)
+        ledger = _ledger_after(live, request, self.llm)
         recipe = memory_recipe(self.config)
         if state is not None and not added.memories:  # a removal keeps the store's recipe
             recipe = state.meta.get("memory_recipe", recipe)
@@ -377,7 +379,7 @@ class StoreCommitter:
                 new_indices=list(range(stored, stored + added)),
                 config=self.config.taxonomy,
             )
-            tree = self.backend.place(request_place).tree
+            tree = place(request_place, self.llm).tree
             if tree is None or validate_taxonomy(tree, len(parts.memories), self.config.taxonomy):
                 tree, reason = None, "the stored tree could not take the new memories"
             else:
@@ -404,7 +406,7 @@ class StoreCommitter:
                 parts.memories,
                 parts.memory_vectors,
                 self.config.taxonomy,
-                self.backend,
+                self.llm,
                 self.map_calls,
             )
             adds = 0
@@ -433,13 +435,13 @@ class StoreCommitter:
                 memories,
                 chunk_paths,
                 self.config.taxonomy,
-                self.backend,
+                self.llm,
                 self.map_calls,
                 vectors=parts.memory_vectors,
             )
         by_index = {memory.index: memory for memory in memories}
         subtrees = subtree_summaries(tree, memories, parts.memory_vectors, chunk_paths)
-        readmes = {path: state.readmes[path] for path in directories if path not in stale}
+        texts = {path: state.readmes[path] for path in directories if path not in stale}
         requests = []
         for path in stale:
             node = directories[path]
@@ -452,9 +454,9 @@ class StoreCommitter:
                     subtree=subtrees[path],
                 )
             )
-        for path, result in zip(stale, self.backend.readmes(requests), strict=True):
-            readmes[path] = result.text
-        return readmes
+        for path, text in zip(stale, readme_role.readmes(requests, self.llm), strict=True):
+            texts[path] = text
+        return texts
 
 
 class _Clock:
@@ -471,15 +473,14 @@ class _Clock:
 
 
 def _ledger_after(
-    live: StoreState | None, request: CommitRequest, backend: LLMBackend
+    live: StoreState | None, request: CommitRequest, llm: LLM | None
 ) -> dict[str, Any]:
     """The store's LLM ledger with this ingest's requests added. Usage that made no request
     (cache hits only) leaves it as it was, so an unchanged rebuild stays a no-op."""
     previous = LedgerSummary.model_validate(live.ledger if live else {})
     added = LedgerSummary.model_validate(request.llm_usage or {})
-    ledger = getattr(backend, "ledger", None)
-    if ledger is not None:  # the commit's own calls so far (README role), not yet taken
-        added.merge(ledger.peek())
+    if llm is not None:  # the commit's own calls so far (README role), not yet taken
+        added.merge(llm.ledger.peek())
     if not added.calls and not any(u.fallbacks for u in added.roles.values()):
         return previous.model_dump(mode="json") if previous.roles else {}
     previous.merge(added)

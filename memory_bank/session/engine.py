@@ -31,9 +31,10 @@ from memory_bank.graph.model import Conflict, GraphNode, HistoryEntry, MergeEven
 from memory_bank.graph.persist import GraphState
 from memory_bank.index.embedding import Embedder
 from memory_bank.query.question import content_terms
-from memory_bank.session.agents import ClusterDraft, SessionAgents
+from memory_bank.session.agents import SessionAgents
 from memory_bank.session.memory_source import MemorySource
 from memory_bank.session.models import NodeInfo
+from memory_bank.session.topics import ClusterDraft
 from memory_bank.text.lexicon import (
     QUESTION_WORDS,
     search_tokens,

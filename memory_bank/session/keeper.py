@@ -62,8 +62,8 @@ from memory_bank.graph.persist import (
     write_checkpoint,
 )
 from memory_bank.index.embedding import Embedder
-from memory_bank.llm import backend_for
-from memory_bank.session.agents import BackendAgents, SessionAgents
+from memory_bank.llm.seam import LLM
+from memory_bank.session.agents import RoleAgents, SessionAgents
 from memory_bank.session.engine import SessionEngine, node_info
 from memory_bank.session.memory_source import MemorySource
 from memory_bank.session.models import (
@@ -96,16 +96,16 @@ class GraphKeeper:
         map_calls: TaskMap = run_serially,
         analyze_call: Callable[[Sequence[AnalyzeTask]], list] = analyze_tasks,
         encode_texts: Callable[[list[str]], np.ndarray] | None = None,
+        llm: LLM | None = None,
     ) -> None:
         """`encode_texts`: how a commit's graph step re-embeds the nodes it updates (default:
-        this keeper's embedder; on Ray a task, so the actor need not load the model)."""
+        this keeper's embedder; on Ray a task, so the actor need not load the model). `llm`:
+        the process's LLM for the session's agents (None: offline)."""
         self.store = Path(store)
         self.location = StoreLocation(store)
         self.config = config or AppConfig()
         self._embedder = embedder
-        self._agents_factory = agents or (
-            lambda e: BackendAgents(backend_for(self.config.llm), e, self.config.memorize)
-        )
+        self._agents_factory = agents or (lambda e: RoleAgents(llm, e, self.config.memorize))
         self._agents: SessionAgents | None = None
         self.map_calls = map_calls
         self.analyze_call = analyze_call

@@ -14,14 +14,15 @@ from memory_bank.config import AppConfig, ChunkConfig, TaxonomyConfig
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.executor import LocalExecutor
 from memory_bank.ingest.stages import chunk_documents
-from memory_bank.llm import research_roles, session_roles
-from memory_bank.llm.offline import OfflineBackend
-from memory_bank.llm.openai_backend import OpenAIBackend
-from memory_bank.llm.roles import OrganizeRequest
+from memory_bank.llm.endpoint import OpenAICompatible
+from memory_bank.research import roles as research_roles
 from memory_bank.schemas import Document
+from memory_bank.session import roles as session_roles
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import validate_taxonomy
 from memory_bank.taxonomy.items import TaxonomyItem
+from memory_bank.taxonomy.organize_role import organize
+from memory_bank.taxonomy.roles import OrganizeRequest
 from tests.llm_roles import register_literal_model
 from tests.loopback_llm import LoopbackLLM, loopback_llm_server
 
@@ -63,8 +64,8 @@ def test_the_split_role_chooses_the_cuts_of_an_overlong_section(
 ) -> None:
     config = ChunkConfig(min_tokens=20, max_tokens=120)
     document = _long_section_document()
-    own = chunk_documents([document], config, OfflineBackend())
-    backend = OpenAIBackend(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
+    own = chunk_documents([document], config, None)
+    backend = OpenAICompatible(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
     chosen = chunk_documents([document], config, backend)
 
     (request,) = llm.requests_for("split")
@@ -77,7 +78,7 @@ def test_the_split_role_chooses_the_cuts_of_an_overlong_section(
     assert backend.ledger.peek().roles["split"].calls == 1
     assert "pieces" in request["body"]["messages"][1]["content"]
 
-    again = chunk_documents([document], config, OpenAIBackend(backend.config))
+    again = chunk_documents([document], config, OpenAICompatible(backend.config))
     assert [c.text for c in again] == [c.text for c in chosen]
     assert len(llm.requests_for("split")) == 1  # the same section again: from the cache
 
@@ -88,11 +89,9 @@ def test_split_replies_that_break_the_bounds_keep_the_chunkers_cuts(
     llm.handle("split", lambda data, _: {"splits": [{"section": 0, "cuts": [1]}]})
     config = ChunkConfig(min_tokens=20, max_tokens=120)
     document = _long_section_document()
-    backend = OpenAIBackend(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
+    backend = OpenAICompatible(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
     chosen = chunk_documents([document], config, backend)
-    assert [c.text for c in chosen] == [
-        c.text for c in chunk_documents([document], config, OfflineBackend())
-    ]
+    assert [c.text for c in chosen] == [c.text for c in chunk_documents([document], config, None)]
     usage = backend.ledger.take().roles["split"]
     assert (usage.calls, usage.repairs, usage.fallbacks) == (3, 2, 1)
 
@@ -118,9 +117,9 @@ def test_organize_plans_each_coarse_group_in_its_own_request(
 ) -> None:
     taxonomy = TaxonomyConfig(coarse_threshold=20)
     items, vectors = _items(60)
-    backend = OpenAIBackend(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
+    backend = OpenAICompatible(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
 
-    result = backend.organize(OrganizeRequest(items=items, vectors=vectors, config=taxonomy))
+    result = organize(OrganizeRequest(items=items, vectors=vectors, config=taxonomy), backend)
     requests = llm.requests_for("organize")
     assert len(requests) >= 2 and not result.fallbacks
     sizes = [len(_role_input(r)["memories"]) for r in requests]
@@ -140,9 +139,9 @@ def test_a_group_whose_plans_stay_invalid_gets_the_offline_plan(
 ) -> None:
     taxonomy = TaxonomyConfig(coarse_threshold=20)
     items, vectors = _items(60)
-    backend = OpenAIBackend(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
+    backend = OpenAICompatible(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
     llm.handle("organize", lambda data, _: {"leaves": [{"path": "/x", "memories": [0]}]})
-    result = backend.organize(OrganizeRequest(items=items, vectors=vectors, config=taxonomy))
+    result = organize(OrganizeRequest(items=items, vectors=vectors, config=taxonomy), backend)
     groups = len(llm.requests_for("organize")) // 3
     assert groups >= 2 and sum("offline plan" in f for f in result.fallbacks) == groups
     assert validate_taxonomy(result.tree, 60, taxonomy) == []
@@ -203,7 +202,7 @@ def test_the_backend_travels_to_tasks_as_its_settings(tmp_path: Path) -> None:
     config = AppConfig.model_validate(
         {"llm": {"backend": "openai", "base_url": "http://127.0.0.1:9/v1"}}
     ).llm
-    backend = OpenAIBackend(config)
+    backend = OpenAICompatible(config)
     backend.ledger.count("organize", "repairs")
     copy = pickle.loads(pickle.dumps(backend))
     assert copy.config == config and copy.ledger.peek().roles == {}
