@@ -48,14 +48,14 @@ def _llm_settings(llm: LoopbackLLM, tmp_path: Path, **overrides: object) -> dict
     }
 
 
-def _long_section_document() -> Document:
+def _long_section_document(name: str = "long") -> Document:
     sentences = [
-        f"Sentence {n} of the long section talks about topic {n // 4} in some detail here."
+        f"Sentence {n} of the {name} section talks about topic {n // 4} in some detail here."
         for n in range(40)
     ]
     text = "# Short intro\n\nAn opening paragraph.\n\n# Long section\n\n" + " ".join(sentences)
     return Document(
-        document_id="doc-long", source="long.md", title="Long", kind="markdown", text=text
+        document_id=f"doc-{name}", source=f"{name}.md", title=name, kind="markdown", text=text
     )
 
 
@@ -81,6 +81,39 @@ def test_the_split_role_chooses_the_cuts_of_an_overlong_section(
     again = chunk_documents([document], config, OpenAICompatible(backend.config))
     assert [c.text for c in again] == [c.text for c in chosen]
     assert len(llm.requests_for("split")) == 1  # the same section again: from the cache
+
+
+def test_the_overlong_sections_of_several_documents_go_in_one_split_request(
+    llm: LoopbackLLM, tmp_path: Path
+) -> None:
+    config = ChunkConfig(min_tokens=20, max_tokens=120)
+    documents = [_long_section_document(name) for name in ("rivers", "violins", "compilers")]
+    settings = AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm
+    together = chunk_documents(documents, config, OpenAICompatible(settings))
+
+    (request,) = llm.requests_for("split")
+    sources = [section["source"] for section in _role_input(request)["sections"]]
+    assert sources == ["rivers.md", "violins.md", "compilers.md"]
+    # Each document is cut as it would be on its own (asked one by one, with another cache).
+    alone = OpenAICompatible(settings.model_copy(update={"cache": False}))
+    one_by_one = [chunk for doc in documents for chunk in chunk_documents([doc], config, alone)]
+    assert [c.text for c in together] == [c.text for c in one_by_one]
+    assert len(llm.requests_for("split")) == 1 + len(documents)
+
+
+def test_split_requests_stay_within_the_token_budget(llm: LoopbackLLM, tmp_path: Path) -> None:
+    config = ChunkConfig(min_tokens=20, max_tokens=120)
+    documents = [_long_section_document(name) for name in ("rivers", "violins", "compilers")]
+    section_tokens = 750  # a little more than each long section here
+    settings = AppConfig.model_validate(
+        {"llm": _llm_settings(llm, tmp_path, split_max_tokens=2 * section_tokens)}
+    ).llm
+    chunk_documents(documents, config, OpenAICompatible(settings))
+    asked = [len(_role_input(r)["sections"]) for r in llm.requests_for("split")]
+    assert sorted(asked) == [1, 2]
+    for record in llm.requests_for("split"):
+        pieces = [p for s in _role_input(record)["sections"] for p in s["pieces"]]
+        assert sum(piece["tokens"] for piece in pieces) <= settings.split_max_tokens
 
 
 def test_split_replies_that_break_the_bounds_keep_the_chunkers_cuts(
