@@ -19,6 +19,7 @@ from typing import Any
 
 import ray
 
+from actors.runtime import encode_on_task, map_on_tasks, worker_llm
 from actors.store_actors import NAMESPACE, store_actor_name, store_actor_options, store_path
 from memory_bank.config import AppConfig
 from memory_bank.errors import MemoryBankError
@@ -35,7 +36,6 @@ from memory_bank.session.models import (
     SessionExport,
     TaskType,
 )
-from pipeline.runtime import encode_on_task, map_on_tasks, worker_llm
 
 __all__ = ["NAMESPACE", "GraphActor", "RemoteKeeper", "graph_actor", "graph_name"]
 ROLE = "graph"

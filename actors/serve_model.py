@@ -13,6 +13,7 @@ from typing import Any
 from ray import serve
 
 from actors.domain_thread import DomainThread
+from actors.runtime import worker_llm
 from actors.serve_api import (
     Consolidated,
     QueryRequest,
@@ -24,7 +25,6 @@ from memory_bank.config import AppConfig
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.index.scope import SearchScope
 from memory_bank.schemas import ChatResult, SearchHit
-from pipeline.runtime import worker_llm
 
 # A query embeds a handful of words: one torch thread is as fast as two here and leaves the
 # other core to the Serve proxy, the ingress and a second replica (see bench/query.py).

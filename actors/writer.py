@@ -21,11 +21,11 @@ from typing import Any
 import ray
 
 from actors.graph import RemoteKeeper, graph_actor
+from actors.runtime import encode_on_task, map_on_tasks, worker_llm
 from actors.store_actors import NAMESPACE, store_actor_name, store_actor_options, store_path
 from memory_bank.config import AppConfig
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
 from memory_bank.schemas import CommitResult
-from pipeline.runtime import encode_on_task, map_on_tasks, worker_llm
 
 __all__ = ["NAMESPACE", "StoreWriter", "store_writer", "writer_name"]
 ROLE = "writer"

@@ -148,8 +148,8 @@ class Runners:
     def runner(self, config: AppConfig) -> IngestRunner:
         if self.kind == "local":
             return IngestRunner(config, LocalExecutor(config, self.embedder), open_llm(config.llm))
+        from actors.runtime import ensure_ray
         from pipeline.executor import ray_runner
-        from pipeline.runtime import ensure_ray
 
         if not self._ray_started:
             self._ray_started = ensure_ray(config.ray, config.llm) or True

@@ -17,6 +17,7 @@ import numpy as np
 import ray
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
+from actors.runtime import encode_on_task, ensure_ray, map_on_tasks, worker_llm
 from actors.writer import store_writer
 from memory_bank.config import AppConfig
 from memory_bank.ingest.commit import CommitRequest
@@ -29,7 +30,6 @@ from memory_bank.llm.ledger import add_usage
 from memory_bank.llm.seam import LLM
 from memory_bank.schemas import Chunk, CommitResult, Document, MemorizedChunk
 from memory_bank.text.sources import FileOutcome, read_files_serially
-from pipeline.runtime import encode_on_task, ensure_ray, map_on_tasks, worker_llm
 from pipeline.stages import EmbedChunks, chunk_batch, decode_encoding, memorize_batch
 
 R = TypeVar("R")

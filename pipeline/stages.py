@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from actors.runtime import worker_llm
 from memory_bank.config import ChunkConfig, EmbeddingConfig, LLMConfig, MemorizeConfig
 from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding, Embedder
 from memory_bank.ingest.stages import chunk_documents
@@ -20,7 +21,6 @@ from memory_bank.llm.ledger import take_usage
 from memory_bank.memorize.role import MemorizeRequest, memorize
 from memory_bank.schemas import Chunk, Document
 from memory_bank.text.sentences import Span
-from pipeline.runtime import worker_llm
 
 Batch = dict[str, Any]
 

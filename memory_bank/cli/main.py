@@ -209,7 +209,7 @@ def _build(
     """Run an ingest-like `work` with the per-stage display, then print its summary. `where`:
     the Ray address, the requested runner and the inputs (None: the stored documents)."""
     from memory_bank.app.bank import MemoryBank
-    from memory_bank.app.progress_display import IngestProgress
+    from memory_bank.cli.progress_display import IngestProgress
 
     config_file, backend = config
     address, requested, inputs = where
@@ -374,7 +374,7 @@ def chat(
 ) -> None:
     """An interactive conversation with live memory: working memory, evicted turns kept in
     full with a running summary, recall by meaning and time (type /help)."""
-    from memory_bank.app.chat import run_chat
+    from memory_bank.cli.chat import run_chat
 
     run_chat(_bank(store, config), conversation, speaker, consolidate, _out)
 
