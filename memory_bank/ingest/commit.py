@@ -441,7 +441,7 @@ class StoreCommitter:
             )
         by_index = {memory.index: memory for memory in memories}
         subtrees = subtree_summaries(tree, memories, parts.memory_vectors, chunk_paths)
-        texts = {path: state.readmes[path] for path in directories if path not in stale}
+        readmes = {path: state.readmes[path] for path in directories if path not in stale}
         requests = []
         for path in stale:
             node = directories[path]
@@ -455,8 +455,8 @@ class StoreCommitter:
                 )
             )
         for path, text in zip(stale, readme_role.readmes(requests, self.llm), strict=True):
-            texts[path] = text
-        return texts
+            readmes[path] = text
+        return readmes
 
 
 class _Clock:

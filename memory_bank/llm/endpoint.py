@@ -49,7 +49,7 @@ class OpenAICompatible:
                 self._client = ChatClient(self.config, self.ledger)
             return self._client
 
-    def model_for(self, purpose: Purpose) -> tuple[str, float]:
+    def _model_for(self, purpose: Purpose) -> tuple[str, float]:
         config = self.config
         name, temperature = (
             (config.build_model, config.build_temperature)
@@ -69,7 +69,7 @@ class OpenAICompatible:
         attempts: int | None = None,
         purpose: Purpose = "build",
     ) -> M:
-        model, temperature = self.model_for(purpose)
+        model, temperature = self._model_for(purpose)
         return self.client.structured(
             role, instructions, payload, reply, model, temperature, check, attempts
         )
@@ -82,7 +82,7 @@ class OpenAICompatible:
         *,
         tool_choice: ToolChoice = "auto",
     ) -> ToolReply:
-        model, temperature = self.model_for("chat")
+        model, temperature = self._model_for("chat")
         endpoint = f"{self.config.base_url}|{model}"
         request: dict[str, Any] = {"model": model, "temperature": temperature}
         if endpoint not in _TEXT_TOOLS:
