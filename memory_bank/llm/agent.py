@@ -118,7 +118,7 @@ def _execute(decision: ToolCall | Described, toolbox: Toolbox, run: Run) -> Obse
         TrajectoryStep(
             number=run.calls,
             action=call.name,
-            target=target_of(call.arguments),
+            target=_target_of(call.arguments),
             detail=f"{len(observation.text)} chars" if detail is None else detail,
         )
     )
@@ -126,7 +126,7 @@ def _execute(decision: ToolCall | Described, toolbox: Toolbox, run: Run) -> Obse
     return observation
 
 
-def target_of(arguments: Mapping[str, Any]) -> str:
+def _target_of(arguments: Mapping[str, Any]) -> str:
     """What a call is about, for the trajectory: its path, query, pattern or id."""
     return str(next((arguments[key] for key in _TARGET_ARGUMENTS if arguments.get(key)), ""))
 
