@@ -90,8 +90,8 @@ def map_on_tasks(
     import ray
 
     # Ray's default placement: the caller's node while it is less than half busy (its workers
-    # are warm), then the others. SPREAD from the first call measured slower on the local
-    # cluster (bench/ingest.py --nodes): every node paid cold workers for short tasks.
+    # are warm), then the others. SPREAD from the first call was slower on the local cluster
+    # (bench/ingest.py --nodes): every node paid cold workers for short tasks.
     task = ray.remote(function).options(num_cpus=num_cpus)
     return ray.get([task.remote(*arguments) for arguments in calls])
 
@@ -111,15 +111,15 @@ _WORKER_EMBEDDERS: dict[str, Any] = {}
 
 
 def _encode_texts(texts: list[str], config: EmbeddingConfig) -> np.ndarray:
-    from memory_bank.index.embedding import Embedder
+    from memory_bank.index.embedders import build_embedder
 
     key = config.model_dump_json()
     if key not in _WORKER_EMBEDDERS:
         # Ray sets OMP_NUM_THREADS=1 in workers; like the embedding actors, use the task's cores.
         threads = config.num_threads or os.cpu_count() or 1
         _WORKER_EMBEDDERS.clear()  # one model per worker at most
-        _WORKER_EMBEDDERS[key] = Embedder(config.model_copy(update={"num_threads": threads}))
-    return _WORKER_EMBEDDERS[key].encode(texts)
+        _WORKER_EMBEDDERS[key] = build_embedder(config.model_copy(update={"num_threads": threads}))
+    return _WORKER_EMBEDDERS[key].encode_passages(texts)
 
 
 # The LLM of this worker process per LLM config: the root of a Ray process (an actor, a Serve

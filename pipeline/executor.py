@@ -25,10 +25,10 @@ from memory_bank.ingest.executor import BatchSink
 from memory_bank.ingest.progress import ProgressSink, StageTimer
 from memory_bank.ingest.runner import IngestRunner
 from memory_bank.ingest.stages import assemble_parts, chunk_documents
-from memory_bank.ingest.work import MemoryParts
 from memory_bank.llm.ledger import add_usage
 from memory_bank.llm.seam import LLM
 from memory_bank.schemas import Chunk, CommitResult, Document, MemorizedChunk
+from memory_bank.store.snapshot import MemoryParts
 from memory_bank.text.sources import FileOutcome, read_files_serially
 from pipeline.stages import EmbedChunks, chunk_batch, decode_encoding, memorize_batch
 
@@ -96,8 +96,8 @@ class RayExecutor:
     # --- Ray Data stages ----------------------------------------------------------------------
 
     def _chunk(self, documents: list[Document], llm: LLM | None) -> list[Chunk]:
-        # Like reading: chunking a small input costs the driver milliseconds (70k tokens:
-        # 0.1 s), tasks the start of their workers (2.7 s), and the chunks come back here anyway.
+        # Like reading: chunking a small input costs the driver far less than tasks cost to
+        # start their workers, and the chunks come back here anyway.
         if _text_bytes(documents) < self.config.ray.read_in_tasks_from_bytes:
             return chunk_documents(documents, self.config.chunking, llm)
         import ray.data

@@ -17,6 +17,7 @@ from memory_bank.conversation.memory import Conversations
 from memory_bank.errors import StoreError
 from memory_bank.graph.view import GraphView
 from memory_bank.index.corpus import StoreCorpus
+from memory_bank.index.embedders import build_embedder, check_store_embedder
 from memory_bank.index.embedding import Embedder
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.index.scope import SearchScope
@@ -48,6 +49,9 @@ class _OpenStore:
         llm: LLM | None,
     ) -> None:
         self.reader = StoreReader(store)
+        check_store_embedder(
+            self.reader.meta, config.embedding
+        )  # query vectors must come from the same model
         corpus = StoreCorpus(self.reader, embedder)
         self.hybrid = HybridSearch(corpus, embedder, config.retrieval)
         self.searcher = Searcher(self.hybrid)
@@ -70,7 +74,7 @@ class QueryService:
         self.store = Path(store)
         self.config = config
         self.llm = check_llm(config.llm, llm)
-        self.embedder = embedder or Embedder(config.embedding)
+        self.embedder = embedder or build_embedder(config.embedding)
         self._open: _OpenStore | None = None
         self._stamp: StoreStamp | None = None
         self.graph = GraphView(self.store, config.retrieval.alpha)

@@ -1,16 +1,14 @@
 """BM25 over the store's memories: tokenizer, a bm25s index, and its lazy on-disk cache.
 
 Documents and queries are indexed as Snowball stems of `search_tokens` (PyStemmer, the stemmer
-bm25s takes), so "studies" finds "studied" and "studying". Measured against unstemmed tokens
-(hybrid R@2/R@5/ER@2k): HotpotQA 81.5/93.0/96.8 -> 82.5/93.5/96.7, FairytaleQA val (all 1,025
-questions) 68.6/82.8/90.1 -> 69.8/84.6/91.5, QMSum val 16.9/25.1/15.8 -> 19.5/28.1/17.2; BM25
-alone gains most (HotpotQA R@5 75.5 -> 78.5). Indexing each word and, when different, its stem
-as well was worse than stems alone (HotpotQA BM25 R@2 62.0 -> 55.0): it lengthens documents
-with inflected words and counts an exact match twice.
+bm25s takes), so "studies" finds "studied" and "studying": stems raised recall on every
+development set, BM25 alone most. Indexing each word and, when different, its stem as well was
+worse than stems alone: it lengthens documents with inflected words and counts an exact match
+twice (docs/benchmarks.md, "Measurements behind the code").
 
 bm25s keeps the BM25 weights as a sparse term x document matrix, so scoring a query costs a few
-sparse-row sums instead of a Python loop over every document (rank-bm25) and stays in the
-millisecond range at 100k chunks. Its `save` writes plain `.npy` arrays (allow_pickle=False) and
+sparse-row sums instead of a Python loop over every document (rank-bm25), which stays fast on
+stores of 100k chunks. Its `save` writes plain `.npy` arrays (allow_pickle=False) and
 JSON, never pickle.
 
 The index is persisted under `.bank/bm25/<store_version>/` with a stamp; a store that cannot be
@@ -32,37 +30,46 @@ from typing import Literal
 import bm25s
 import numpy as np
 
-from memory_bank.text.lexicon import stemmed_search_tokens
+from memory_bank.text.lexicon import DEFAULT_LANGUAGE, query_stems, stems_and_language
 
 logger = logging.getLogger(__name__)
 
 # Bump when tokenization or the on-disk layout changes: older persisted indexes get rebuilt.
-INDEX_FORMAT = 3  # 3: Snowball stems of text.lexicon.search_tokens
+INDEX_FORMAT = 4  # 4: CJK words, stems in the text's language
 # What each memory's BM25 document is made of (`index.corpus`); part of the persisted stamp.
 BM25_RECIPE = "title+keywords+memory+chunk"
 _STAMP_FILE = "stamp.json"
+_LANGUAGES_FILE = "languages.json"
 
 
 class Bm25Index:
     """A BM25 index over a fixed list of documents; document i is row i of the store."""
 
-    def __init__(self, model: bm25s.BM25 | None, num_docs: int) -> None:
+    def __init__(
+        self,
+        model: bm25s.BM25 | None,
+        num_docs: int,
+        languages: Sequence[str] = (DEFAULT_LANGUAGE,),
+    ) -> None:
         self._model = model  # None for an empty corpus (bm25s cannot index zero documents)
         self.num_docs = num_docs
+        # The languages the documents were stemmed in: queries are stemmed in each of them.
+        self.languages = tuple(sorted(set(languages)))
 
     @classmethod
     def build(cls, documents: Sequence[str]) -> Bm25Index:
         if not documents:
             return cls(None, 0)
+        stemmed = [stems_and_language(text) for text in documents]
         model = bm25s.BM25()
-        model.index([stemmed_search_tokens(text) for text in documents], show_progress=False)
-        return cls(model, len(documents))
+        model.index([stems for stems, _ in stemmed], show_progress=False)
+        return cls(model, len(documents), {language for _, language in stemmed})
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for `query` (float32, zeros when no query term is known)."""
         if self._model is None:
             return np.zeros(0, dtype=np.float32)
-        token_ids = self._model.get_tokens_ids(stemmed_search_tokens(query))
+        token_ids = self._model.get_tokens_ids(query_stems(query, self.languages))
         if not token_ids:
             return np.zeros(self.num_docs, dtype=np.float32)
         return np.asarray(self._model.get_scores_from_ids(token_ids), dtype=np.float32)
@@ -75,13 +82,15 @@ class Bm25Index:
         directory.mkdir(parents=True, exist_ok=True)
         if self._model is not None:
             self._model.save(str(directory), allow_pickle=False, show_progress=False)
+        (directory / _LANGUAGES_FILE).write_text(json.dumps(self.languages), encoding="utf-8")
 
     @classmethod
     def load(cls, directory: Path, num_docs: int) -> Bm25Index:
         if num_docs == 0:
             return cls(None, 0)
         model = bm25s.BM25.load(str(directory), allow_pickle=False, load_corpus=False)
-        return cls(model, num_docs)
+        languages = json.loads((directory / _LANGUAGES_FILE).read_text(encoding="utf-8"))
+        return cls(model, num_docs, languages)
 
 
 def top_positive(scores: np.ndarray, k: int) -> list[tuple[int, float]]:

@@ -22,13 +22,14 @@ from memory_bank.ingest.executor import Executor, LocalExecutor
 from memory_bank.ingest.journal import IngestJournal, ordered_by_documents
 from memory_bank.ingest.progress import NullProgress, ProgressSink, StageTimer
 from memory_bank.ingest.stages import read_inputs, require_something
-from memory_bank.ingest.work import MemoryParts, memory_recipe, plan_work
+from memory_bank.ingest.work import memory_recipe, plan_work
 from memory_bank.llm import check_llm
 from memory_bank.llm.ledger import take_usage
 from memory_bank.llm.seam import LLM
 from memory_bank.schemas import CommitResult, Document, IngestSummary
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
+from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.sources import resolve_documents
 from memory_bank.store.tables import documents_from_table
 
@@ -53,6 +54,7 @@ class IngestRunner:
         text: str | None = None,
         progress: ProgressSink | None = None,
         replan: bool = False,
+        reembed: bool = False,
     ) -> IngestSummary:
         """Add `files` and `text` to the store. With `replan` (a rebuild), the whole tree is
         planned anew from the stored memories even when nothing new is given; a rebuild that
@@ -63,13 +65,18 @@ class IngestRunner:
         with timer.stage("read"):
             loaded = read_inputs(files or [], text, read_files=self.executor.read_files)
             require_something(loaded, bool(files))
-            work = plan_work(loaded, store, self.config)
+            work = plan_work(loaded, store, self.config, reembed=reembed)
         summary = IngestSummary(
             store=str(store),
             documents=work.new,
             chunks=0,
             directories=0,
             skipped=list(loaded.skipped),
+            decoded=[
+                f"{document.source}: {document.encoding}"
+                for document in loaded.documents
+                if document.encoding != "utf-8"
+            ],
             unchanged_documents=work.unchanged,
             rebuilt_documents=work.rebuilt,
         )

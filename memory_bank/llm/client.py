@@ -1,6 +1,7 @@
 """`ChatClient`: structured, repaired, retried, cached and accounted calls to an
 OpenAI-compatible chat-completions endpoint (the real `openai` client underneath); the transport
-of `endpoint.OpenAICompatible`.
+of `endpoint.OpenAICompatible`, and of embeddings requests (`embed`, for
+`index.remote_embedding`) on the same retries, concurrency limit, cache and ledger.
 
 Structured output: each role asks for its pydantic result model as a JSON schema
 (`response_format` json_schema). A server that refuses that format is asked again in JSON mode,
@@ -183,26 +184,7 @@ class ChatClient:
             self.ledger.record(role, cached=True)
             return cached
         started = time.perf_counter()
-
-        @retry(
-            retry=retry_if_exception(self._is_transient),
-            wait=self._wait,
-            stop=stop_after_attempt(self.config.max_retries + 1),
-            before_sleep=lambda _state: self.ledger.count(role, "retries"),
-            reraise=True,
-        )
-        def send() -> Any:
-            with self._slots:
-                return self._client.chat.completions.create(**request)
-
-        try:
-            response = send()
-        except self._openai.BadRequestError as exc:
-            raise RequestRefused(
-                f"{role}: the endpoint refused the request: {_short(str(exc))}"
-            ) from exc
-        except self._openai.APIError as exc:
-            raise LLMError(f"{role}: the endpoint failed: {_short(str(exc))}") from exc
+        response = self._send(role, lambda: self._client.chat.completions.create(**request))
         usage = response.usage
         self.ledger.record(
             role,
@@ -214,6 +196,48 @@ class ChatClient:
         if not message.get("refusal"):
             self._cache_put(key, message)
         return message
+
+    def embed(self, role: str, request: dict[str, Any]) -> list[list[float]]:
+        """One embeddings request (cached, retried, accounted): a vector per input, in order."""
+        key = _cache_key({"embeddings": request})
+        cached = self._cache_get(key)
+        if cached is not None:
+            self.ledger.record(role, cached=True)
+            return cached["vectors"]
+        started = time.perf_counter()
+        response = self._send(role, lambda: self._client.embeddings.create(**request))
+        self.ledger.record(
+            role,
+            prompt_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
+            seconds=time.perf_counter() - started,
+        )
+        vectors = [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+        self._cache_put(key, {"vectors": vectors})
+        return vectors
+
+    def _send(self, role: str, create: Callable[[], Any]) -> Any:
+        """`create()` within the concurrency limit, transient failures retried with backoff;
+        `RequestRefused` when the endpoint answers 400, `LLMError` for any other failure."""
+
+        @retry(
+            retry=retry_if_exception(self._is_transient),
+            wait=self._wait,
+            stop=stop_after_attempt(self.config.max_retries + 1),
+            before_sleep=lambda _state: self.ledger.count(role, "retries"),
+            reraise=True,
+        )
+        def send() -> Any:
+            with self._slots:
+                return create()
+
+        try:
+            return send()
+        except self._openai.BadRequestError as exc:
+            raise RequestRefused(
+                f"{role}: the endpoint refused the request: {_short(str(exc))}"
+            ) from exc
+        except self._openai.APIError as exc:
+            raise LLMError(f"{role}: the endpoint failed: {_short(str(exc))}") from exc
 
     def _is_transient(self, exc: BaseException) -> bool:
         errors = self._openai

@@ -1,5 +1,5 @@
 """What the roles of the session mode take and give (the Agentic Memory Bank, seeds 001 and
-002). The roles (`agent_roles`) are asked by the session's agents (`agents.SessionRoleAgents`):
+002). The roles (`agent_roles`) are asked by the session's agents (`agents.RoleAgents`):
 offline the classical implementations of `memory_bank.session` and `memory_bank.graph`, with a
 model the model's replies, falling back to the offline role when they stay unusable.
 

@@ -62,7 +62,7 @@ def directory_relative_path(directory: str) -> str:
     if parts[0] != "" or not all(is_valid_name(part) for part in parts[1:]):
         raise StoreError(
             f"invalid directory path {directory!r}: expected '/' or '/name/...' with names "
-            "matching [a-z][a-z0-9_]{0,59}"
+            "of lowercase letters, digits and '_', a letter first, at most 60 characters"
         )
     return "/".join(parts[1:])
 

@@ -21,7 +21,12 @@ from memory_bank.taxonomy import (
     split_top_level,
     validate_taxonomy,
 )
-from memory_bank.taxonomy.coarse import WIDEST_SPLIT, smallest_group
+from memory_bank.taxonomy.coarse import (
+    WIDEST_SPLIT,
+    smallest_group,
+    subtree_capacity,
+    ward_sample,
+)
 from memory_bank.taxonomy.documents import document_groups, pull_together
 
 CONFIG = TaxonomyConfig()
@@ -331,6 +336,22 @@ def test_top_level_steps_compose_like_plan_taxonomy():
     assert tree.model_dump() == plan_taxonomy(items, vectors, CONFIG).model_dump()
 
 
+def test_the_top_level_split_clusters_at_most_coarse_sample_memories():
+    n = 2000
+    sampled = CONFIG.model_copy(update={"coarse_sample": 500})
+    rows = ward_sample(n, sampled)
+    assert len(rows) == 500 and np.all(np.diff(rows) > 0)
+    assert np.array_equal(rows, ward_sample(n, sampled))  # seeded: the same plan every run
+    assert np.array_equal(ward_sample(n, CONFIG), np.arange(n))  # the default holds them all
+
+    items, vectors = _blobs(n, seed=2)
+    documents = document_groups(items)
+    labels = split_top_level(pull_together(vectors, documents), vectors, documents, sampled)
+    sizes = np.bincount(labels)  # every memory has a group, each group fits a subtree
+    assert labels.max() + 1 >= coarse_group_count(n, sampled)
+    assert smallest_group(n, sampled) <= sizes.min() and sizes.max() <= subtree_capacity(n, sampled)
+
+
 def test_assemble_without_summaries_keeps_names_unique_and_recomputes_paths():
     items, vectors = _blobs(30, seed=3)
     first = plan_subtree(0, items[:15], vectors[:15], CONFIG)
@@ -385,18 +406,26 @@ def test_mismatched_vectors_are_rejected():
         plan_taxonomy(items, vectors[:5], CONFIG)
 
 
-def test_japanese_memories_get_ascii_names_and_keep_their_script(topic_corpus):
+def test_japanese_memories_get_japanese_names(topic_corpus):
     _, vectors = topic_corpus
     tldrs = ["東京は日本の首都です。", "寿司は日本料理です。", "富士山は日本一高い山です。"]
-    tldrs = tldrs * 4
+    keywords = [["東京", "日本"], ["寿司", "日本料理"], ["富士山", "日本"]]
     items = [
-        TaxonomyItem(index=i, title=f"memory_{i}", tldr=tldr, text=tldr)
-        for i, tldr in enumerate(tldrs)
+        TaxonomyItem(
+            index=i,
+            title=f"memory_{i}",
+            tldr=tldrs[i % 3],
+            text=tldrs[i % 3],
+            keywords=keywords[i % 3],
+        )
+        for i in range(12)
     ]
     tree = plan_taxonomy(items, vectors[:12], CONFIG)
     assert validate_taxonomy(tree, 12, CONFIG) == []
     _assert_names_valid_and_unique(tree)
     assert any("日本" in node.description for node in tree.iter_nodes())
+    names = [node.name for node in tree.iter_nodes() if node.path != "/"]
+    assert any("日本" in name or "寿司" in name or "東京" in name for name in names), names
 
 
 def _valid_tree() -> DirectoryNode:
