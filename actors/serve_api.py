@@ -8,7 +8,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memory_bank.errors import ConfigError, MemoryBankError, SessionError, StoreError, ToolError
+from memory_bank.errors import (
+    AccessDenied,
+    ConfigError,
+    MemoryBankError,
+    SessionError,
+    StoreError,
+    ToolError,
+)
 
 # --- request and response models ----------------------------------------------------------------
 
@@ -34,6 +41,12 @@ class QueryRequest(BaseModel):
         max_length=8000,
         description="Extra instructions for the navigation agent (LLM backend only).",
     )
+    within: list[str] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="Answer from these documents only (as for /search); empty: every document.",
+    )
+    under: str | None = Field(None, description="Answer from this store directory only (/a/b).")
 
     @field_validator("question")
     @classmethod
@@ -117,6 +130,7 @@ class ErrorBody(BaseModel):
 # A store being replaced or missing is the server's problem and may pass (503); bad arguments
 # are the caller's (400). Anything else from the domain is still reported, without a traceback.
 _ERROR_STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
+    (AccessDenied, 403),
     (SessionError, 404),
     (StoreError, 503),
     (ToolError, 400),
@@ -125,6 +139,11 @@ _ERROR_STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "Invalid arguments."},
     401: {"model": ErrorBody, "description": "A missing or wrong API key (Authorization: Bearer)."},
+    403: {
+        "model": ErrorBody,
+        "description": "The key lacks the permission this needs, or reaches beyond its part "
+        "of the store; or the Host / Origin header is not allowed.",
+    },
     404: {"model": ErrorBody, "description": "No such session or memory."},
     503: {
         "model": ErrorBody,

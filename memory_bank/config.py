@@ -560,6 +560,56 @@ class ServeConfig(StrictModel):
     )
 
 
+class RouterConfig(StrictModel):
+    """The chat endpoint's router mode: requests for these models go to an OpenAI-compatible
+    endpoint with recalled memories injected (`memory_bank/agents/chat.py`, docs/agents.md)."""
+
+    base_url: str = Field(description="The upstream endpoint, e.g. http://127.0.0.1:11434/v1.")
+    models: list[str] = Field(
+        min_length=1,
+        description="Upstream models offered in /v1/models; requests for them are routed.",
+    )
+    api_key_env: str = Field(
+        "OPENAI_API_KEY",
+        description="Environment variable holding the upstream's key (read when the client is "
+        "made, never stored); local servers need none.",
+    )
+    inject_tokens: int = Field(
+        1024, ge=0, le=100_000, description="Budget (cl100k tokens) of the recalled memories."
+    )
+    top_k: int = Field(8, ge=1, le=100, description="Store memories considered for injection.")
+    timeout_seconds: float = Field(120.0, gt=0, description="Per upstream request.")
+
+
+class AgentsConfig(StrictModel):
+    """How agents reach the store over HTTP and MCP: the Host / Origin guard, keys on loopback,
+    writes over HTTP, the chat endpoint's router (docs/agents.md)."""
+
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description='Host headers answered besides loopback names and the bound address; "*": '
+        "any (keys, required off loopback, then protect it).",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Browser origins allowed besides those of the allowed hosts (any port).",
+    )
+    require_keys_on_loopback: bool = Field(
+        False, description="Ask for a key on loopback too (off loopback one is always required)."
+    )
+    add_roots: list[str] = Field(
+        default_factory=list,
+        description="Server directories whose files an add over HTTP or MCP may name; none: "
+        "uploads and text only.",
+    )
+    write_wait_seconds: float = Field(
+        120.0, ge=0, description="How long the MCP add / remove tools wait for their write job."
+    )
+    router: RouterConfig | None = Field(
+        None, description="The upstream of the chat endpoint's router mode; null: no router."
+    )
+
+
 class AppConfig(StrictModel):
     """Every setting, one section per concern; loaded from YAML (`--config FILE`)."""
 
@@ -574,6 +624,7 @@ class AppConfig(StrictModel):
     conversation: ConversationConfig = ConversationConfig()
     ray: RayConfig = RayConfig()
     serve: ServeConfig = ServeConfig()
+    agents: AgentsConfig = AgentsConfig()
 
 
 def user_cache_dir() -> Path:

@@ -50,3 +50,8 @@ class LLMError(MemoryBankError):
 
 class SessionError(MemoryBankError):
     """An unknown or closed session, or a memory id the Query Graph does not hold."""
+
+
+class AccessDenied(MemoryBankError):
+    """The caller's key lacks the permission an operation needs, or the operation reaches
+    beyond the part of the store the key is limited to."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from memory_bank.config import AppConfig
 from memory_bank.conversation.memory import Conversations
-from memory_bank.errors import StoreError
+from memory_bank.errors import StoreError, ToolError
 from memory_bank.graph.view import GraphView
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.index.embedders import build_embedder, check_store_embedder
@@ -26,6 +26,7 @@ from memory_bank.llm import check_llm
 from memory_bank.llm.seam import LLM
 from memory_bank.query.currency import Currency
 from memory_bank.query.navigation import NavigationAgent
+from memory_bank.query.scoped import SCOPED_READS, answer_within
 from memory_bank.query.tools import StoreTools
 from memory_bank.research.model_loop import researcher
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
@@ -130,17 +131,46 @@ class QueryService:
             self._current().hybrid.encode_queries(texts)
 
     def ask(
-        self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
+        self,
+        question: str,
+        max_iterations: int | None = None,
+        system_prompt: str | None = None,
+        scope: SearchScope | None = None,
     ) -> ChatResult:
+        """The navigation agent's answer; within a `scope` (part of the store), the answer
+        from that part's best memories alone (`query.scoped`)."""
+        if scope is not None and not scope.is_whole_store:
+            return self._answer_within(question, scope, SCOPED_READS, system_prompt)
         iterations = max_iterations or self.config.retrieval.max_iterations
         return self._current().agent.request(
             question, max_iterations=iterations, system_prompt=system_prompt
         )
 
-    def research(self, question: str, max_iterations: int | None = None) -> ChatResult:
+    def research(
+        self, question: str, max_iterations: int | None = None, scope: SearchScope | None = None
+    ) -> ChatResult:
         """The research loop (plan -> search -> integrate -> reflect) for at most
-        `max_iterations` rounds (default `research.max_iterations`)."""
+        `max_iterations` rounds (default `research.max_iterations`); within a `scope`, the
+        scoped answer from twice the memories of `ask`."""
+        if scope is not None and not scope.is_whole_store:
+            return self._answer_within(question, scope, 2 * SCOPED_READS)
         return self._current().researcher.research(question, max_iterations=max_iterations)
+
+    def _answer_within(
+        self, question: str, scope: SearchScope, reads: int, system_prompt: str | None = None
+    ) -> ChatResult:
+        if not question.strip():
+            raise ToolError("the question must not be empty")
+        opened = self._current()
+        return answer_within(
+            question,
+            scope,
+            opened.searcher,
+            self.llm,
+            currency=opened.currency,
+            reads=reads,
+            system_prompt=system_prompt,
+        )
 
     def search(
         self,

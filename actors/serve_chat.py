@@ -1,0 +1,49 @@
+"""The OpenAI-compatible routes: `GET /v1/models` and `POST /v1/chat/completions` (streaming
+or not), over the replica's `ChatEndpoint` (`memory_bank/agents/chat.py`). Errors, including
+an invalid request body, answer in OpenAI's error shape, which chat clients parse."""
+
+# No `from __future__ import annotations`: FastAPI reads the handlers' annotations at runtime.
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import ValidationError
+
+from actors.serve_routes import caller_of
+from memory_bank.agents.chat import ChatEndpoint, ChatError, ChatRequest
+
+router = APIRouter(prefix="/v1")
+
+
+def _endpoint(request: Request) -> ChatEndpoint:
+    return request.app.state.chat
+
+
+@router.get("/models")
+def models(request: Request) -> dict[str, Any]:
+    caller_of(request)
+    return _endpoint(request).models()
+
+
+@router.post("/chat/completions", response_model=None)
+async def chat_completions(
+    request: Request,
+    conversation: Annotated[str | None, Header(alias="X-Conversation-Id")] = None,
+) -> JSONResponse | StreamingResponse:
+    try:
+        body = ChatRequest.model_validate(await request.json())
+    except (ValidationError, ValueError) as exc:
+        return _error(ChatError(400, f"invalid request: {exc}"))
+    try:
+        reply = await _endpoint(request).complete(caller_of(request), body, conversation)
+    except ChatError as exc:
+        return _error(exc)
+    if isinstance(reply, dict):
+        return JSONResponse(reply)
+    return StreamingResponse(
+        reply, media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+    )
+
+
+def _error(exc: ChatError) -> JSONResponse:
+    return JSONResponse(status_code=exc.status, content=exc.body)
