@@ -22,8 +22,8 @@ named month, season, year):
 - an amount and a unit: N units ago / back / before, in N units, N units from now (N a
   numeral, a number word up to twelve, "a", "an", "a couple of");
 - a weekday alone ("on Sunday", "on Tues", "we went hiking Sunday"): the latest one, or the
-  next one when its clause speaks of the future ("will", "going to", "gonna", "plan"); not
-  a habit ("every Sunday").
+  next one when its clause speaks of the future ("will", "shall", "let's", "going to",
+  "plan"); not a habit ("every Sunday").
 A weekday read alone or a month name counts only with its capital, and an abbreviation that
 is also an English word ("sun", "sat", "wed", "mon") only after "last", "next", "past" or
 "on". Vague amounts ("a few days ago", "recently") name no date and are left as said.
@@ -133,7 +133,7 @@ _PATTERN = re.compile(
     re.IGNORECASE,
 )
 _FUTURE = re.compile(
-    r"\b(?:will|won't|'ll|going to|gonna|plan(?:s|ning)?|hope to|can't wait|looking forward|"
+    r"\b(?:will|won't|'ll|shall|let's|going to|gonna|plan(?:s|ning)?|hope to|can't wait|looking forward|"
     r"next|tomorrow|upcoming|coming)\b",
     re.IGNORECASE,
 )
