@@ -44,7 +44,7 @@ from typing import Literal, get_args
 from rich.console import Console
 
 from memory_bank.app.bank import MemoryBank
-from memory_bank.app.progress_display import IngestProgress
+from memory_bank.cli.progress_display import IngestProgress
 from memory_bank.config import load_config
 from memory_bank.errors import ConfigError, MemoryBankError
 from memory_bank.evaluation import (
