@@ -40,7 +40,14 @@ if TYPE_CHECKING:
     from memory_bank.app.bank import MemoryBank
     from memory_bank.ingest.progress import ProgressSink
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    # Markdown reflows the docstrings' wrapped lines into paragraphs.
+    rich_markup_mode="markdown",
+    help="A hierarchical memory for documents and conversations: ingest sources, ask and "
+    "search them, browse the tree, serve it over HTTP, MCP and a chat endpoint.",
+)
 
 
 def _bank(store: Path, config: Path | None, backend: str | None = None):
