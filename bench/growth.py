@@ -363,8 +363,8 @@ def query_latency(store: Path, count: int) -> tuple[float, float]:
     """p50 ms of `QueryService.ask` and `.search` on fragments of stored sentences."""
     import random
 
+    from memory_bank.app.service import QueryService
     from memory_bank.config import AppConfig
-    from memory_bank.query.service import QueryService
     from memory_bank.store.reader import StoreReader
 
     texts = StoreReader(store).rows("sentences", ["text"]).column("text").to_pylist()

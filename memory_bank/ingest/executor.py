@@ -19,14 +19,14 @@ import numpy as np
 
 from memory_bank.config import AppConfig
 from memory_bank.graph.storage import GraphStorage
-from memory_bank.index.embedding import Embedder, build_embedder
+from memory_bank.index.embedders import build_embedder
+from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
 from memory_bank.ingest.graph_step import GraphStep, IngestGraphStep
 from memory_bank.ingest.journal import batches_by_tokens
 from memory_bank.ingest.progress import StageTimer
 from memory_bank.ingest.stages import chunk_documents, memorize_encoded
-from memory_bank.llm import backend_for
-from memory_bank.llm.roles import LLMBackend
+from memory_bank.llm.seam import LLM
 from memory_bank.schemas import CommitResult, Document
 from memory_bank.store.snapshot import MemoryParts
 from memory_bank.tasks import run_serially
@@ -51,12 +51,13 @@ class Executor(Protocol):
         documents: list[Document],
         first_index: int,
         timer: StageTimer,
-        backend: LLMBackend,
+        llm: LLM | None,
         on_batch: BatchSink | None = None,
     ) -> MemoryParts:
-        """Chunk, embed and memorize `documents` (memorize: the backend's role); memory indices
-        start at `first_index`. `on_batch` gets whole documents' parts as they finish, about
-        `store.journal_tokens` chunk tokens at a time."""
+        """Chunk, embed and memorize `documents` (the split and memorize roles; usage recorded
+        elsewhere is added to `llm`'s ledger); memory indices start at `first_index`.
+        `on_batch` gets whole documents' parts as they finish, about `store.journal_tokens`
+        chunk tokens at a time."""
 
     def map(self, function: Callable[..., R], calls: Sequence[tuple[Any, ...]]) -> list[R]:
         """Independent calls (planning groups, README subtrees); results in call order."""
@@ -65,8 +66,9 @@ class Executor(Protocol):
         """Embed short passages (READMEs) like `Embedder.encode_passages`: (len(texts), 384)
         float32."""
 
-    def commit(self, store: Path, request: CommitRequest) -> CommitResult:
-        """Apply `request` to the store, serialized with every other writer of it."""
+    def commit(self, store: Path, request: CommitRequest, llm: LLM | None) -> CommitResult:
+        """Apply `request` to the store, serialized with every other writer of it (the roles
+        of an in-process commit ask `llm`)."""
 
 
 class LocalExecutor:
@@ -99,11 +101,11 @@ class LocalExecutor:
         documents: list[Document],
         first_index: int,
         timer: StageTimer,
-        backend: LLMBackend,
+        llm: LLM | None,
         on_batch: BatchSink | None = None,
     ) -> MemoryParts:
         with timer.stage("chunk"):
-            chunks = chunk_documents(documents, self.config.chunking, backend)
+            chunks = chunk_documents(documents, self.config.chunking, llm)
         parts = MemoryParts()
         with timer.stage("embed+memorize", total=len(chunks)):
             for batch in batches_by_tokens(chunks, self.config.store.journal_tokens):
@@ -116,7 +118,7 @@ class LocalExecutor:
                     encodings,
                     first_index + len(parts.memories),
                     self.config.memorize,
-                    backend,
+                    llm,
                 )
                 timer.add("memorize busy", time.perf_counter() - started)
                 if on_batch is not None:
@@ -130,13 +132,12 @@ class LocalExecutor:
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode_passages(texts)
 
-    def commit(self, store: Path, request: CommitRequest) -> CommitResult:
+    def commit(self, store: Path, request: CommitRequest, llm: LLM | None) -> CommitResult:
         key = Path(store).expanduser().absolute()
         committer = self._committers.get(key)
-        if committer is None:
-            backend = backend_for(self.config.llm)
+        if committer is None or committer.llm is not llm:
             committer = StoreCommitter(
-                key, self.config, backend, self.encode_texts, self.map, graph=self._graph(key)
+                key, self.config, llm, self.encode_texts, self.map, graph=self._graph(key)
             )
             self._committers[key] = committer
         return committer.commit(request)

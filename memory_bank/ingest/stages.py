@@ -19,34 +19,31 @@ from memory_bank.config import ChunkConfig, MemorizeConfig, TaxonomyConfig
 from memory_bank.errors import NothingToIngestError
 from memory_bank.index.embedding import ChunkEncoding
 from memory_bank.llm.ledger import add_usage, take_usage
-from memory_bank.llm.roles import (
-    LLMBackend,
-    MemorizeRequest,
-    OrganizeRequest,
-    ReadmeRequest,
-    SplitRequest,
-    SplitSection,
-    readme_requests,
-)
+from memory_bank.llm.seam import LLM
+from memory_bank.memorize.role import MemorizeRequest, memorize
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.tables import SentenceRecord
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import TaxonomyItem, flat_fallback, validate_taxonomy
+from memory_bank.taxonomy.organize_role import organize
 from memory_bank.taxonomy.readme import (
     NO_SUMMARY,
     ReadmeFileEntry,
     ReadmeHighlight,
     SubtreeSummary,
 )
+from memory_bank.taxonomy.readme_role import readmes
+from memory_bank.taxonomy.roles import OrganizeRequest, ReadmeRequest, readme_requests
 from memory_bank.taxonomy.summary import (
     index_text,
     subtree_highlights,
     subtree_index_terms,
     subtree_key_terms,
 )
-from memory_bank.text.chunking import SectionSplit, SplitChooser, chunk_document
+from memory_bank.text import chunking
 from memory_bank.text.sources import FileReader, SourceLoad, document_from_text, load_sources
+from memory_bank.text.split_role import split_chooser
 
 
 def read_inputs(
@@ -68,37 +65,11 @@ def require_something(loaded: SourceLoad, files_given: bool) -> None:
 
 
 def chunk_documents(
-    documents: Sequence[Document], config: ChunkConfig, backend: LLMBackend | None = None
+    documents: Sequence[Document], config: ChunkConfig, llm: LLM | None = None
 ) -> list[Chunk]:
-    """Chunks of every document; overlong sections split where the backend's split role says."""
-    choose = split_chooser(backend, config) if backend is not None else None
-    return [chunk for doc in documents for chunk in chunk_document(doc, config, choose)]
-
-
-def split_chooser(backend: LLMBackend, config: ChunkConfig) -> SplitChooser | None:
-    """The backend's split role as the chunker's chooser of cuts in overlong sections. None for
-    the offline backend: its split is the chunker's own choice, so it is not asked (and the
-    offline ingest does no work for it)."""
-    if backend.name == "offline":
-        return None
-
-    def choose(doc: Document, sections: list[SectionSplit]) -> list[list[int]]:
-        request = SplitRequest(
-            source=doc.source,
-            sections=[
-                SplitSection(
-                    pieces=[doc.text[start:end] for start, end, _ in section.pieces],
-                    tokens=[tokens for _, _, tokens in section.pieces],
-                    own_cuts=list(section.own_cuts),
-                )
-                for section in sections
-            ],
-            min_tokens=config.min_tokens,
-            max_tokens=config.max_tokens,
-        )
-        return backend.split(request).cuts
-
-    return choose
+    """Chunks of every document; overlong sections split where the split role says (asked once
+    for all the documents; offline, the chunker's own cuts)."""
+    return chunking.chunk_documents(documents, config, split_chooser(llm, config))
 
 
 def memorize_encoded(
@@ -106,14 +77,14 @@ def memorize_encoded(
     encodings: Sequence[ChunkEncoding],
     first_index: int,
     config: MemorizeConfig,
-    backend: LLMBackend,
+    llm: LLM | None,
 ) -> MemoryParts:
-    """Memorize embedded chunks with the backend's memorize role; memory indices start at
+    """Memorize embedded chunks with the memorize role; memory indices start at
     `first_index`, in chunk order."""
     request = MemorizeRequest(
         chunks=list(chunks), first_index=first_index, config=config, encodings=list(encodings)
     )
-    return assemble_parts(chunks, encodings, backend.memorize(request).memories)
+    return assemble_parts(chunks, encodings, memorize(request, llm))
 
 
 def assemble_parts(
@@ -149,13 +120,13 @@ def plan_tree(
     memories: Sequence[MemorizedChunk],
     vectors: np.ndarray,
     config: TaxonomyConfig,
-    backend: LLMBackend,
+    llm: LLM | None,
     map_groups: TaskMap = run_serially,
 ) -> DirectoryNode:
-    """Plan the whole tree with the backend's organize role (independent groups through
-    `map_groups`); a plan that still fails validation is replaced by the flat fallback."""
+    """Plan the whole tree with the organize role (independent groups through `map_groups`);
+    a plan that still fails validation is replaced by the flat fallback."""
     request = OrganizeRequest(items=taxonomy_items(memories), vectors=vectors, config=config)
-    tree = backend.organize(request, map_groups).tree
+    tree = organize(request, llm, map_groups).tree
     return ensure_valid_tree(tree, [memory.index for memory in memories], config)
 
 
@@ -213,7 +184,7 @@ def compose_readmes(
     memories: Sequence[MemorizedChunk],
     chunk_paths: Mapping[int, str],
     config: TaxonomyConfig,
-    backend: LLMBackend,
+    llm: LLM | None,
     map_subtrees: TaskMap = run_serially,
     vectors: np.ndarray | None = None,
 ) -> dict[str, str]:
@@ -229,7 +200,7 @@ def compose_readmes(
         subtree_summaries(tree, memories, vectors, chunk_paths) if vectors is not None else {}
     )
     if len(memories) <= config.coarse_threshold:
-        return compose_subtree_readmes(tree, memories, chunk_paths, backend, subtrees)
+        return compose_subtree_readmes(tree, memories, chunk_paths, llm, subtrees)
     by_index = {memory.index: memory for memory in memories}
     calls = []
     for subtree in tree.children:
@@ -239,43 +210,43 @@ def compose_readmes(
             node.path: subtrees[node.path] for node in subtree.iter_nodes() if node.path in subtrees
         }
         paths = {i: chunk_paths[i] for i in indices}
-        calls.append((subtree, part, paths, backend, part_subtrees))
-    readmes: dict[str, str] = {}
+        calls.append((subtree, part, paths, llm, part_subtrees))
+    texts: dict[str, str] = {}
     for part, usage in map_subtrees(_subtree_readmes_and_usage, calls):
-        readmes.update(part)
-        add_usage(backend, usage)
+        texts.update(part)
+        add_usage(llm, usage)
     root = ReadmeRequest(
         node=tree,
         child_dirs=list(tree.children),
         files=[],
         subtree=subtrees.get("/", NO_SUMMARY),
     )
-    readmes["/"] = backend.readme(root).text
-    return readmes
+    texts["/"] = readmes([root], llm)[0]
+    return texts
 
 
 def _subtree_readmes_and_usage(
     node: DirectoryNode,
     memories: Sequence[MemorizedChunk],
     chunk_paths: Mapping[int, str],
-    backend: LLMBackend,
+    llm: LLM | None,
     subtrees: Mapping[str, SubtreeSummary],
 ) -> tuple[dict[str, str], dict]:
-    """`compose_subtree_readmes` and the LLM usage it recorded: on Ray the backend is a copy in
-    a task, whose ledger would be lost (in this process, taking and adding it back is a no-op)."""
-    readmes = compose_subtree_readmes(node, memories, chunk_paths, backend, subtrees)
-    return readmes, take_usage(backend).model_dump(mode="json")
+    """`compose_subtree_readmes` and the LLM usage it recorded: on Ray the LLM is a copy in a
+    task, whose ledger would be lost (in this process, taking and adding it back is a no-op)."""
+    texts = compose_subtree_readmes(node, memories, chunk_paths, llm, subtrees)
+    return texts, take_usage(llm).model_dump(mode="json")
 
 
 def compose_subtree_readmes(
     node: DirectoryNode,
     memories: Sequence[MemorizedChunk],
     chunk_paths: Mapping[int, str],
-    backend: LLMBackend,
+    llm: LLM | None,
     subtrees: Mapping[str, SubtreeSummary] | None = None,
 ) -> dict[str, str]:
     """README text for `node` and every directory below it (tree path -> text), each from the
-    backend's readme role."""
+    readme role."""
     by_index = {memory.index: memory for memory in memories}
     files_by_directory = {
         directory.path: [
@@ -289,9 +260,9 @@ def compose_subtree_readmes(
         for directory in node.iter_nodes()
     }
     requests = readme_requests(node, files_by_directory, subtrees)
-    results = backend.readmes(requests)
     return {
-        request.node.path: result.text for request, result in zip(requests, results, strict=True)
+        request.node.path: text
+        for request, text in zip(requests, readmes(requests, llm), strict=True)
     }
 
 

@@ -17,9 +17,9 @@ import faiss
 import numpy as np
 import pyarrow as pa
 
-from memory_bank.index.embedding import EMBEDDING_DIM
 from memory_bank.store.segments import Segment, SegmentHook, live_mask, segment_path
 from memory_bank.store.tables import (
+    EMBEDDING_DIM,
     HNSW_MIN_VECTORS,
     build_faiss_index,
     embeddings_to_numpy,
