@@ -191,10 +191,17 @@ def test_readme_parts_reads_what_compose_readme_wrote():
 
 
 class _NoMemories:
-    """A catalog that knows no stored memory: the timeline names nodes by the graph alone."""
+    """A catalog that knows no stored memory: the timeline names nodes by the graph alone; its
+    reader sees every node but those `hidden`."""
+
+    def __init__(self, hidden: frozenset[str] = frozenset()) -> None:
+        self.hidden = hidden
 
     def memory(self, ref):
         return None
+
+    def sees_conflict(self, older: str, newer: str) -> bool:
+        return older not in self.hidden and newer not in self.hidden
 
 
 def _node(node_id: str, at: float) -> GraphNode:
@@ -233,6 +240,30 @@ def test_a_timeline_follows_a_chain_of_replacements_and_marks_an_open_dispute():
     ]
     assert timeline.open
     assert [v.superseded_by for v in timeline.values[:2]] == ["b", "c"]
+
+
+def test_a_timeline_leaves_out_what_its_reader_cannot_see():
+    graph = QueryGraph()
+    for node_id, at in (("a", 1.0), ("b", 2.0), ("c", 3.0), ("d", 4.0)):
+        graph.add_node(_node(node_id, at))
+    for conflict in (
+        _conflict("ab", "a", "b", "Alice", "Bob", 2.0, current="b"),
+        _conflict("bc", "b", "c", "Bob", "Carol", 3.0, current="c"),
+        _conflict("cd", "c", "d", "Carol", "Dan", 4.0),
+    ):
+        graph.add_conflict(conflict)
+    state = GraphState(graph=graph)
+
+    [timeline] = claim_timelines(_NoMemories(frozenset({"d"})), state, "a")
+
+    # d's dispute is not there for this reader: Carol's value stands, as nothing contradicts it.
+    assert [(v.value, v.state) for v in timeline.values] == [
+        ("Alice", "superseded"),
+        ("Bob", "superseded"),
+        ("Carol", "current"),
+    ]
+    assert not timeline.open
+    assert claim_timelines(_NoMemories(frozenset({"b"})), state, "a") == []
 
 
 def test_memory_page_without_a_graph_still_shows_the_file(bank):
