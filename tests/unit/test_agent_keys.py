@@ -107,19 +107,14 @@ def test_a_scoped_tree_keeps_only_visible_directories_and_memories(ml_tech_store
 
 
 def test_a_node_keeps_no_trace_of_what_replaced_it_out_of_sight(ml_tech_store):
-    from memory_bank.session.models import ConflictView, HistoryView, NodeDetail
+    from memory_bank.session.models import ConflictView, HistoryView
 
     view = Visibility.of(KeyScope(documents=(PYTHON_DOCS,)), StoreReader(ml_tech_store))
     own = sorted(view.chunk_ids)
-    replaced = NodeDetail(
-        id=own[0],
-        kind="memory",
+    replaced = _node_detail(
+        own[0],
         status="superseded",
         superseded_by="outside-00000",
-        summary="",
-        context="",
-        keywords=[],
-        timestamp=0.0,
         conflicts=[
             ConflictView(
                 id="c1",
@@ -150,19 +145,16 @@ def test_a_node_keeps_no_trace_of_what_replaced_it_out_of_sight(ml_tech_store):
     assert [entry.event for entry in seen.history] == ["context updated"]
 
 
-def test_a_graph_node_outside_the_scope_is_absent(ml_tech_store):
+def _node_detail(node_id: str, **fields):
     from memory_bank.session.models import NodeDetail
 
+    plain = {"kind": "memory", "status": "current", "summary": "", "context": "", "keywords": []}
+    return NodeDetail(id=node_id, timestamp=0.0, **{**plain, **fields})
+
+
+def test_a_graph_node_outside_the_scope_is_absent(ml_tech_store):
     view = Visibility.of(KeyScope(documents=(PYTHON_DOCS,)), StoreReader(ml_tech_store))
-    outside = NodeDetail(
-        id="not-visible-00000",
-        kind="memory",
-        status="current",
-        summary="",
-        context="",
-        keywords=[],
-        timestamp=0.0,
-    )
+    outside = _node_detail("not-visible-00000")
 
     with pytest.raises(SessionError, match="no memory"):
         view.node(outside)

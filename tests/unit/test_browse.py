@@ -218,7 +218,8 @@ def _conflict(cid, older, newer, old, new, at, current=None) -> Conflict:
     )  # fmt: skip
 
 
-def test_a_timeline_follows_a_chain_of_replacements_and_marks_an_open_dispute():
+def _chain_of_replacements() -> GraphState:
+    """Alice replaced by Bob, replaced by Carol, whom Dan disputes (an open conflict)."""
     graph = QueryGraph()
     for node_id, at in (("a", 1.0), ("b", 2.0), ("c", 3.0), ("d", 4.0)):
         graph.add_node(_node(node_id, at))
@@ -229,6 +230,11 @@ def test_a_timeline_follows_a_chain_of_replacements_and_marks_an_open_dispute():
     ):
         graph.add_conflict(conflict)
     state = GraphState(graph=graph)
+    return state
+
+
+def test_a_timeline_follows_a_chain_of_replacements_and_marks_an_open_dispute():
+    state = _chain_of_replacements()
 
     [timeline] = claim_timelines(_NoMemories(), state, "a")
 
@@ -243,16 +249,7 @@ def test_a_timeline_follows_a_chain_of_replacements_and_marks_an_open_dispute():
 
 
 def test_a_timeline_leaves_out_what_its_reader_cannot_see():
-    graph = QueryGraph()
-    for node_id, at in (("a", 1.0), ("b", 2.0), ("c", 3.0), ("d", 4.0)):
-        graph.add_node(_node(node_id, at))
-    for conflict in (
-        _conflict("ab", "a", "b", "Alice", "Bob", 2.0, current="b"),
-        _conflict("bc", "b", "c", "Bob", "Carol", 3.0, current="c"),
-        _conflict("cd", "c", "d", "Carol", "Dan", 4.0),
-    ):
-        graph.add_conflict(conflict)
-    state = GraphState(graph=graph)
+    state = _chain_of_replacements()
 
     [timeline] = claim_timelines(_NoMemories(frozenset({"d"})), state, "a")
 
