@@ -40,7 +40,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ray import serve
@@ -99,8 +99,8 @@ async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:
 app.add_middleware(AccessGuard)
 app.include_router(serve_routes.router)
 app.include_router(serve_chat.router)
-# The page at /ui/ and the /browse/ views it reads; those show the whole store.
-app.include_router(ui_router, dependencies=[Depends(serve_routes.whole_store_only)])
+# The page at /ui/ and the /browse/ views it reads, each as the caller's key sees the store.
+app.include_router(ui_router)
 
 
 class _StoreView:

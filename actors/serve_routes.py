@@ -89,17 +89,6 @@ def caller_of(request: Request) -> Caller:
     return caller
 
 
-def whole_store_only(request: Request) -> None:
-    """A dependency of routes that show the whole store (the page's /browse/ views): refused
-    to a key limited to part of it, which reads its part through the routes here."""
-    caller = getattr(request.state, "caller", None)
-    if isinstance(caller, Caller) and not caller.scope.is_whole_store:
-        raise AccessDenied(
-            "these views show the whole store; a key limited to part of it reads that part "
-            "through /search, /query, /tree, /ls, /cat and /fetch"
-        )
-
-
 # --- reading ------------------------------------------------------------------------------------
 
 

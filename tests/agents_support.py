@@ -55,8 +55,6 @@ def copy_store(template: Path, target_parent: Path) -> Path:
 
 def agents_app(gateway: MemoryGateway, bound_host: str | None = "127.0.0.1") -> FastAPI:
     """The Serve app's agent routes around `gateway`, for uvicorn (no Ray)."""
-    from fastapi import Depends
-
     from actors import serve_chat, serve_routes
     from actors.serve_access import AccessGuard
     from actors.serve_agents import install_agents
@@ -68,7 +66,30 @@ def agents_app(gateway: MemoryGateway, bound_host: str | None = "127.0.0.1") -> 
     app.add_middleware(AccessGuard)
     app.include_router(serve_routes.router)
     app.include_router(serve_chat.router)
-    app.include_router(ui_router, dependencies=[Depends(serve_routes.whole_store_only)])
+    app.include_router(ui_router)
     attach_browser(app, str(gateway.store), gateway.config)
     install_agents(app, gateway, bound_host)
     return app
+
+
+def browse_tree(http) -> dict[str, dict]:
+    """Every directory page the page's /browse/ views show `http`'s key, by tree path."""
+    pages: dict[str, dict] = {}
+    waiting = ["/"]
+    while waiting:
+        path = waiting.pop()
+        response = http.get("/browse/directory", params={"path": path, "limit": 500})
+        assert response.status_code == 200, response.text
+        pages[path] = response.json()
+        waiting += [entry["path"] for entry in pages[path]["directories"]]
+    return pages
+
+
+def memories_below(pages: dict[str, dict], path: str) -> list[dict]:
+    """The memories listed in directory `path` and every directory below it."""
+    return [
+        memory
+        for directory, page in pages.items()
+        if path == "/" or directory == path or directory.startswith(path + "/")
+        for memory in page["files"]
+    ]

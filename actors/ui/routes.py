@@ -11,7 +11,10 @@
     GET /browse/conversations/{id}?limit       -> ConversationPage: working turns, summary
 
 The page and its files hold no data and are served without the key (a browser cannot send one
-when it opens a URL); everything under /browse/ takes the same key as the rest of the API.
+when it opens a URL); everything under /browse/ takes the same key as the rest of the API, and
+shows what that key sees: a key limited to part of the store browses that part only, through
+the same `Visibility` as its searches, files and answers (`memory_bank/agents/visibility.py`);
+a memory or directory outside it is not found (404), as one that does not exist.
 The views are domain functions (`memory_bank/browse/`) over the live store, read here in the
 ingress, never behind the query replicas.
 """
@@ -26,7 +29,11 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.routing import APIRoute
 
 from actors.serve_api import ERROR_RESPONSES, ErrorBody
+from actors.serve_routes import caller_of
 from actors.ui.assets import IMMUTABLE, REVALIDATE, SECURITY_HEADERS, Asset, StaticAssets
+from memory_bank.agents.gateway import conversation_prefix
+from memory_bank.agents.keys import KeyScope
+from memory_bank.agents.visibility import Visibility, read_scope
 from memory_bank.browse.models import (
     ConversationPage,
     ConversationSummary,
@@ -72,7 +79,7 @@ _assets = StaticAssets()
 
 def attach_browser(app: FastAPI, store: str, config: AppConfig) -> None:
     """Give the routes their store (called where the ingress is constructed)."""
-    app.state.browser = StoreBrowser(store, config.retrieval.alpha)
+    app.state.browser = StoreBrowser(store, config.retrieval.alpha, see=Visibility.of)
 
 
 def is_page_path(path: str) -> bool:
@@ -82,6 +89,14 @@ def is_page_path(path: str) -> bool:
 
 def _browser(request: Request) -> StoreBrowser:
     return request.app.state.browser
+
+
+def _scope(request: Request) -> KeyScope | None:
+    """What the request's key reads of the store: None for all of it."""
+    caller = caller_of(request)
+    if caller.scope.is_whole_store:
+        return None
+    return read_scope(_browser(request).store, caller)
 
 
 def _not_found(detail: str) -> JSONResponse:
@@ -129,7 +144,7 @@ def directory(
     offset: int = Query(0, ge=0, description="First memory of the page (by file name)."),
     limit: int = Query(100, ge=0, le=500, description="Memories on the page."),
 ):
-    found = _browser(request).directory(path, offset, limit)
+    found = _browser(request).directory(path, offset, limit, _scope(request))
     return found if found is not None else _not_found(f"no directory {path!r} in the store")
 
 
@@ -142,13 +157,13 @@ def memory(
         "id ('memory:<id>').",
     ),
 ):
-    found = _browser(request).memory(ref)
+    found = _browser(request).memory(ref, _scope(request))
     return found if found is not None else _not_found(f"no memory {ref!r} in the store")
 
 
 @router.get("/browse/status", response_model=StoreStatus, responses=ERROR_RESPONSES)
 def status(request: Request) -> StoreStatus:
-    return _browser(request).status()
+    return _browser(request).status(_scope(request))
 
 
 @router.get(
@@ -157,7 +172,7 @@ def status(request: Request) -> StoreStatus:
     responses=ERROR_RESPONSES,
 )
 def conversations(request: Request) -> list[ConversationSummary]:
-    return _browser(request).conversations()
+    return _browser(request).conversations(conversation_prefix(caller_of(request)))
 
 
 @router.get(
@@ -170,7 +185,8 @@ def conversation(
     conversation_id: str,
     limit: int = Query(50, ge=0, le=200, description="Latest working turns shown."),
 ):
-    found = _browser(request).conversation(conversation_id, limit)
+    prefix = conversation_prefix(caller_of(request))
+    found = _browser(request).conversation(conversation_id, limit, prefix)
     if found is None:
         return _not_found(f"no conversation {conversation_id!r} in the store")
     return found

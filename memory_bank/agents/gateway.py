@@ -22,7 +22,7 @@ from memory_bank.agents.jobs import JobStatus, WriteRequest
 from memory_bank.agents.keys import Caller, KeyScope, Permission
 from memory_bank.agents.port import AskMode, MemoryPort, SearchMode
 from memory_bank.agents.uploads import Upload, allowed_paths, save_uploads, uploads_folder
-from memory_bank.agents.visibility import Visibility, relative
+from memory_bank.agents.visibility import Visibility, read_scope, relative
 from memory_bank.config import AppConfig
 from memory_bank.conversation.memory import check_conversation_id
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
@@ -211,11 +211,8 @@ class MemoryGateway:
     # --- conversations and sessions ---------------------------------------------------------
 
     def conversation_id(self, caller: Caller, conversation_id: str) -> str:
-        """A scoped key's conversations are its own: kept under `k<key id>.<id>`."""
-        check_conversation_id(conversation_id)
-        if caller.scope.is_whole_store:
-            return conversation_id
-        return f"k{caller.key_id}.{conversation_id}"
+        """The stored id of `caller`'s conversation (see `conversation_prefix`)."""
+        return conversation_prefix(caller) + check_conversation_id(conversation_id)
 
     async def add_turn(
         self,
@@ -247,10 +244,8 @@ class MemoryGateway:
 
     async def conversation_ids(self, caller: Caller) -> list[str]:
         _require(caller, "read")
+        own = conversation_prefix(caller)
         ids = await self.port.conversation_ids()
-        if caller.scope.is_whole_store:
-            return ids
-        own = f"k{caller.key_id}."
         return [cid.removeprefix(own) for cid in ids if cid.startswith(own)]
 
     async def session(self, caller: Caller, method: str, *args: Any) -> Any:
@@ -284,7 +279,7 @@ class MemoryGateway:
         if caller.scope.is_whole_store:
             return Visibility.everything()
         version = self.files.version()
-        scope = self._read_scope(caller)
+        scope = read_scope(self.store, caller)
         with self._lock:
             known = self._visibilities.get((version, scope))
         if known is None:
@@ -295,13 +290,11 @@ class MemoryGateway:
                     self._visibilities.popitem(last=False)
         return known
 
-    def _read_scope(self, caller: Caller) -> KeyScope:
-        """A key limited to documents also sees what it uploaded itself."""
-        scope = caller.scope
-        if not scope.documents:
-            return scope
-        own = str(uploads_folder(self.store, caller))
-        return scope.model_copy(update={"documents": (*scope.documents, own)})
+
+def conversation_prefix(caller: Caller) -> str:
+    """What `caller`'s conversation ids are kept under: a scoped key's conversations are its
+    own (`plan` is kept as `k<key id>.plan`); an unscoped key's are the store's."""
+    return "" if caller.scope.is_whole_store else f"k{caller.key_id}."
 
 
 def _require(caller: Caller, needed: Permission) -> None:

@@ -19,17 +19,31 @@ it cannot see.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
-from memory_bank.agents.keys import KeyScope
+from memory_bank.agents.keys import Caller, KeyScope
+from memory_bank.agents.uploads import uploads_folder
 from memory_bank.errors import SessionError, ToolError
 from memory_bank.index.scope import SearchScope
 from memory_bank.query.tools import Entry, GrepMatch
 from memory_bank.schemas import ChatResult, DirectoryNode, HistoryNote, SearchHit
-from memory_bank.session.models import NodeDetail
+from memory_bank.session.models import HistoryView, NodeDetail
 from memory_bank.store.files import readme_relative_path
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.sources import documents_named
+
+# History events that record what replaced a memory; their detail describes the replacement.
+REPLACEMENT_EVENTS = frozenset({"merged", "superseded", "claim superseded"})
+
+
+def read_scope(store: Path, caller: Caller) -> KeyScope:
+    """What `caller` reads of `store`: its key's scope, and, for a key limited to documents,
+    what it uploaded itself too."""
+    scope = caller.scope
+    if not scope.documents:
+        return scope
+    own = str(uploads_folder(store, caller))
+    return scope.model_copy(update={"documents": (*scope.documents, own)})
 
 
 def relative(path: str) -> str:
@@ -126,6 +140,12 @@ class Visibility:
     def sees_memory(self, chunk_id: str) -> bool:
         return self.whole or chunk_id in self.chunk_ids
 
+    def sees_readme(self, directory: str) -> bool:
+        return self.whole or readme_relative_path(tree_path(directory)) in self.readmes
+
+    def sees_conflict(self, older: str, newer: str) -> bool:
+        return self.sees_memory(older) and self.sees_memory(newer)
+
     def require_file(self, path: str, verb: str = "cat") -> None:
         if not self.sees_file(path):
             raise ToolError(f"{verb}: no such file: {path!r}")
@@ -199,7 +219,7 @@ class Visibility:
     def tree(self, root: DirectoryNode) -> DirectoryNode:
         if self.whole:
             return root
-        return _pruned(root, self.directories, self.indices) or DirectoryNode(path="/", name="")
+        return _pruned(root, self) or DirectoryNode(path="/", name="")
 
     # --- answers and the graph --------------------------------------------------------------
 
@@ -220,35 +240,51 @@ class Visibility:
             raise SessionError(f"no memory {detail.id!r} in the Query Graph")
         neighbours = [n for n in detail.neighbours if n.id is not None and self.sees_memory(n.id)]
         shown = {n.id for n in neighbours}
+        status, superseded_by = self.standing(detail.status, detail.superseded_by)
+        replaced_by = [detail.superseded_by or ""]
+        replaced_by += [side for c in detail.conflicts for side in (c.older, c.newer)]
         return detail.model_copy(
             update={
+                "status": status,
+                "superseded_by": superseded_by,
                 "neighbours": neighbours,
                 "relations": {k: v for k, v in detail.relations.items() if k in shown},
-                "conflicts": [
-                    c
-                    for c in detail.conflicts
-                    if self.sees_memory(c.older) and self.sees_memory(c.newer)
-                ],
-                "history": [
-                    h for h in detail.history if not h.node_id or self.sees_memory(h.node_id)
-                ],
+                "conflicts": [c for c in detail.conflicts if self.sees_conflict(c.older, c.newer)],
+                "history": self.history(detail.history, replaced_by),
             }
         )
 
+    def standing(self, status: str, superseded_by: str | None) -> tuple[str, str | None]:
+        """A memory's status and what replaced it: one replaced by a memory out of sight is
+        current (what replaced it is absent, as if it did not exist)."""
+        if self.whole or not superseded_by or self.sees_memory(superseded_by):
+            return status, superseded_by
+        return "current", None
 
-def _pruned(
-    node: DirectoryNode, directories: frozenset[str], indices: frozenset[int]
-) -> DirectoryNode | None:
-    if node.path not in directories:
+    def history(self, entries: list[HistoryView], replaced_by: Iterable[str]) -> list[HistoryView]:
+        """A memory's history entries this caller may see: none about a memory out of sight,
+        and no record of a replacement when something out of sight replaced it or contradicts
+        it (`replaced_by`: its `superseded_by` and both sides of its conflicts), since such a
+        record's detail describes the replacing claim."""
+        if self.whole:
+            return entries
+        outside = any(other and not self.sees_memory(other) for other in replaced_by)
+        return [
+            entry
+            for entry in entries
+            if (not entry.node_id or self.sees_memory(entry.node_id))
+            and not (outside and entry.event in REPLACEMENT_EVENTS)
+        ]
+
+
+def _pruned(node: DirectoryNode, view: Visibility) -> DirectoryNode | None:
+    if node.path not in view.directories:
         return None
-    children = [
-        pruned
-        for child in node.children
-        if (pruned := _pruned(child, directories, indices)) is not None
-    ]
+    children = [pruned for child in node.children if (pruned := _pruned(child, view)) is not None]
     return node.model_copy(
         update={
+            "description": node.description if view.sees_readme(node.path) else "",
             "children": children,
-            "chunk_indices": [i for i in node.chunk_indices if i in indices],
+            "chunk_indices": [i for i in node.chunk_indices if i in view.indices],
         }
     )

@@ -1,16 +1,25 @@
 """One committed store version indexed for browsing: the tree by path with subtree sizes, and the
-light columns of every memory (never the vectors), read once and kept for that version."""
+light columns of every memory (never the vectors), read once and kept for that version.
+
+A reader limited to part of the store (an API key with a scope) browses the catalog as its
+`Sight` sees it (`seen_by`): the tree pruned to the directories that lead to its memories, sizes
+counted over those memories only, READMEs only where it sees every memory below, and any other
+memory absent. What it sees is decided by the caller's sight (the agents' `Visibility`, the one
+definition every way into the store applies); the catalog only asks it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from memory_bank.errors import StoreError
 from memory_bank.schemas import DirectoryNode
+from memory_bank.session.models import HistoryView
 from memory_bank.store.files import readme_relative_path
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy.readme import readme_key_terms
@@ -29,21 +38,50 @@ MEMORY_COLUMNS = (
 )
 
 
+class Sight(Protocol):
+    """What one reader sees of a store version (implemented by `agents.visibility.Visibility`)."""
+
+    def sees_memory(self, chunk_id: str) -> bool: ...
+
+    def sees_readme(self, directory: str) -> bool: ...
+
+    def sees_conflict(self, older: str, newer: str) -> bool: ...
+
+    def tree(self, root: DirectoryNode) -> DirectoryNode: ...
+
+    def standing(self, status: str, superseded_by: str | None) -> tuple[str, str | None]: ...
+
+    def history(
+        self, entries: list[HistoryView], replaced_by: Iterable[str]
+    ) -> list[HistoryView]: ...
+
+
 class StoreCatalog:
     """The tree and the memories of one store version, looked up by path or chunk id."""
 
     def __init__(self, reader: StoreReader) -> None:
         self.reader = reader
-        self.tree = reader.tree()
-        self._nodes = {node.path: node for node in self.tree.iter_nodes()}
-        self._sizes: dict[str, int] = {}
-        _count_memories(self.tree, self._sizes)
+        self.sight: Sight | None = None  # None: the whole store
+        self._index_tree(reader.tree())
         self._memories = _read_columns(reader, "memories", MEMORY_COLUMNS)
-        chunk_ids = self._memories.column("chunk_id").to_pylist()
-        self._row_of_chunk = {chunk_id: row for row, chunk_id in enumerate(chunk_ids)}
-        self._row_of_path: dict[str, int] | None = None
-        # The chunk table and its rows by chunk id: read on the first memory page, then kept.
-        self._chunks: tuple[pa.Table, dict[str, int]] | None = None
+        self._chunk_ids = self._memories.column("chunk_id").to_pylist()
+        self._row_of_chunk = {chunk_id: row for row, chunk_id in enumerate(self._chunk_ids)}
+        # Read on first use, then kept, and shared with the views `seen_by` makes: the rows by
+        # path, and the chunk table with its rows by chunk id.
+        self._lazy: dict[str, Any] = {}
+
+    def _index_tree(self, tree: DirectoryNode) -> None:
+        self.tree = tree
+        self._nodes = {node.path: node for node in tree.iter_nodes()}
+        self._sizes: dict[str, int] = {}
+        _count_memories(tree, self._sizes)
+
+    def seen_by(self, sight: Sight) -> StoreCatalog:
+        """This catalog as `sight` sees it (see the module docstring); its tables are shared."""
+        seen = copy.copy(self)
+        seen.sight = sight
+        seen._index_tree(sight.tree(self.tree))
+        return seen
 
     @property
     def root(self) -> Path:
@@ -62,22 +100,41 @@ class StoreCatalog:
         """Memories in the subtree of directory `path`."""
         return self._sizes.get(path, 0)
 
+    def readme_shown(self, path: str) -> bool:
+        """Whether this catalog's reader may read directory `path`'s README."""
+        return self.sight is None or self.sight.sees_readme(path)
+
     def readme(self, path: str) -> str:
-        """The README text of directory `path` ("" when the store has none for it)."""
+        """The README text of directory `path` ("" when the store has none for it, or when the
+        reader may not read it)."""
+        if not self.readme_shown(path):
+            return ""
         file = self.reader.path(readme_relative_path(path))
         return file.read_text(encoding="utf-8") if file.is_file() else ""
 
+    def visible_rows(self) -> list[int]:
+        """The rows of the memories this catalog's reader sees (sizes for the store's glance)."""
+        return [row for row, chunk_id in enumerate(self._chunk_ids) if self.sees(chunk_id)]
+
     # --- memories ---------------------------------------------------------------------------
 
+    def sees(self, node_id: str) -> bool:
+        """Whether this catalog's reader sees the memory (or Query Graph node) `node_id`."""
+        return self.sight is None or self.sight.sees_memory(node_id)
+
+    def sees_conflict(self, older: str, newer: str) -> bool:
+        return self.sight is None or self.sight.sees_conflict(older, newer)
+
     def row_of(self, ref: str) -> int | None:
-        """The row of a memory named by its chunk id or its file's store-relative path."""
+        """The row of a memory named by its chunk id or its file's store-relative path (None
+        when there is none the reader sees)."""
         row = self._row_of_chunk.get(ref)
-        if row is not None:
-            return row
-        if self._row_of_path is None:
-            paths = self._memories.column("path").to_pylist()
-            self._row_of_path = {path: row for row, path in enumerate(paths)}
-        return self._row_of_path.get(ref.lstrip("/"))
+        if row is None:
+            if "row_of_path" not in self._lazy:
+                paths = self._memories.column("path").to_pylist()
+                self._lazy["row_of_path"] = {path: row for row, path in enumerate(paths)}
+            row = self._lazy["row_of_path"].get(ref.lstrip("/"))
+        return row if row is not None and self.sees(self._chunk_ids[row]) else None
 
     def memory_rows(self, rows: Sequence[int]) -> list[dict[str, Any]]:
         """The light columns of memory rows (row i is memory index i)."""
@@ -93,11 +150,11 @@ class StoreCatalog:
         """The chunk row behind a memory: its raw text, position and section. The chunk table
         is read whole once (as Arrow columns: about the size of the text), since finding one
         row in it costs as much as reading it all."""
-        if self._chunks is None:  # two first calls at once both read it; either result is right
+        if "chunks" not in self._lazy:  # two first calls at once both read it; either is right
             table = _read_columns(self.reader, "chunks", CHUNK_COLUMNS)
             ids = table.column("chunk_id").to_pylist()
-            self._chunks = (table, {chunk: row for row, chunk in enumerate(ids)})
-        table, rows = self._chunks
+            self._lazy["chunks"] = (table, {chunk: row for row, chunk in enumerate(ids)})
+        table, rows = self._lazy["chunks"]
         row = rows.get(chunk_id)
         return None if row is None else table.slice(row, 1).to_pylist()[0]
 

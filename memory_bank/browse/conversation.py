@@ -24,32 +24,36 @@ MAX_WORKING_SHOWN = 200
 MAX_CONVERSATIONS_LISTED = 500
 
 
-def conversation_list(store: str | Path) -> list[ConversationSummary]:
-    """The store's conversations by id, each with its number of turns."""
+def conversation_list(store: str | Path, prefix: str = "") -> list[ConversationSummary]:
+    """The store's conversations by id, each with its number of turns: those kept under
+    `prefix` (a key's own conversations), named without it."""
     directory = conversations_directory(store)
     if not directory.is_dir():
         return []
     found = sorted(
         path.name
         for path in directory.iterdir()
-        if path.is_dir() and CONVERSATION_ID.fullmatch(path.name)
+        if path.is_dir() and CONVERSATION_ID.fullmatch(path.name) and path.name.startswith(prefix)
     )
     return [
-        ConversationSummary(conversation_id=name, turns=_complete_lines(directory / name))
+        ConversationSummary(
+            conversation_id=name.removeprefix(prefix), turns=_complete_lines(directory / name)
+        )
         for name in found[:MAX_CONVERSATIONS_LISTED]
     ]
 
 
 def conversation_page(
-    store: str | Path, conversation_id: str, limit: int = 50
+    store: str | Path, conversation_id: str, limit: int = 50, prefix: str = ""
 ) -> ConversationPage | None:
     """The latest `limit` turns of the working tier, oldest first, and the summary of the
-    evicted ones; None when the store has no such conversation."""
-    directory = conversations_directory(store) / check_conversation_id(conversation_id)
+    evicted ones; None when the store has no such conversation under `prefix`."""
+    stored = prefix + check_conversation_id(conversation_id)
+    directory = conversations_directory(store) / stored
     if not directory.is_dir():
         return None
     log = TurnLog(directory)
-    state = log.read_state(conversation_id)
+    state = log.read_state(stored)
     limit = max(0, min(limit, MAX_WORKING_SHOWN))
     latest: deque[TurnRecord] = deque(maxlen=limit)
     turns = 0

@@ -19,7 +19,8 @@ def directory_page(
     catalog: StoreCatalog, path: str, offset: int = 0, limit: int = 100
 ) -> DirectoryPage | None:
     """Directory `path` with its README, its subdirectories and memories [offset, offset+limit)
-    of those filed directly in it, by file name; None when the tree has no such directory."""
+    of those filed directly in it, by file name; None when the tree has no such directory (or
+    the catalog's reader sees none of its memories)."""
     node = catalog.directory(path)
     if node is None:
         return None
@@ -34,6 +35,7 @@ def directory_page(
         title=title or node.name,
         summary=summary,
         key_terms=key_terms,
+        readme_hidden=not catalog.readme_shown(node.path),
         description=node.description,
         breadcrumb=breadcrumb(catalog, node.path),
         memories=catalog.memory_count(node.path),

@@ -34,14 +34,18 @@ _STATE_RANK = {"current": 0, "disputed": 1, "superseded": 2}
 
 def memory_page(catalog: StoreCatalog, graph: GraphState | None, ref: str) -> MemoryPage | None:
     """The memory named by `ref` (chunk id, file path, or a graph node id, with or without
-    "memory:"), or None when neither the store nor the graph holds it."""
+    "memory:"), or None when neither the store nor the graph holds it, or the catalog's reader
+    does not see it. Its neighbours, claims and history are those among memories the reader
+    sees."""
     row = catalog.memory(ref)
     if row is not None:
         return _stored_memory(catalog, graph, row)
     if graph is None:
         return None
     node = graph.graph.nodes.get(ref.removeprefix(SESSION_PREFIX))
-    return _session_memory(catalog, graph, node) if node is not None else None
+    if node is None or not catalog.sees(node.id):
+        return None
+    return _session_memory(catalog, graph, node)
 
 
 def utc_iso(timestamp: float) -> str:
@@ -113,17 +117,27 @@ def _graph_part(
             "timelines": [],
             "history": [],
         }
+    status, superseded_by = node.status, node.superseded_by
+    history = [HistoryView(**entry.to_dict()) for entry in node.history]
+    if catalog.sight is not None:
+        status, superseded_by = catalog.sight.standing(status, superseded_by)
+        replaced_by = [node.superseded_by or ""]
+        replaced_by += [
+            side for c in graph.graph.conflicts_of(node.id) for side in (c.older, c.newer)
+        ]
+        history = catalog.sight.history(history, replaced_by)
     return {
         "entries": [entry_view(entry) for entry in graph.tree.entries_for(node.id)],
-        "status": node.status,
-        "superseded_by": node.superseded_by,
+        "status": status,
+        "superseded_by": superseded_by,
         "recorded_at": utc_iso(node.timestamp),
         "neighbours": [
             _neighbour(catalog, graph, other, relation)
             for other, relation in sorted(node.links.items())
+            if catalog.sees(other)
         ],
         "timelines": claim_timelines(catalog, graph, node.id),
-        "history": [HistoryView(**entry.to_dict()) for entry in node.history],
+        "history": history,
     }
 
 
@@ -167,12 +181,13 @@ def _neighbour(catalog: StoreCatalog, graph: GraphState, node_id: str, relation:
 
 def claim_timelines(catalog: StoreCatalog, graph: GraphState, node_id: str) -> list[ClaimTimeline]:
     """For each subject and attribute a conflict of `node_id` is about, every value given for it
-    along the chain of conflicts (A replaced by B replaced by C), oldest first."""
+    along the chain of conflicts (A replaced by B replaced by C), oldest first; only conflicts
+    between memories the catalog's reader sees."""
     timelines, seen = [], set()
-    for start in graph.graph.conflicts_of(node_id):
+    for start in _conflicts_seen(catalog, graph, node_id):
         if start.id in seen:
             continue
-        group = _connected(graph, start)
+        group = _connected(catalog, graph, start)
         seen.update(conflict.id for conflict in group)
         values: dict[tuple[str, str], ClaimValue] = {}
         for conflict in group:
@@ -192,13 +207,17 @@ def claim_timelines(catalog: StoreCatalog, graph: GraphState, node_id: str) -> l
     return timelines
 
 
-def _connected(graph: GraphState, start: Conflict) -> list[Conflict]:
+def _conflicts_seen(catalog: StoreCatalog, graph: GraphState, node_id: str) -> list[Conflict]:
+    return [c for c in graph.graph.conflicts_of(node_id) if catalog.sees_conflict(c.older, c.newer)]
+
+
+def _connected(catalog: StoreCatalog, graph: GraphState, start: Conflict) -> list[Conflict]:
     """The conflicts about `start`'s subject and attribute reachable through their nodes."""
     key = _claim_key(start)
     found = {start.id: start}
     waiting = [start.older, start.newer]
     while waiting and len(found) < MAX_TIMELINE_CONFLICTS:
-        for conflict in graph.graph.conflicts_of(waiting.pop()):
+        for conflict in _conflicts_seen(catalog, graph, waiting.pop()):
             if conflict.id not in found and _claim_key(conflict) == key:
                 found[conflict.id] = conflict
                 waiting += [conflict.older, conflict.newer]

@@ -50,6 +50,9 @@ class DirectoryPage(_View):
     title: str  # the README's heading
     summary: str  # the README's text before its first section
     key_terms: list[str]
+    # The reader sees only part of the directory, and its README (title, summary, key terms,
+    # and the description its parent gives it) covers the rest too: none of it is shown.
+    readme_hidden: bool = False
     description: str  # what the parent's README says of it
     breadcrumb: list[Crumb]  # the root first, this directory last
     memories: int  # in the whole subtree

@@ -14,6 +14,7 @@ from memory_bank.graph.persist import GraphState
 from memory_bank.ingest.commit_version import REORGANIZATIONS_FILE
 from memory_bank.store import layout
 from memory_bank.store.location import StoreLocation
+from memory_bank.store.writer import count_directories
 
 OPEN_CONFLICTS_SHOWN = 20
 REORGANIZATIONS_SHOWN = 5
@@ -22,30 +23,42 @@ REORGANIZATIONS_SHOWN = 5
 def store_status(
     location: StoreLocation, catalog: StoreCatalog, graph: GraphState | None
 ) -> StoreStatus:
+    """The store at a glance, as the catalog's reader sees it: a reader limited to part of the
+    store gets the sizes of its part, the live version only, the graph among its memories, and
+    neither the reorganizations nor the sessions (both are about the whole store)."""
     meta = catalog.reader.meta
     live = catalog.root
+    whole = catalog.sight is None
+    found = graph.graph if graph is not None else None
     conflicts = sorted(
-        graph.graph.conflicts.values() if graph is not None else [],
+        (
+            conflict
+            for conflict in (found.conflicts.values() if found is not None else [])
+            if catalog.sees_conflict(conflict.older, conflict.newer)
+        ),
         key=lambda conflict: conflict.detected_at,
         reverse=True,
     )
     open_conflicts = [conflict for conflict in conflicts if conflict.status == "open"]
     edges: dict[str, int] = {}
-    for _, _, relation in graph.graph.edges() if graph is not None else []:
-        edges[relation] = edges.get(relation, 0) + 1
-    sessions = list(graph.sessions.values()) if graph is not None else []
+    for one, other, relation in found.edges() if found is not None else []:
+        if catalog.sees(one) and catalog.sees(other):
+            edges[relation] = edges.get(relation, 0) + 1
+    nodes = sum(1 for node in found.nodes if catalog.sees(node)) if found is not None else 0
+    sessions = list(graph.sessions.values()) if graph is not None and whole else []
+    sizes = _sizes(catalog)
+    listed = versions(location, live)
+    if not whole:
+        listed = [version.model_copy(update=sizes) for version in listed if version.live]
     return StoreStatus(
         store_version=catalog.store_version,
         created_at=str(meta.get("created_at", "")),
         updated_at=str(meta.get("updated_at", "")),
-        documents=int(meta.get("total_documents", 0)),
-        chunks=int(meta.get("total_chunks", 0)),
-        directories=int(meta.get("total_directories", 0)),
         backend=str(meta.get("backend", "")),
         embedding_model=str(meta.get("embedding_model", "")),
-        versions=versions(location, live),
-        reorganizations=reorganizations(live),
-        graph_nodes=len(graph.graph.nodes) if graph is not None else 0,
+        versions=listed,
+        reorganizations=reorganizations(live) if whole else [],
+        graph_nodes=nodes,
         graph_edges=edges,
         conflicts_resolved=len(conflicts) - len(open_conflicts),
         conflicts_open=len(open_conflicts),
@@ -65,7 +78,26 @@ def store_status(
         ],
         sessions=len(sessions),
         open_sessions=sum(1 for session in sessions if session.open),
+        **sizes,
     )
+
+
+def _sizes(catalog: StoreCatalog) -> dict[str, int]:
+    """Documents, chunks and directories: the store's own counts, or those of the part the
+    catalog's reader sees."""
+    if catalog.sight is None:
+        meta = catalog.reader.meta
+        return {
+            "documents": int(meta.get("total_documents", 0)),
+            "chunks": int(meta.get("total_chunks", 0)),
+            "directories": int(meta.get("total_directories", 0)),
+        }
+    rows = catalog.memory_rows(catalog.visible_rows())
+    return {
+        "documents": len({row["document_id"] for row in rows}),
+        "chunks": len(rows),
+        "directories": count_directories(catalog.tree),
+    }
 
 
 def versions(location: StoreLocation, live: Path) -> list[VersionInfo]:

@@ -204,6 +204,30 @@ def test_a_read_key_is_asked_for_when_the_server_requires_one(keyless_page, serv
     expect(keyless_page.get_by_role("button", name="Forget key")).to_be_visible()
 
 
+@pytest.fixture
+def company_key(browse_bank):
+    """A read key limited to the store directory /company, revoked after the test."""
+    from memory_bank.agents.keys import KeyRing, KeyScope
+
+    ring = KeyRing(browse_bank.store)
+    key, token = ring.create("browser-company", "read", KeyScope(directory="/company"))
+    yield token
+    ring.revoke(key.id)
+
+
+def test_a_key_limited_to_a_directory_sees_that_part_only(keyless_page, server, company_key):
+    keyless_page.goto(f"{server}/ui/#/tree")
+    keyless_page.get_by_label("API key", exact=True).fill(company_key)
+    keyless_page.get_by_role("button", name="Use this key").click()
+
+    tree = keyless_page.get_by_role("tree", name="Store tree")
+    expect(tree.locator(":scope > [role=treeitem]")).to_have_count(1)
+    expect(tree.get_by_role("treeitem", name=re.compile("^company"))).to_be_visible()
+    main = keyless_page.get_by_role("main")
+    expect(main).to_contain_text("3 memories are visible here")  # the root's README is not
+    expect(main).not_to_contain_text("planet")
+
+
 @pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
 def test_every_view_fits_the_width_of_the_screen(page, server, viewport):
     acme = _memory_of(server, "acme.md")

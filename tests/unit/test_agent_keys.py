@@ -101,21 +101,60 @@ def test_a_scoped_tree_keeps_only_visible_directories_and_memories(ml_tech_store
     assert sorted(i for node in tree.iter_nodes() for i in node.chunk_indices) == sorted(
         view.indices
     )
+    # A description summarizes its directory's whole subtree: kept only where that is all seen.
+    described = {node.path: bool(node.description) for node in tree.iter_nodes()}
+    assert described == {"/": False, "/programming": False, "/programming/python": True}
+
+
+def test_a_node_keeps_no_trace_of_what_replaced_it_out_of_sight(ml_tech_store):
+    from memory_bank.session.models import ConflictView, HistoryView
+
+    view = Visibility.of(KeyScope(documents=(PYTHON_DOCS,)), StoreReader(ml_tech_store))
+    own = sorted(view.chunk_ids)
+    replaced = _node_detail(
+        own[0],
+        status="superseded",
+        superseded_by="outside-00000",
+        conflicts=[
+            ConflictView(
+                id="c1",
+                older=own[0],
+                newer="outside-00000",
+                description="",
+                subject="the release",
+                attribute="date",
+                old_value="May",
+                new_value="June",
+                old_sentence="",
+                new_sentence="",
+                detected_at=2.0,
+                status="resolved",
+                current="outside-00000",
+                superseded=own[0],
+            )
+        ],
+        history=[
+            HistoryView(at=1.0, event="context updated", context="old context"),
+            HistoryView(at=2.0, event="claim superseded", detail="now X", node_id=own[0]),
+        ],
+    )
+
+    seen = view.node(replaced)
+
+    assert (seen.status, seen.superseded_by, seen.conflicts) == ("current", None, [])
+    assert [entry.event for entry in seen.history] == ["context updated"]
+
+
+def _node_detail(node_id: str, **fields):
+    from memory_bank.session.models import NodeDetail
+
+    plain = {"kind": "memory", "status": "current", "summary": "", "context": "", "keywords": []}
+    return NodeDetail(id=node_id, timestamp=0.0, **{**plain, **fields})
 
 
 def test_a_graph_node_outside_the_scope_is_absent(ml_tech_store):
-    from memory_bank.session.models import NodeDetail
-
     view = Visibility.of(KeyScope(documents=(PYTHON_DOCS,)), StoreReader(ml_tech_store))
-    outside = NodeDetail(
-        id="not-visible-00000",
-        kind="memory",
-        status="current",
-        summary="",
-        context="",
-        keywords=[],
-        timestamp=0.0,
-    )
+    outside = _node_detail("not-visible-00000")
 
     with pytest.raises(SessionError, match="no memory"):
         view.node(outside)

@@ -24,7 +24,7 @@ from memory_bank.config import AgentsConfig, AppConfig, RouterConfig
 from memory_bank.store.layout import FAISS_FILE
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.verify import verify_store
-from tests.agents_support import agents_app, copy_store
+from tests.agents_support import agents_app, browse_tree, copy_store, memories_below
 from tests.loopback_llm import serve_asgi, serve_loopback
 
 ROUTED_MODEL = "loopback-chat"
@@ -231,16 +231,75 @@ def test_a_scoped_key_keeps_its_conversations_and_runs_no_sessions(server):
     assert session.status_code == 403 and "whole store" in session.json()["detail"]
 
 
-def test_the_page_needs_no_key_and_its_whole_store_views_refuse_a_scoped_key(server):
+def _team_of(everyone: httpx.Client, memory: dict) -> str:
+    page = everyone.get("/browse/memory", params={"ref": memory["chunk_id"]}).json()
+    return "team-a" if "/team-a/" in page["document"]["source"] else "other"
+
+
+def test_the_page_needs_no_key_and_shows_a_scoped_key_its_part_only(server):
+    page = httpx.get(f"{server['url']}/ui/", headers={"Authorization": "Bearer mbk_0_nope"})
     with _http(server, "team-a") as scoped, _http(server, "reader") as everyone:
-        page = httpx.get(f"{server['url']}/ui/", headers={"Authorization": "Bearer mbk_0_nope"})
-        refused = [scoped.get("/browse/status"), scoped.get("/browse/directory")]
-        allowed = everyone.get("/browse/status")
+        whole = browse_tree(everyone)
+        team = {m["chunk_id"]: _team_of(everyone, m) for m in memories_below(whole, "/")}
+        seen = browse_tree(scoped)
+        others = [m for m in memories_below(whole, "/") if team[m["chunk_id"]] != "team-a"]
+        refused = [
+            scoped.get("/browse/memory", params={"ref": ref})
+            for m in others
+            for ref in (m["chunk_id"], m["path"])
+        ]
+        missing = scoped.get("/browse/memory", params={"ref": "no-such-memory"})
+        shown = [
+            scoped.get("/browse/memory", params={"ref": m["chunk_id"]}).json()
+            for m in memories_below(seen, "/")
+        ]
+        status, all_status = scoped.get("/browse/status").json(), everyone.get("/browse/status")
 
     assert page.status_code == 200  # the page holds no data: no key asked, a wrong one ignored
-    for response in refused:
-        assert response.status_code == 403 and "whole store" in response.json()["detail"]
-    assert allowed.status_code == 200
+    assert not _team_b(json.dumps([seen, shown, status]))
+    # The tree: the directories leading to the key's memories, counted over those only.
+    ours = {m["chunk_id"] for m in memories_below(whole, "/") if team[m["chunk_id"]] == "team-a"}
+    assert {m["chunk_id"] for m in memories_below(seen, "/")} == ours
+    for path, directory in seen.items():
+        visible = [m for m in memories_below(whole, path) if team[m["chunk_id"]] == "team-a"]
+        assert directory["memories"] == len(visible) > 0, path
+        partly = len(visible) < len(memories_below(whole, path))
+        assert directory["readme_hidden"] == partly, path
+        if partly:
+            assert directory["summary"] == "" and directory["key_terms"] == [], path
+    # The teams' notes share a directory here, whose README covers both: hidden from this key.
+    assert any(directory["readme_hidden"] for path, directory in seen.items() if path != "/")
+    assert seen["/"]["readme_hidden"] and not whole["/"]["readme_hidden"]
+    # Another team's memories are not there for it: 404, as for one that does not exist.
+    assert refused and {r.status_code for r in refused} == {404}
+    assert refused[0].json()["error"] == missing.json()["error"] == "NotFound"
+    for memory in shown:
+        assert all(n["id"] in ours for n in memory["neighbours"]), memory["neighbours"]
+        values = [v["node_id"] for t in memory["timelines"] for v in t["values"]]
+        assert set(values) <= ours
+    assert status["chunks"] == len(ours) and status["documents"] == 2
+    assert status["reorganizations"] == [] and len(status["versions"]) == 1
+    assert all_status.json()["chunks"] == len(team) == whole["/"]["memories"]
+
+
+def test_the_page_shows_a_scoped_key_its_own_conversations_only(server):
+    with (
+        _http(server, "team-a-writer") as own,
+        _http(server, "team-a") as other,
+        _http(server, "admin") as admin,
+    ):
+        own.post("/conversations/page-plan/turns", json={"speaker": "Dana", "text": "Go?"})
+        listed = own.get("/browse/conversations").json()
+        opened = own.get("/browse/conversations/page-plan")
+        hidden = other.get("/browse/conversations/page-plan")
+        everyone = admin.get("/browse/conversations").json()
+
+    assert "page-plan" in [c["conversation_id"] for c in listed]
+    assert all("." not in c["conversation_id"] for c in listed)  # its own, by their own names
+    assert opened.status_code == 200 and opened.json()["working"][0]["text"] == "Go?"
+    assert opened.json()["conversation_id"] == "page-plan"
+    assert hidden.status_code == 404
+    assert any(c["conversation_id"].endswith(".page-plan") for c in everyone)
 
 
 # --- writes as jobs -----------------------------------------------------------------------------

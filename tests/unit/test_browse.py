@@ -190,10 +190,17 @@ def test_readme_parts_reads_what_compose_readme_wrote():
 
 
 class _NoMemories:
-    """A catalog that knows no stored memory: the timeline names nodes by the graph alone."""
+    """A catalog that knows no stored memory: the timeline names nodes by the graph alone; its
+    reader sees every node but those `hidden`."""
+
+    def __init__(self, hidden: frozenset[str] = frozenset()) -> None:
+        self.hidden = hidden
 
     def memory(self, ref):
         return None
+
+    def sees_conflict(self, older: str, newer: str) -> bool:
+        return older not in self.hidden and newer not in self.hidden
 
 
 def _node(node_id: str, at: float) -> GraphNode:
@@ -210,7 +217,8 @@ def _conflict(cid, older, newer, old, new, at, current=None) -> Conflict:
     )  # fmt: skip
 
 
-def test_a_timeline_follows_a_chain_of_replacements_and_marks_an_open_dispute():
+def _chain_of_replacements() -> GraphState:
+    """Alice replaced by Bob, replaced by Carol, whom Dan disputes (an open conflict)."""
     graph = QueryGraph()
     for node_id, at in (("a", 1.0), ("b", 2.0), ("c", 3.0), ("d", 4.0)):
         graph.add_node(_node(node_id, at))
@@ -221,6 +229,11 @@ def test_a_timeline_follows_a_chain_of_replacements_and_marks_an_open_dispute():
     ):
         graph.add_conflict(conflict)
     state = GraphState(graph=graph)
+    return state
+
+
+def test_a_timeline_follows_a_chain_of_replacements_and_marks_an_open_dispute():
+    state = _chain_of_replacements()
 
     [timeline] = claim_timelines(_NoMemories(), state, "a")
 
@@ -232,6 +245,21 @@ def test_a_timeline_follows_a_chain_of_replacements_and_marks_an_open_dispute():
     ]
     assert timeline.open
     assert [v.superseded_by for v in timeline.values[:2]] == ["b", "c"]
+
+
+def test_a_timeline_leaves_out_what_its_reader_cannot_see():
+    state = _chain_of_replacements()
+
+    [timeline] = claim_timelines(_NoMemories(frozenset({"d"})), state, "a")
+
+    # d's dispute is not there for this reader: Carol's value stands, as nothing contradicts it.
+    assert [(v.value, v.state) for v in timeline.values] == [
+        ("Alice", "superseded"),
+        ("Bob", "superseded"),
+        ("Carol", "current"),
+    ]
+    assert not timeline.open
+    assert claim_timelines(_NoMemories(frozenset({"b"})), state, "a") == []
 
 
 def test_memory_page_without_a_graph_still_shows_the_file(bank):

@@ -12,12 +12,26 @@ from fastapi.testclient import TestClient
 
 from actors.ui import attach_browser, is_page_path, router
 from actors.ui.assets import STATIC_DIR, StaticAssets
+from memory_bank.agents.keys import LOCAL_OWNER
 from memory_bank.config import AppConfig
+
+
+class _LocalOwner:
+    """Stamps every request as the local owner, as the key guard does for a loopback client
+    without a key (the guard itself is tested in test_agents_http.py)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        scope.setdefault("state", {})["caller"] = LOCAL_OWNER
+        await self.app(scope, receive, send)
 
 
 @pytest.fixture(scope="module")
 def client(browse_bank):
     app = FastAPI()
+    app.add_middleware(_LocalOwner)
     app.include_router(router)
     attach_browser(app, str(browse_bank.store), AppConfig())
     with TestClient(app) as http:

@@ -239,6 +239,9 @@ function directoryPanel(page) {
       page.directories.length ? ` in ${plural(page.directories.length, "subdirectory", "subdirectories")}` : "",
     ),
     page.summary ? page.summary.split(/\n\n+/).map((paragraph) => h("p", { class: "summary" }, paragraph)) : null,
+    page.readme_hidden
+      ? h("p", { class: "summary note" }, `This key sees part of this directory: its summary, which covers all of it, is not shown. ${plural(page.memories, "memory is", "memories are")} visible here.`)
+      : null,
     page.key_terms.length
       ? h("div", { class: "key-terms" }, h("h2", { class: "inline-heading" }, "Key terms"), h("ul", { class: "chips" }, page.key_terms.map((term) => h("li", {}, term))))
       : null,
