@@ -17,6 +17,14 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class SourcesConfig(StrictModel):
+    """How the inputs of an ingest are found (memory_bank/text/inputs.py)."""
+
+    # Enter symlinked directories that stay inside the input (each directory once); links that
+    # leave it, loops and broken links are skipped with a reason either way.
+    follow_links: bool = False
+
+
 class ChunkConfig(StrictModel):
     min_tokens: int = Field(100, ge=1)
     max_tokens: int = Field(1000, ge=8)
@@ -235,6 +243,7 @@ class ServeConfig(StrictModel):
 
 
 class AppConfig(StrictModel):
+    sources: SourcesConfig = SourcesConfig()
     chunking: ChunkConfig = ChunkConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     memorize: MemorizeConfig = MemorizeConfig()

@@ -49,6 +49,14 @@ BackendOption = Annotated[
         "OPENAI_API_KEY). Default: llm.backend of the config.",
     ),
 ]
+FollowLinksOption = Annotated[
+    bool,
+    typer.Option(
+        "--follow-links",
+        help="Enter symlinked directories that stay inside the input (links that leave it are "
+        "always skipped, with a reason). Default: sources.follow_links of the config.",
+    ),
+]
 LocalOption = Annotated[bool, typer.Option("--local", help="Same as --runner local.")]
 RunnerOption = Annotated[
     str,
@@ -108,6 +116,7 @@ def ingest(
     local: LocalOption = False,
     runner: RunnerOption = "auto",
     backend: BackendOption = None,
+    follow_links: FollowLinksOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Ingest sources into the store: chunk, memorize, embed, organize, write."""
@@ -119,6 +128,7 @@ def ingest(
         as_json,
         "ingested into",
         lambda bank, progress: bank.add(files=files, progress=progress),
+        follow_links=follow_links,
     )
 
 
@@ -132,6 +142,7 @@ def add(
     local: LocalOption = False,
     runner: RunnerOption = "auto",
     backend: BackendOption = None,
+    follow_links: FollowLinksOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Add sources to an existing store: new memories are placed into its tree (a new
@@ -148,6 +159,7 @@ def add(
         as_json,
         "added to",
         lambda bank, progress: bank.add(files=files, progress=progress),
+        follow_links=follow_links,
     )
 
 
@@ -205,6 +217,7 @@ def _build(
     as_json: bool,
     verb: str,
     work: Callable[[MemoryBank, ProgressSink], IngestSummary],
+    follow_links: bool = False,
 ) -> None:
     """Run an ingest-like `work` with the per-stage display, then print its summary. `where`:
     the Ray address, the requested runner and the inputs (None: the stored documents)."""
@@ -218,9 +231,11 @@ def _build(
     settings = _settings(config_file, backend)
     if address:
         settings.ray.address = address
+    if follow_links:
+        settings.sources.follow_links = True
     choice = choose_runner(
         requested,
-        _work_tokens(store, inputs),
+        _work_tokens(store, inputs, settings.sources.follow_links),
         joins_cluster=bool(settings.ray.address or os.environ.get("RAY_ADDRESS")),
         in_process_below_tokens=settings.ray.in_process_below_tokens,
     )
@@ -238,13 +253,17 @@ def _build(
     _print_summary(summary, as_json, f"{verb} {summary.store}")
 
 
-def _work_tokens(store: Path, inputs: list[Path] | None) -> int:
+def _work_tokens(store: Path, inputs: list[Path] | None, follow_links: bool) -> int:
     """About how many tokens an ingest of `inputs` (None: a rebuild of `store`) handles."""
     from memory_bank.store.layout import is_store
-    from memory_bank.text.sources import discover_files
+    from memory_bank.text.inputs import discover
 
     if inputs is not None:
-        return estimated_tokens(discover_files(inputs))
+        return estimated_tokens(
+            entry
+            for entry in discover(inputs, follow_links=follow_links)
+            if isinstance(entry, Path)
+        )
     if not is_store(store):
         return 0
     from memory_bank.store.reader import StoreReader

@@ -58,7 +58,12 @@ class IngestRunner:
         started = time.perf_counter()
         self.executor.start(timer)
         with timer.stage("read"):
-            loaded = read_inputs(files or [], text, read_files=self.executor.read_files)
+            loaded = read_inputs(
+                files or [],
+                text,
+                read_files=self.executor.read_files,
+                follow_links=self.config.sources.follow_links,
+            )
             require_something(loaded, bool(files))
             work = plan_work(loaded, store, self.config)
         summary = IngestSummary(

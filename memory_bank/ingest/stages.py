@@ -46,14 +46,18 @@ from memory_bank.taxonomy.summary import (
     subtree_key_terms,
 )
 from memory_bank.text.chunking import SectionSplit, SplitChooser, chunk_document
-from memory_bank.text.sources import FileReader, SourceLoad, document_from_text, load_sources
+from memory_bank.text.inputs import SourceLoad, load_sources
+from memory_bank.text.sources import FileReader, document_from_text
 
 
 def read_inputs(
-    files: Iterable[str | Path] | None, text: str | None, read_files: FileReader | None = None
+    files: Iterable[str | Path] | None,
+    text: str | None,
+    read_files: FileReader | None = None,
+    follow_links: bool = False,
 ) -> SourceLoad:
     """Load every given file/directory and the raw text; bad files are skipped, not raised."""
-    loaded = load_sources(list(files or []), read_files=read_files)
+    loaded = load_sources(list(files or []), read_files=read_files, follow_links=follow_links)
     raw = document_from_text(text) if text else None
     if raw is not None and all(doc.document_id != raw.document_id for doc in loaded.documents):
         loaded.documents.append(raw)

@@ -29,7 +29,7 @@ from memory_bank.store.tables import (
     memories_from_table,
     sentences_from_table,
 )
-from memory_bank.text.sources import SourceLoad
+from memory_bank.text.inputs import SourceLoad
 
 _Indexed = TypeVar("_Indexed", MemorizedChunk, SentenceRecord)
 
