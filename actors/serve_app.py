@@ -62,6 +62,7 @@ from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
 
 from actors.admission import AdmissionQueue, QueueFull
+from actors.loopback import keep_replica_port_on_loopback
 from actors.serve_api import (
     ERROR_RESPONSES,
     Consolidated,
@@ -177,6 +178,7 @@ class MemoryBankIngress:
         api_key_sha256: str | None = None,
         model_capacity: int | None = None,
     ) -> None:
+        keep_replica_port_on_loopback()
         app.state.api_key_sha256 = api_key_sha256
         self._model = model
         self._store = store

@@ -13,6 +13,7 @@ from typing import Any
 from ray import serve
 
 from actors.domain_thread import DomainThread
+from actors.loopback import keep_replica_port_on_loopback
 from actors.serve_api import (
     Consolidated,
     QueryRequest,
@@ -42,6 +43,7 @@ class MemoryBankModel:
         from memory_bank.app.bank import MemoryBank
         from memory_bank.query.service import QueryService
 
+        keep_replica_port_on_loopback()
         torch.set_num_threads(REPLICA_TORCH_THREADS)
         settings = AppConfig.model_validate(config)
         self._service = QueryService(Path(store), settings)

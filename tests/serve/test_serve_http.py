@@ -321,3 +321,36 @@ def test_the_replica_collector_never_traverses_what_the_replica_loaded(client):
     frozen = ray.get(replica.__ray_call__.remote(lambda _: gc.get_freeze_count()))
 
     assert frozen > 100_000  # the model, the indexes (587,000 in a bench replica on the sample)
+
+
+def test_every_replica_port_of_a_loopback_app_listens_on_loopback(client):
+    """Serve binds each replica's inter-deployment gRPC port to every interface; served on
+    127.0.0.1, actors/loopback.py keeps it on loopback (Ray's own worker ports aside)."""
+    import ipaddress
+
+    import psutil
+    import ray
+
+    names = [
+        actor["name"]
+        for actor in ray.util.list_named_actors(all_namespaces=True)
+        if "#MemoryBank" in actor["name"]
+    ]
+    assert len(names) == 2, names  # the ingress and the query replica
+    for name in names:
+        replica = ray.get_actor(name, namespace="serve")
+        pid, port = ray.get(
+            replica.__ray_call__.remote(
+                lambda actor: (__import__("os").getpid(), actor._replica_impl._internal_grpc_port)
+            )
+        )
+        listening = [
+            connection.laddr.ip
+            for connection in psutil.Process(pid).net_connections(kind="tcp")
+            if connection.status == psutil.CONN_LISTEN and connection.laddr.port == port
+        ]
+        assert listening, f"{name}: nothing listens on its port {port}"
+        for address in listening:
+            ip = ipaddress.ip_address(address)
+            mapped = getattr(ip, "ipv4_mapped", None)
+            assert (mapped or ip).is_loopback, f"{name} listens on {address}:{port}"
