@@ -8,7 +8,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memory_bank.errors import ConfigError, MemoryBankError, SessionError, StoreError, ToolError
+from memory_bank.errors import (
+    ConfigError,
+    MemoryBankError,
+    SessionError,
+    StorageError,
+    StoreError,
+    ToolError,
+)
 
 # --- request and response models ----------------------------------------------------------------
 
@@ -119,6 +126,7 @@ class ErrorBody(BaseModel):
 _ERROR_STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
     (SessionError, 404),
     (StoreError, 503),
+    (StorageError, 503),
     (ToolError, 400),
     (ConfigError, 400),
 )
@@ -128,8 +136,9 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorBody, "description": "No such session or memory."},
     503: {
         "model": ErrorBody,
-        "description": "The store is missing or being replaced, or the server is at capacity "
-        "(then with a Retry-After header: try again after that many seconds).",
+        "description": "The store is missing, being replaced or cannot be written (disk full, "
+        "read-only), or the server is at capacity (then with a Retry-After header: try again "
+        "after that many seconds).",
     },
 }
 

@@ -81,6 +81,9 @@ class StoreConfig(StrictModel):
     # An ingest saves its finished memories to a journal every this many chunk tokens, so a
     # killed ingest resumes where it was instead of starting over.
     journal_tokens: int = Field(50_000, ge=1_000)
+    # A commit waits this long for another writer's commit to finish before it gives up,
+    # naming the process that holds the lock (its journal keeps the work for the next run).
+    lock_wait_s: float = Field(600.0, gt=0)
 
 
 class LLMConfig(StrictModel):

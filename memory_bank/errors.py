@@ -50,3 +50,19 @@ class LLMError(MemoryBankError):
 
 class SessionError(MemoryBankError):
     """An unknown or closed session, or a memory id the Query Graph does not hold."""
+
+
+class StorageError(MemoryBankError):
+    """A write to disk failed (no space left, permission denied, a read-only file system, ...).
+
+    The message is one line that names the path and says what to do (`memory_bank.store.disk`).
+    """
+
+    def __init__(self, message: str, path: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.errno = errno
+
+
+class StoreLockedError(StoreError):
+    """Another process held the store's lock for longer than this one would wait."""

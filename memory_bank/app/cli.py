@@ -1,7 +1,8 @@
 """The `memory-bank` command line: ingest, ask, search, tree, serve.
 
-Errors from the domain arrive as MemoryBankError and become one red line plus a non-zero exit
-code here, at the edge.
+Errors from the domain (MemoryBankError) and from the file system (disk full, permission
+denied, read-only) become one red line plus a non-zero exit code here, at the edge;
+`memory-bank --debug COMMAND ...` shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from rich.tree import Tree
 from memory_bank.errors import MemoryBankError
 from memory_bank.ingest.runner_choice import choose_runner, estimated_tokens
 from memory_bank.schemas import IngestSummary
+from memory_bank.store.disk import error_line
 
 if TYPE_CHECKING:
     from memory_bank.app.bank import MemoryBank
     from memory_bank.ingest.progress import ProgressSink
 
 P = ParamSpec("P")
+DEBUG_ENV = "MEMORY_BANK_DEBUG"
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 _err = Console(stderr=True)
 _out = Console()
@@ -69,21 +72,40 @@ RunnerOption = Annotated[
 
 
 def _fail(message: str) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {message}", highlight=False)
+    _err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=1)
 
 
 def _reports_errors(command: Callable[P, None]) -> Callable[P, None]:
-    """A domain error becomes one red line and exit status 1, here at the edge."""
+    """A domain error, or a file system error (disk full, permission denied, read-only), becomes
+    one red line and exit status 1, here at the edge, with what the failed work left behind
+    (the exception's notes) after it; `--debug` shows the traceback instead."""
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
         try:
             command(*args, **kwargs)
-        except MemoryBankError as exc:
-            _fail(str(exc))
+        except (MemoryBankError, OSError) as exc:
+            if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+                raise
+            _fail(error_line(exc))
 
     return run
+
+
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            envvar=DEBUG_ENV,
+            help="Show the full traceback of an error instead of one line.",
+        ),
+    ] = False,
+) -> None:
+    if debug:  # the commands read it where they report errors (and Ray workers inherit it)
+        os.environ[DEBUG_ENV] = "1"
 
 
 def _settings(config: Path | None, backend: str | None = None):
@@ -246,7 +268,9 @@ def _build(
         executor = RayExecutor
     bank = MemoryBank(store, config=settings, executor=executor)
     if not as_json:
-        _err.print(f"[dim]runner: {choice.runner} ({choice.reason})[/]", highlight=False)
+        _err.print(
+            f"[dim]runner: {choice.runner} ({choice.reason})[/]", highlight=False, soft_wrap=True
+        )
     with IngestProgress(_err, enabled=not as_json) as progress:
         summary = work(bank, progress)
     summary = summary.model_copy(update={"runner": choice.runner, "runner_reason": choice.reason})
@@ -273,7 +297,7 @@ def _work_tokens(store: Path, inputs: list[Path] | None, follow_links: bool) -> 
 
 def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:
     for line in summary.skipped:
-        _err.print(f"[yellow]skipped[/] {line}", highlight=False)
+        _err.print(f"[yellow]skipped[/] {line}", highlight=False, soft_wrap=True)
     if as_json:
         print(summary.model_dump_json())
         return

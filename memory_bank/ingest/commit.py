@@ -115,7 +115,7 @@ class StoreCommitter:
 
     def commit(self, request: CommitRequest) -> CommitResult:
         clock = _Clock()
-        with self.location.lock():
+        with self.location.lock(wait_s=self.config.store.lock_wait_s):
             clock.lap("wait")
             state = self._live_state()
             clock.lap("load")

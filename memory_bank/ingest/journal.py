@@ -134,10 +134,36 @@ class IngestJournal:
                 with contextlib.suppress(OSError):
                     path.unlink()
                     removed += 1
+        self.discard_if_empty()
+        return removed
+
+    def kept(self) -> tuple[int, int]:
+        """How many finished chunks the journal holds, and its size in bytes."""
+        chunks = size = 0
+        for path in self.batches():
+            with contextlib.suppress(OSError, pa.ArrowException):
+                size += path.stat().st_size
+                chunks += pq.ParquetFile(path).metadata.num_rows
+        return chunks, size
+
+    def discard_if_empty(self) -> None:
+        """Remove the journal's folders when they hold nothing (a failed first write leaves
+        them empty)."""
         with contextlib.suppress(OSError):
             self.directory.rmdir()  # only when empty
             self.directory.parent.rmdir()
-        return removed
+
+    def fate(self) -> str:
+        """What the journal keeps for the next run, said for a person; an empty one is removed."""
+        chunks, size = self.kept()
+        if not chunks:
+            self.discard_if_empty()
+            return "no finished work was kept (nothing to resume)"
+        return (
+            f"the journal {self.directory.parent} keeps {chunks:,} finished chunks "
+            f"({size / 2**20:.1f} MB): the same command resumes from it (delete it to free "
+            "the space instead)"
+        )
 
 
 def batches_by_tokens(chunks: Sequence[Chunk], tokens_per_batch: int) -> list[list[Chunk]]:

@@ -25,6 +25,7 @@ from memory_bank.errors import StoreError
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import layout
 from memory_bank.store.atomic import relative_parts
+from memory_bank.store.disk import is_storage_failure, storage_error, writing
 from memory_bank.store.location import StoreLocation
 from memory_bank.store.tables import (
     SentenceRecord,
@@ -50,7 +51,8 @@ class StoreBuilder:
         self.location = StoreLocation(store_dir)
         self.store_dir = self.location.path
         self.location.refuse_foreign_path()
-        self.build_dir, self._owner = self.location.new_build_directory()
+        with writing(self.location.versions_dir):
+            self.build_dir, self._owner = self.location.new_build_directory()
         self._committed = False
         self.version_dir: Path | None = None
         self._made_directories: set[Path] = set()
@@ -71,18 +73,20 @@ class StoreBuilder:
 
     def write_file(self, relative: str, text: str) -> Path:
         """Write a UTF-8 text file at a store-relative path (no fsync: `commit` syncs once)."""
-        path = self._build_path(relative)
-        path.write_text(text, encoding="utf-8", newline="")
+        with writing(self.build_dir / relative):
+            path = self._build_path(relative)
+            path.write_text(text, encoding="utf-8", newline="")
         return path
 
     def link_file(self, relative: str, source: Path) -> Path:
         """Put the published file `source` (of an earlier version: never changed in place)
         at a store-relative path as a hard link, or a copy where links cannot be made."""
-        path = self._build_path(relative)
-        try:
-            os.link(source, path)
-        except OSError:
-            shutil.copyfile(source, path)
+        with writing(self.build_dir / relative):
+            path = self._build_path(relative)
+            try:
+                os.link(source, path)
+            except OSError:
+                shutil.copyfile(source, path)
         return path
 
     def _build_path(self, relative: str) -> Path:
@@ -195,6 +199,8 @@ class StoreBuilder:
             try:
                 self.version_dir = self.location.publish(self.build_dir, meta["store_version"])
             except OSError as exc:
+                if is_storage_failure(exc):
+                    raise storage_error(exc, self.store_dir) from exc
                 raise StoreError(
                     f"could not publish the new store at {self.store_dir}: {exc}"
                 ) from exc
