@@ -159,6 +159,8 @@ class ChatResult(BaseModel):
     # What the answer's current facts replaced: the superseded claims of the memories read,
     # with when each was recorded and replaced. The answer states the current values only.
     history: list[HistoryNote] = Field(default_factory=list)
+    # Files the answer rests on that are not what the store wrote (`store.integrity`).
+    warnings: list[str] = Field(default_factory=list)
 
 
 class MovedMemory(BaseModel):

@@ -394,6 +394,8 @@ def ask(
             f"{note.current_value!r} on {note.superseded_at} ({note.current_source})[/]",
             highlight=False,
         )
+    for warning in result.warnings:
+        _err.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     if show_trajectory:
         _out.print(f"[dim]{result.trajectory}[/]", highlight=False)
 

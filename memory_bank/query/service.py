@@ -114,14 +114,18 @@ class QueryService:
         self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
     ) -> ChatResult:
         iterations = max_iterations or self.config.retrieval.max_iterations
-        return self._current().agent.request(
+        opened = self._current()
+        result = opened.agent.request(
             question, max_iterations=iterations, system_prompt=system_prompt
         )
+        return _with_integrity_warnings(result, opened.reader)
 
     def research(self, question: str, max_iterations: int | None = None) -> ChatResult:
         """The research loop (plan -> search -> integrate -> reflect) for at most
         `max_iterations` rounds (default `research.max_iterations`)."""
-        return self._current().researcher.research(question, max_iterations=max_iterations)
+        opened = self._current()
+        result = opened.researcher.research(question, max_iterations=max_iterations)
+        return _with_integrity_warnings(result, opened.reader)
 
     def search(
         self,
@@ -170,6 +174,13 @@ class QueryService:
 
     def tree(self) -> DirectoryNode:
         return self._current().reader.tree()
+
+
+def _with_integrity_warnings(result: ChatResult, reader: StoreReader) -> ChatResult:
+    """`result`, warning of any file it rests on that is not what the store wrote: the memory
+    files it read and cites, and the tables and index the search loaded."""
+    warnings = reader.integrity.warnings([*result.files_read, *result.sources])
+    return result.model_copy(update={"warnings": warnings}) if warnings else result
 
 
 def _meta_stamp(store: Path) -> StoreStamp | None:

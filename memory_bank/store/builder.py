@@ -26,6 +26,7 @@ from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import layout
 from memory_bank.store.atomic import relative_parts
 from memory_bank.store.disk import is_storage_failure, storage_error, writing
+from memory_bank.store.integrity import HASHES_FILE, RecordedHashes
 from memory_bank.store.location import StoreLocation
 from memory_bank.store.tables import (
     SentenceRecord,
@@ -53,6 +54,7 @@ class StoreBuilder:
         self.location.refuse_foreign_path()
         with writing(self.location.versions_dir):
             self.build_dir, self._owner = self.location.new_build_directory()
+        self.hashes = RecordedHashes(self.location.live_directory(), self.store_dir)
         self._committed = False
         self.version_dir: Path | None = None
         self._made_directories: set[Path] = set()
@@ -76,6 +78,7 @@ class StoreBuilder:
         with writing(self.build_dir / relative):
             path = self._build_path(relative)
             path.write_text(text, encoding="utf-8", newline="")
+        self.hashes.wrote_text(relative, text)
         return path
 
     def link_file(self, relative: str, source: Path) -> Path:
@@ -87,6 +90,7 @@ class StoreBuilder:
                 os.link(source, path)
             except OSError:
                 shutil.copyfile(source, path)
+            self.hashes.linked(relative, source)
         return path
 
     def _build_path(self, relative: str) -> Path:
@@ -191,6 +195,8 @@ class StoreBuilder:
         if missing:
             raise StoreError(f"refusing to publish an incomplete store; missing: {missing}")
         meta = json.loads((self.build_dir / layout.META_FILE).read_text(encoding="utf-8"))
+        with writing(self.build_dir / HASHES_FILE):
+            self.hashes.write(self.build_dir)
         with self.locked():
             # One sync for the whole build: cheaper than an fsync per chunk file, and it must
             # happen before the switch so a crash cannot leave a live store of empty files.

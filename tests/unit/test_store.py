@@ -234,6 +234,7 @@ EXPECTED_FILES = {
     ".bank/tree.json",
     ".bank/vectors.faiss",
     ".bank/readmes.parquet",
+    ".bank/hashes.parquet",
 }
 
 
