@@ -52,6 +52,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.datastructures import Headers
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ray import serve
@@ -60,9 +61,16 @@ from ray.serve import Application
 from ray.serve.config import BackpressureConfig
 from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from actors.admission import AdmissionQueue, QueueFull
 from actors.loopback import keep_replica_port_on_loopback
+from actors.request_guards import (
+    EscapedJSONResponse,
+    LimitRequestBody,
+    refused_http,
+    refused_validation,
+)
 from actors.serve_api import (
     ERROR_RESPONSES,
     Consolidated,
@@ -108,20 +116,23 @@ app = FastAPI(
     title="memory-bank",
     summary="Ask and search a hierarchical memory store.",
     version="0.1.0",
+    default_response_class=EscapedJSONResponse,
 )
+app.add_exception_handler(StarletteHTTPException, refused_http)
+app.add_exception_handler(RequestValidationError, refused_validation)
 
 
 @app.exception_handler(MemoryBankError)
 async def _domain_error(_: Request, exc: MemoryBankError) -> JSONResponse:
     body = ErrorBody(error=type(exc).__name__, detail=str(exc))
-    return JSONResponse(status_code=error_status(exc), content=body.model_dump())
+    return EscapedJSONResponse(status_code=error_status(exc), content=body.model_dump())
 
 
 @app.exception_handler(Overloaded)
 async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:
     body = ErrorBody(error="Overloaded", detail=str(exc))
     headers = {"Retry-After": str(exc.retry_after_s)}
-    return JSONResponse(status_code=503, content=body.model_dump(), headers=headers)
+    return EscapedJSONResponse(status_code=503, content=body.model_dump(), headers=headers)
 
 
 class _RequireApiKey:
@@ -147,7 +158,8 @@ class _RequireApiKey:
         await refusal(scope, receive, send)
 
 
-app.add_middleware(_RequireApiKey)
+app.add_middleware(LimitRequestBody)
+app.add_middleware(_RequireApiKey)  # added last, so it runs first: no body is looked at before
 
 
 class _StoreView:
@@ -183,6 +195,7 @@ class MemoryBankIngress:
         self._model = model
         self._store = store
         self._config = AppConfig.model_validate(config)
+        app.state.max_body_bytes = self._config.limits.max_body_bytes
         self._view = _StoreView(store)
         self._keeper = None
         settings = self._config.serve

@@ -10,7 +10,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memory_bank.errors import ConfigError
+from memory_bank.errors import ConfigError, InputTooLargeError
 
 
 class StrictModel(BaseModel):
@@ -245,6 +245,36 @@ class ServeConfig(StrictModel):
     access_log: bool = False  # Serve's per-request log lines: about 2 ms CPU each, per hop
 
 
+class LimitsConfig(StrictModel):
+    """How large one request may be, over HTTP and through the Python API alike: beyond these
+    it is refused at once (HTTP 413), before any work is done for it."""
+
+    max_body_bytes: int = Field(1 << 20, ge=1024)  # an HTTP request body
+    # A question, a search text, a session's task goal, a recall query.
+    max_question_chars: int = Field(10_000, ge=100)
+    # An intercepted context, a conversation turn: analysed in bounded pieces, so its cost is
+    # linear in its length, and this bounds that cost.
+    max_context_chars: int = Field(200_000, ge=1_000)
+    max_files: int = Field(100, ge=1)  # attachments of an intercept; documents of a search
+
+    def check_question(self, text: str, what: str = "question") -> None:
+        self._check(what, len(text), self.max_question_chars, "characters", "max_question_chars")
+
+    def check_context(self, text: str, what: str = "context") -> None:
+        self._check(what, len(text), self.max_context_chars, "characters", "max_context_chars")
+
+    def check_files(self, count: int, what: str = "files") -> None:
+        self._check(what, count, self.max_files, "entries", "max_files")
+
+    @staticmethod
+    def _check(what: str, size: int, limit: int, unit: str, setting: str) -> None:
+        if size > limit:
+            raise InputTooLargeError(
+                f"the {what} has {size:,} {unit}, more than the {limit:,} accepted "
+                f"(limits.{setting})"
+            )
+
+
 class AppConfig(StrictModel):
     sources: SourcesConfig = SourcesConfig()
     chunking: ChunkConfig = ChunkConfig()
@@ -258,6 +288,7 @@ class AppConfig(StrictModel):
     conversation: ConversationConfig = ConversationConfig()
     ray: RayConfig = RayConfig()
     serve: ServeConfig = ServeConfig()
+    limits: LimitsConfig = LimitsConfig()
 
 
 def user_cache_dir() -> Path:

@@ -66,3 +66,7 @@ class StorageError(MemoryBankError):
 
 class StoreLockedError(StoreError):
     """Another process held the store's lock for longer than this one would wait."""
+
+
+class InputTooLargeError(MemoryBankError):
+    """A question, context or request is larger than the configured limits (`limits.*`)."""

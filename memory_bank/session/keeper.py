@@ -197,6 +197,7 @@ class GraphKeeper:
     def open_session(self, task_goal: str) -> InsightDoc:
         if not task_goal.strip():
             raise SessionError("a session needs a task goal")
+        self.config.limits.check_question(task_goal, "task goal")
         with self._mutating() as state:
             engine = self._engine()
             session_id = "s-" + uuid.uuid4().hex[:16]
@@ -223,6 +224,8 @@ class GraphKeeper:
         conflicts, for a cross-validation), then the Insight Doc is planned anew."""
         if not context.strip():
             raise SessionError("nothing to intercept: the context is empty")
+        self.config.limits.check_context(context)
+        self.config.limits.check_files(len(attachments), "attachments")
         record = self._open_record(session_id)
         doc = InsightDoc.model_validate(record.insight_doc)
         kind: TaskType = task_type or task_type_of(

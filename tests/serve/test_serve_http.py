@@ -354,3 +354,36 @@ def test_every_replica_port_of_a_loopback_app_listens_on_loopback(client):
             ip = ipaddress.ip_address(address)
             mapped = getattr(ip, "ipv4_mapped", None)
             assert (mapped or ip).is_loopback, f"{name} listens on {address}:{port}"
+
+
+def test_oversized_requests_are_refused_at_once_with_413(client):
+    body = b'{"question": "' + b"x" * (2 << 20) + b'"}'  # past limits.max_body_bytes (1 MiB)
+    response = client.post("/query", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    assert response.json()["error"] == "ContentTooLarge"
+
+    response = client.post("/query", json={"question": "why? " * 3000})  # > 10,000 characters
+    assert response.status_code == 413
+    assert response.json()["error"] == "InputTooLargeError"
+    assert "limits.max_question_chars" in response.json()["detail"]
+
+    session = client.post("/sessions", json={"task_goal": "Check the request limits"})
+    session_id = session.json()["doc_id"]
+    response = client.post(f"/sessions/{session_id}/intercept", json={"context": "y" * 300_000})
+    assert response.status_code == 413
+    assert "limits.max_context_chars" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/query", b'{"question": "what \\ud800 is this?"}'),
+        ("/search", b'{"query": "\\udfff"}'),
+        ("/sessions", b'{"task_goal": "a \\ud83d goal"}'),
+        ("/query", b'{"question": "\\ud800", "mode": "deep"}'),  # invalid twice over
+    ],
+)
+def test_a_lone_surrogate_is_a_422_not_a_500(client, path, body):
+    response = client.post(path, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert "Traceback" not in response.text
