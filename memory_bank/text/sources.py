@@ -61,6 +61,8 @@ SUPPORTED_SUFFIXES: dict[str, DocumentKind] = {
 
 _LINE_BREAKS = re.compile(r"\r\n?|[\v\f\x85\u2028\u2029]")
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+# JSON may escape half of a surrogate pair ("\\ud800"): no UTF-8 text can hold it.
+_LONE_SURROGATES = re.compile("[\ud800-\udfff]")
 _UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 _CONVERSATION_SHAPES = (
     'a list of turns {"speaker", "text", "timestamp"?}, {"turns": [...]}, '
@@ -177,6 +179,7 @@ def _decode_text(data: bytes, source: str) -> str:
 
 
 def _clean(text: str) -> str:
+    text = _LONE_SURROGATES.sub("\ufffd", text)
     return _CONTROL_CHARS.sub("", _LINE_BREAKS.sub("\n", text))
 
 

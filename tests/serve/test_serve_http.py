@@ -387,3 +387,25 @@ def test_a_lone_surrogate_is_a_422_not_a_500(client, path, body):
     response = client.post(path, content=body, headers={"content-type": "application/json"})
     assert response.status_code == 422
     assert "Traceback" not in response.text
+
+
+def test_hostile_requests_get_no_500_and_leave_a_store_that_verifies(client, bank):
+    """Hypothesis over the real endpoints (random JSON, unicode edge cases, raw bytes, path
+    segments); bench/fuzz.py sends more than 10,000 of these."""
+    from hypothesis import HealthCheck, given, settings
+
+    from memory_bank.store.verify import verify_store
+    from tests.fuzz_inputs import Tally, http_requests, send_hostile_request
+
+    session = client.post("/sessions", json={"task_goal": "Answer hostile requests"})
+    tally = Tally()
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(request=http_requests(session=session.json()["doc_id"]))
+    def hostile(request):
+        send_hostile_request(client, request, tally)
+
+    hostile()
+    assert tally.inputs >= 60
+    assert tally.server_errors == tally.tracebacks == 0, tally.failures
+    assert verify_store(bank.store).ok
