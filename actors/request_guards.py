@@ -4,7 +4,8 @@
   the API's error body: a declared Content-Length over the limit before a byte of the body is
   read, a body sent without one as soon as what arrived passes the limit; so no over-limit body
   is ever read whole. (FastAPI's own `max_body_size` does the same but answers a declared
-  length with a plain-text 413 of its own, whatever the app's handlers say.)
+  length with a plain-text 413 of its own, whatever the app's handlers say.) `refused_body`
+  answers a body found too large while it was read.
 - `refused_validation` is the 422 for a request that does not validate. FastAPI's own failed
   with 500 on text it could not encode back (a lone surrogate, "\\ud800", is valid JSON but no
   valid UTF-8): here every response is ASCII-escaped JSON, and an echoed input is cut short
@@ -14,13 +15,11 @@
 import json
 from typing import Any
 
-from fastapi import Request
+from fastapi import HTTPException, Request
 from fastapi.datastructures import Headers
 from fastapi.encoders import jsonable_encoder
-from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from starlette.exceptions import HTTPException
 
 from actors.serve_api import ErrorBody
 
@@ -62,7 +61,7 @@ class LimitRequestBody:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
-                    raise BodyTooLarge(limit)  # answered by `refused_http`
+                    raise BodyTooLarge(limit)  # answered by `refused_body`
             return message
 
         await self.app(scope, receive_within_limit, send)
@@ -76,12 +75,9 @@ def too_large(limit: int) -> Response:
     return EscapedJSONResponse(status_code=CONTENT_TOO_LARGE, content=body.model_dump())
 
 
-async def refused_http(request: Request, exc: HTTPException) -> Response:
-    """A body over the limit in the API's error body; other HTTP errors (404, 405, ...) as
-    FastAPI says them."""
-    if isinstance(exc, BodyTooLarge):
-        return too_large(exc.limit)
-    return await http_exception_handler(request, exc)
+async def refused_body(_: Request, exc: BodyTooLarge) -> Response:
+    """A body that passed the limit while it was read: 413 in the API's error body."""
+    return too_large(exc.limit)
 
 
 async def refused_validation(_: Request, exc: RequestValidationError) -> Response:

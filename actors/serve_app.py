@@ -61,14 +61,14 @@ from ray.serve import Application
 from ray.serve.config import BackpressureConfig
 from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from actors.admission import AdmissionQueue, QueueFull
 from actors.loopback import keep_replica_port_on_loopback
 from actors.request_guards import (
+    BodyTooLarge,
     EscapedJSONResponse,
     LimitRequestBody,
-    refused_http,
+    refused_body,
     refused_validation,
 )
 from actors.serve_api import (
@@ -118,7 +118,7 @@ app = FastAPI(
     version="0.1.0",
     default_response_class=EscapedJSONResponse,
 )
-app.add_exception_handler(StarletteHTTPException, refused_http)
+app.add_exception_handler(BodyTooLarge, refused_body)
 app.add_exception_handler(RequestValidationError, refused_validation)
 
 

@@ -11,12 +11,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from starlette.exceptions import HTTPException
 
 from actors.request_guards import (
+    BodyTooLarge,
     EscapedJSONResponse,
     LimitRequestBody,
-    refused_http,
+    refused_body,
     refused_validation,
 )
 from actors.serve_api import InterceptRequest, QueryRequest, SearchRequest, TurnRequest
@@ -80,7 +80,7 @@ def api() -> TestClient:
     app = FastAPI(default_response_class=EscapedJSONResponse)
     app.state.max_body_bytes = 1 << 20
     app.add_middleware(LimitRequestBody)
-    app.add_exception_handler(HTTPException, refused_http)
+    app.add_exception_handler(BodyTooLarge, refused_body)
     app.add_exception_handler(RequestValidationError, refused_validation)
 
     @app.post("/query")

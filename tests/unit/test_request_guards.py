@@ -12,12 +12,12 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.testclient import TestClient
 from pydantic import ValidationError
-from starlette.exceptions import HTTPException
 
 from actors.request_guards import (
+    BodyTooLarge,
     EscapedJSONResponse,
     LimitRequestBody,
-    refused_http,
+    refused_body,
     refused_validation,
 )
 from actors.serve_api import InterceptRequest, QueryRequest
@@ -30,7 +30,7 @@ def client() -> TestClient:
     app = FastAPI(default_response_class=EscapedJSONResponse)
     app.state.max_body_bytes = LIMIT
     app.add_middleware(LimitRequestBody)
-    app.add_exception_handler(HTTPException, refused_http)
+    app.add_exception_handler(BodyTooLarge, refused_body)
     app.add_exception_handler(RequestValidationError, refused_validation)
 
     @app.post("/query")
