@@ -2,10 +2,9 @@
 
 Serve's router should never hold a request that no replica can take: it waits for one with a
 backoff of up to half a second per try, asking the replicas for their queue lengths on each,
-and the replicas, busy answering, reply late. Measured on the sample with one replica admitting
-64 (`python bench/query.py --sweep --sweep-clients 32 96 128 --sweep-replicas 1`): 66 req/s at
-32 clients, 25 at 96 and 6 at 128, with p50 2.2 s and 9.7 s. So the ingress keeps the line
-itself: at most `capacity` calls (what the replicas admit together) are out at once, up to
+and the replicas, busy answering, reply late: with more clients than the replicas admit,
+throughput collapsed (`python bench/query.py --sweep`; docs/benchmarks.md). So the ingress keeps
+the line itself: at most `capacity` calls (what the replicas admit together) are out at once, up to
 `queue` more wait here first come first served, and the next one is refused at once
 (`QueueFull`, a 503 with Retry-After at the HTTP edge).
 

@@ -3,8 +3,9 @@
 Each replica holds one warmed-up `QueryService` (model, indexes, grep corpus loaded once) and
 runs every domain call on its `DomainThread`, which embeds the questions waiting together in
 one forward pass (`HybridSearch.encode_queries`) before the first of their answers; each answer
-then finds its question's vector cached. Requests in flight (`serve.max_ongoing_requests`) wait on the replica's event loop,
-where waiting is cheap, so more load means bigger batches and more answers per second.
+then finds its question's vector cached. Requests in flight (`serve.max_ongoing_requests`) wait
+on the replica's event loop, where waiting is cheap, so more load means bigger batches and more
+answers per second.
 """
 
 from pathlib import Path
@@ -26,8 +27,8 @@ from memory_bank.conversation.records import ConversationInfo, RecallResult, Tur
 from memory_bank.index.scope import SearchScope
 from memory_bank.schemas import ChatResult, SearchHit
 
-# A query embeds a handful of words: one torch thread is as fast as two here and leaves the
-# other core to the Serve proxy, the ingress and a second replica (see bench/query.py).
+# A query embeds a handful of words: one torch thread is as fast as two for that and leaves
+# the other cores to the Serve proxy, the ingress and other replicas.
 REPLICA_TORCH_THREADS = 1
 # Search modes that embed the query (bm25 and tree do not).
 _EMBEDDING_MODES = frozenset({"hybrid", "vector"})
@@ -49,9 +50,9 @@ class MemoryBankModel:
         self._service = QueryService(Path(store), settings)
         self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
         # No gc tuning here: once __init__ returns, Serve runs gc.collect() and gc.freeze()
-        # (RAY_SERVE_FREEZE_GC_ON_STARTUP, on by default), so the ~510k objects loaded above,
-        # 225 ms for one full collection, are never traversed again. Measured under the sweep:
-        # 0-2 full collections per 10 s, under 25 ms CPU each; 0.15 ms of GC per request.
+        # (RAY_SERVE_FREEZE_GC_ON_STARTUP, on by default), so the many objects loaded above are
+        # never traversed again and the collector costs next to nothing under load
+        # (docs/benchmarks.md).
         # Evicted turns reach the store by the same add as any other source, embedded by the
         # replica's own model.
         writer = MemoryBank(Path(store), config=settings, embedder=self._service.embedder)

@@ -17,7 +17,7 @@ $MEMORY_BANK_EVAL_DIR):
   measurement its failures (and the test half's) were looked at to find what fails in
   general, so it is no longer held out.
 - "fresh pairs" (bench/data/fresh_fact_updates.json): the same style, other entities, written
-  after that look; held out until issue 12c looked at its failures too (no longer held out).
+  after that look; held out until its own failures were looked at too (no longer held out).
 Steps: ingest the corpus, ask every question (before), add all updates in one later `add`, ask
 again (after), and once more with the Query Graph's preference switched off (what `ask` did
 before the graph).

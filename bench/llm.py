@@ -24,8 +24,8 @@ The endpoint's own compute is not on this machine's CPUs: the loopback model loo
 up in the offline store of the same sources (built in the `offline` row), so the injected
 latency is the whole cost of a call, as with a remote endpoint. The embedding model is loaded
 once, before any timing (in-process runner); on Ray every build starts its own actors.
-Targets (issue 10): <= 0.3 calls per chunk for a full build, 0 for a re-ingest, and with
-300 ms per call the full build within 2x the offline build's wall time.
+Targets: <= 0.3 calls per chunk for a full build, 0 for a re-ingest, and with 300 ms per call
+the full build within 2x the offline build's wall time.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Each run is `memory-bank ingest CORPUS --store NEW --runner local|ray --json` in
 so every cost a user pays is counted: process start, imports, the model load, a local Ray's start
 (Ray side) and the ingest. Runs alternate (local, ray, local, ray, ...) so drifting load on a
 shared machine hits both alike. Corpora: `stories` is the 23 FairytaleQA validation stories
-(~70k cl100k tokens, the case in issue 14), a number is bench/ingest.py's corpus of that many
+(~70k cl100k tokens: a small corpus), a number is bench/ingest.py's corpus of that many
 tokens (real text, built once under bench/out/). Prints per corpus the wall seconds, Ray / local,
 the stages that differ most, and what `--runner auto` picks there. It prints a table; it is not a
 test.
@@ -81,8 +81,8 @@ def run_once(corpus: Path, runner: str) -> dict:
     return {"wall": wall, "summary": summary}
 
 
-# Issue 14's targets for Ray's wall time over the in-process runner's: at most 1.25x on a small
-# corpus (~70k tokens), at most 1.0x at 1M tokens.
+# Targets for Ray's wall time over the in-process runner's: at most 1.25x on a small corpus
+# (~70k tokens), at most 1.0x at 1M tokens.
 SMALL_TOKENS, SMALL_TARGET = 100_000, 1.25
 LARGE_TOKENS, LARGE_TARGET = 900_000, 1.0
 

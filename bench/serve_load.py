@@ -4,7 +4,7 @@ and waits out a 503's Retry-After) against 1 and 2 query replicas, on the 24-doc
 corpus ingested once (cached under bench/out/query/sample). 128 clients are more than one
 replica admits (64): the rest wait in the ingress's queue.
 
-Targets (issue 14): throughput never below 0.9x the best seen at fewer clients, and p95 at 64
+Targets: throughput never below 0.9x the best seen at fewer clients, and p95 at 64
 clients <= 64 / peak req/s + 100 ms (no worse than waiting one's turn in a fair queue).
 """
 
@@ -154,7 +154,7 @@ def print_sweep(rows: list[tuple[int, LoadResult, tuple[float, float]]], seconds
             result.answered_per_s / max(r.answered_per_s for r in results[: i + 1])
             for i, result in enumerate(results)
         )
-        # The issue's p95 bound is at 64 clients; rows beyond show the queue at the ingress.
+        # The p95 bound is at 64 clients; rows beyond show the queue at the ingress.
         most = next((r for r in results if r.clients == P95_TARGET_CLIENTS), results[-1])
         bound_ms = most.clients / peak * 1000 + 100
         errors = sum(len(result.unexplained) for result in results)

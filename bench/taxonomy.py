@@ -1,4 +1,4 @@
-"""Is the directory tree navigable? Groups, names and READMEs measured (issue 11). Not a test.
+"""Is the directory tree navigable? Groups, names and READMEs measured. Not a test.
 
     python bench/taxonomy.py [--work bench/out/taxonomy] [--eval-dir DIR] [--qmsum-meetings 35]
                              [--only mixed,sample,retrieval,reference] [--big-store STORE]

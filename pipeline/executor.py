@@ -95,8 +95,8 @@ class RayExecutor:
     # --- Ray Data stages ----------------------------------------------------------------------
 
     def _chunk(self, documents: list[Document], backend: LLMBackend) -> list[Chunk]:
-        # Like reading: chunking a small input costs the driver milliseconds (70k tokens:
-        # 0.1 s), tasks the start of their workers (2.7 s), and the chunks come back here anyway.
+        # Like reading: chunking a small input costs the driver far less than tasks cost to
+        # start their workers, and the chunks come back here anyway.
         if _text_bytes(documents) < self.config.ray.read_in_tasks_from_bytes:
             return chunk_documents(documents, self.config.chunking, backend)
         import ray.data

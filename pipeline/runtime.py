@@ -87,8 +87,8 @@ def map_on_tasks(
     import ray
 
     # Ray's default placement: the caller's node while it is less than half busy (its workers
-    # are warm), then the others. SPREAD from the first call measured slower on the local
-    # cluster (bench/ingest.py --nodes): every node paid cold workers for short tasks.
+    # are warm), then the others. SPREAD from the first call was slower on the local cluster
+    # (bench/ingest.py --nodes): every node paid cold workers for short tasks.
     task = ray.remote(function).options(num_cpus=num_cpus)
     return ray.get([task.remote(*arguments) for arguments in calls])
 

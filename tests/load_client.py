@@ -3,8 +3,8 @@ concurrent clients, each sending its next request as soon as the last one is ans
 `seconds`; a 503 with Retry-After is waited out, as a polite client would.
 
 aiohttp, not httpx: the load shares the machine's cores with the server it measures, and
-httpx's client cost per request grew with the clients (1.6 ms at 8, 2.6-2.8 ms at 64 and 4.4 at
-128 on the bench's two cores) where aiohttp's stays at 0.5-0.7 ms.
+httpx's client cost per request grew with the clients where aiohttp's stays small and flat
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Friday" after) belong together; and a small *recency* term that halves every `ha
 
 The index grows by one row per turn (vectors in a doubling array, stems in posting lists), so
 adding a turn costs no rebuild; a query costs one matrix-vector product and a few posting-list
-sums: milliseconds at 20,000 turns. bm25s is not used here because it cannot add a document
+sums, however long the conversation. bm25s is not used here because it cannot add a document
 to a built index, and a live conversation adds one per turn.
 """
 

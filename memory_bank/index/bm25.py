@@ -1,16 +1,14 @@
 """BM25 over the store's memories: tokenizer, a bm25s index, and its lazy on-disk cache.
 
 Documents and queries are indexed as Snowball stems of `search_tokens` (PyStemmer, the stemmer
-bm25s takes), so "studies" finds "studied" and "studying". Measured against unstemmed tokens
-(hybrid R@2/R@5/ER@2k): HotpotQA 81.5/93.0/96.8 -> 82.5/93.5/96.7, FairytaleQA val (all 1,025
-questions) 68.6/82.8/90.1 -> 69.8/84.6/91.5, QMSum val 16.9/25.1/15.8 -> 19.5/28.1/17.2; BM25
-alone gains most (HotpotQA R@5 75.5 -> 78.5). Indexing each word and, when different, its stem
-as well was worse than stems alone (HotpotQA BM25 R@2 62.0 -> 55.0): it lengthens documents
-with inflected words and counts an exact match twice.
+bm25s takes), so "studies" finds "studied" and "studying": stems raised recall on every
+development set, BM25 alone most. Indexing each word and, when different, its stem as well was
+worse than stems alone: it lengthens documents with inflected words and counts an exact match
+twice (docs/benchmarks.md, "Measurements behind the code").
 
 bm25s keeps the BM25 weights as a sparse term x document matrix, so scoring a query costs a few
-sparse-row sums instead of a Python loop over every document (rank-bm25) and stays in the
-millisecond range at 100k chunks. Its `save` writes plain `.npy` arrays (allow_pickle=False) and
+sparse-row sums instead of a Python loop over every document (rank-bm25), which stays fast on
+stores of 100k chunks. Its `save` writes plain `.npy` arrays (allow_pickle=False) and
 JSON, never pickle.
 
 The index is persisted under `.bank/bm25/<store_version>/` with a stamp; a store that cannot be

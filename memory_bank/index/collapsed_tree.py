@@ -4,30 +4,30 @@ Chunks are scored as in hybrid search (BM25 + cosine, with title links followed)
 is scored on the same scale, with the share of the query's terms it contains, relative to the
 best chunks' share, standing in for the normalized BM25 score (READMEs are not in the BM25
 index). Walking down the merged ranking, the best README that makes the cut is returned as a
-summary hit followed by its subtree's best chunks for the query (one overview per result: on
-HotpotQA-100 a second and third overview cost 1.6 points of evidence recall at 512 tokens and
-gained nothing elsewhere), so a question about a whole topic gets the topic's summary and its
-strongest passages, and a specific question gets the same passages as hybrid search.
+summary hit followed by its subtree's best chunks for the query (one overview per result: a
+second and third overview cost evidence recall and gained nothing), so a question about a whole
+topic gets the topic's summary and its strongest passages, and a specific question gets the
+same passages as hybrid search.
 
 A README hit carries the README's heading and the sentences of its summary that speak to the
 question (share a term with it) and that no passage ranked above it already holds; when none is
 left, the result has no overview. Not its contents list, nor the rest of its summary: they
 repeat what the chunk hits hold or are about other things, and every token of them is taken
-from the reader's budget for the passages. The whole summary (before this) cost local questions
-answer-token recall at 512 tokens: FairytaleQA val -1.1, HotpotQA-100 -3.0 points against
-hybrid; the sentences that speak to the question and are new keep the thematic gain (FairytaleQA
-summary questions, evidence recall at 512 tokens +5.6) and cost -0.2 / 0.0. Measured and
-dropped, for losing the thematic gain: admitting a README only where it outscores the best chunk
-of its subtree (+0.7) or is closer in cosine than every memory beneath it (+0.0), or only where
-its summary holds a question term no passage above it has (+0.5); scoring a README's terms on
-its summary instead of its whole text (+2.5, and -1.0 on HotpotQA).
+from the reader's budget for the passages. The whole summary cost local questions answer-token
+recall against hybrid search; the sentences that speak to the question and are new keep the
+gain on thematic questions and cost local ones next to nothing. Measured and dropped, for
+losing most of the thematic gain: admitting a README only where it outscores the best chunk of
+its subtree, or is closer in cosine than every memory beneath it, or only where its summary
+holds a question term no passage above it has; scoring a README's terms on its summary instead
+of its whole text (docs/benchmarks.md, "Measurements behind the code").
 
 A question that asks for a summary ("Summarize the whole meeting", `SUMMARY_REQUEST_WORDS`) names
 no topic a summary sentence would share, so it gets the overview whole, first: the README that
 speaks for the search scope (`ResolvedScope.overview`), or unscoped the best-scoring README, its
 summary and key terms. Detecting a broad question by its words' spread in the scope does not
-work (on QMSum "meeting" is in 4-57% of a meeting's memories), nor by the README outscoring every
-chunk (QMSum general 31% of questions vs specific 12%; FairytaleQA summary 7% vs local 10%).
+work (a word such as "meeting" is in anything from a few to most of a meeting's memories), nor
+by the README outscoring every chunk (that happens for specific questions about as often as
+for broad ones).
 """
 
 from __future__ import annotations

@@ -236,8 +236,8 @@ class DirectoryIndex:
         count_term_holders: Callable[[], list[dict[str, int]]] | None = None,
     ) -> None:
         """`count_term_holders()` gives `term_holders` on first use (only the descent reads
-        them, and counting reads every memory: about 0.2 s per 2,000); None: every term held
-        by one memory."""
+        them, and counting reads every memory: a cost a store opened for other searches should
+        not pay); None: every term held by one memory."""
         self.paths = paths
         self.vectors = vectors  # row j = README vector of paths[j]
         self.subtree_chunks = subtree_chunks

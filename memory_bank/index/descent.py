@@ -15,19 +15,16 @@ index). A README's index lists about 20 words per memory, so a boolean term set 
 whose memories cover many unrelated topics (an `..._and_more` one) hold a question's words by
 sheer vocabulary and win against the focused sibling that holds them.
 
-Measured with `bench/taxonomy.py` (beam 1): the plain share of query terms (every term alike)
-left the choice among the sections of one story to terms all of them share (its characters);
-weighting each term by how few siblings have it fixed that. BM25 over the memory counts instead
-of that weighted share of the README's terms, beam-1 / beam-3 hit: HotpotQA-100 84 / 98 ->
-87 / 98, FairytaleQA val 56.9 / 80.8 -> 60.9 / 83.3 (its summary questions 62.6 -> 71.7), QMSum
-val (35 meetings, 237 questions with gold spans, its tree as stored) 23.6 / 43.5 -> 27.8 / 46.0.
-Other constants (k1 1.2-2.0, b 0.5-1.0) gave HotpotQA 83-87 and FairytaleQA 60.2-60.9 at beam 1.
-The length normalization alone (README term count as length, no memory counts): 84 / 95 and
-58.5 / 81.7; the share of a sibling's memories holding each term (no saturation): 61 / 86 and
-45.8 / 73.3, the smallest directories winning. Matching on stems, as the BM25 index does (on
-the weighted share): 82 / 98 and 56.8 / 80.7. Of FairytaleQA's 401 misses at beam 1, 172 take
-the wrong story at the top level ("Who did the queen give to the giant?": its words occur in
-several stories), the others a wrong section of the right one.
+Why BM25 over memory counts (`bench/taxonomy.py`, figures in docs/benchmarks.md): the plain
+share of query terms (every term alike) left the choice among the sections of one story to
+terms all of them share (its characters); weighting each term by how few siblings have it fixed
+that, and BM25 over the memory counts reached the right leaf more often than that weighted
+share on every development set. Other BM25 constants did about as well; the length
+normalization alone, or the share of a sibling's memories holding each term (no saturation:
+the smallest directories win), did worse, as did matching on stems. Most misses that remain
+take the wrong document at the top level when a question's words occur in several documents
+("Who did the queen give to the giant?"): only a passage holding them together tells those
+apart.
 """
 
 from __future__ import annotations

@@ -173,7 +173,7 @@ def _load_model(model_path: str, precision: Literal["float32", "bfloat16"]) -> S
     if not getattr(model.tokenizer, "is_fast", False):
         # Sentence vectors map tokens back to characters through the fast tokenizer's offsets.
         raise ModelLoadError(f"the embedding model at {model_path} has no fast tokenizer")
-    model.eval()  # once: `eval()` walks every module, about 1 ms, too much per query
+    model.eval()  # once: `eval()` walks every module, too costly to repeat per query
     if precision == "bfloat16":
         model.to(torch.bfloat16)
     return model
@@ -213,15 +213,15 @@ class Embedder:
             texts,
             batch_size=self.config.batch_size,
             convert_to_tensor=True,
-            normalize_embeddings=False,  # in float32 below: a bfloat16 norm is off by ~0.3%
+            normalize_embeddings=False,  # in float32 below: a bfloat16 norm is visibly off
             show_progress_bar=False,
         )
         return _l2_normalize(vectors.float().numpy())
 
     def _encode_one(self, text: str) -> np.ndarray:
         """`encode([text])` as one forward pass: the query path. SentenceTransformer.encode
-        spends 2-7 ms per call on set-up (a device check over every parameter, length sorting,
-        batching) around a 10-20 ms forward pass of a short query on one thread."""
+        spends a good share of a short query's time on set-up (a device check over every
+        parameter, length sorting, batching) around the forward pass."""
         import torch
 
         model = self.model

@@ -4,7 +4,7 @@ Substring search joins the lowercased texts into one string, so finding the file
 pattern is a few `str.find` scans rather than a Python loop over every file. A whole-word search
 (what the navigation agent greps entities with) first narrows the files through an index of the
 words each file holds, so it costs a few posting-list intersections instead of a scan of the whole
-corpus (~45 ms per pattern at 100k chunks); the matching lines then come from the kept texts.
+corpus per pattern; the matching lines then come from the kept texts.
 """
 
 from __future__ import annotations

@@ -1,22 +1,21 @@
 """Hybrid search over one store: BM25 + cosine, with title links followed.
 
 - bm25: bm25s over each memory's title, keywords, memory text and raw chunk text. The raw text
-  matters: on FairytaleQA (926 questions, story sections as chunks, offline memories) the memory
-  alone finds the gold section at R@1/R@5 0.45/0.72, title+keywords+memory 0.51/0.77, the raw
-  chunk 0.64/0.88, all four joined 0.65/0.89.
+  matters: an extractive memory leaves out words a question uses, and all four joined find the
+  gold passage most often.
 - vector: cosine through the store's faiss index (vectors are L2-normalized).
 - hybrid: alpha * bm25 / max_bm25 + (1 - alpha) * cosine over the union of the top candidates of
   both. Dividing by the query's best BM25 score (rather than min-max over the candidates) keeps
   "no query term" at exactly 0 and gives the best lexical match 1, so the two parts share a
   0..1 scale without inventing a spread among weak candidates. Both scores are exact for every
   candidate: the BM25 array covers all documents, the cosines are recomputed from the vectors.
-  Same data: vector alone 0.41/0.80, alpha 0.3 0.65/0.91, alpha 0.5 0.66/0.91, BM25 0.65/0.89.
+  The mix beats either part alone; alpha 0.3 and 0.5 are close.
   Then title links are followed (`links.py`): documents named by the query or by the best hits
-  are lifted in (HotpotQA-100 R@5 0.815 -> 0.93, other corpora unchanged).
-  Measured and left out, for no gain on all three dev sets (HotpotQA, FairytaleQA, QMSum):
-  min-max BM25 over the candidates (the same ranking), cosine divided by the query's best
-  (R@5 -1.0 / 0 / +2.2) or min-maxed over its top 50 (-0.5 / -1.0 / +1.1), and mixing each
-  chunk's cosine half and half with its best sentence's (+0.5 / +0.2 / -0.2).
+  are lifted in (a large gain on multi-hop questions over titled documents, nothing elsewhere).
+  Measured and left out, for no gain on all three development sets: min-max BM25 over the
+  candidates (the same ranking), cosine divided by the query's best or min-maxed over its top
+  50, and mixing each chunk's cosine half and half with its best sentence's. The figures of
+  these choices are in docs/benchmarks.md ("Measurements behind the code").
 
 Every query costs one embedding, one sparse BM25 pass and one faiss scan, plus a title scan of
 the three best hits; nothing loops over all documents in Python.
@@ -72,7 +71,7 @@ class HybridSearch:
         """Embed the uncached ones of `queries` in one forward pass and cache them, so the
         `encode_query` of each that follows skips the model. A server calls this for the
         questions that arrived together: one pass for many short questions costs a fraction of
-        one pass each (about 4 vs 12 ms per question on one thread)."""
+        one pass each."""
         self._query_cache().encode_many(queries)
 
     def _query_cache(self) -> TextVectorCache:
@@ -98,7 +97,7 @@ class HybridSearch:
             cosines = self.cosines(query_vector, members)
             order = np.lexsort((members, -cosines))[:k]
             return [(int(members[j]), float(cosines[j])) for j in order]
-        # One query at a time: OpenMP threads cost more to wake than they save (7 vs 16 ms at 100k).
+        # One query at a time: OpenMP threads cost more to wake than they save.
         with faiss_threads(1):
             distances, ids = self.corpus.faiss_index().search(
                 query_vector.reshape(1, -1), min(k, total)

@@ -4,10 +4,9 @@ bm25, vector and hybrid come from `hybrid.HybridSearch`; tree is RAPTOR's collap
 (`collapsed_tree`), chunks and directory READMEs ranked together. `descend` is not a mode but a
 probe of the tree itself: the leaves a beam reaches by reading READMEs alone (`descent`).
 
-A chunk hit carries the raw chunk text, not its memory (an extract of 30-50% of a long chunk):
-within the same token budget the reader finds the answer string more often (FairytaleQA val
-AR@2k 0.62 -> 0.80, HotpotQA-100 0.96 -> 0.97) and, on QMSum, twice the gold turns (ER@2k 0.10
--> 0.16).
+A chunk hit carries the raw chunk text, not its memory (an extract of part of a long chunk):
+within the same token budget the reader finds the answer string and the gold turns more often
+(docs/benchmarks.md, "Measurements behind the code").
 """
 
 from __future__ import annotations

@@ -7,10 +7,9 @@ characters. Deterministic: ties are broken by position, then alphabetically.
 
 Not YAKE: the `yake` package was measured in place of the English n-gram scoring (with the same
 stopword, number and overlap filters) and blended with it by reciprocal rank. Alone it favours
-verb phrases ("billing migration moved", "tank based"); hybrid R@2/R@5 went HotpotQA 82.5/93.5
--> 82.5/92.5 and QMSum val 19.5/28.1 -> 16.7/28.0 (ask 19.5/22.6 -> 14.5/15.2), FairytaleQA val
-78.6/88.6 -> 79.2/89.2. The blend lost on HotpotQA and QMSum too, and being pure Python YAKE
-costs about 9x the time (12.9 against 1.4 ms a chunk).
+verb phrases ("billing migration moved", "tank based") and lost recall on two of the three
+development sets; the blend lost on the same two; and being pure Python, YAKE is several times
+slower per chunk (docs/benchmarks.md, "Measurements behind the code").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What is current in the extractive answer (issue 12): the claims the Query Graph or the
+"""What is current in the extractive answer: the claims the Query Graph or the
 question's slot knows were replaced leave the answer, the sentences that replaced them take
 their place, and the replaced ones are history (`query.currency` supplies the claims)."""
 

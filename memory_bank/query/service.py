@@ -20,6 +20,7 @@ from memory_bank.index.embedding import Embedder
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.index.scope import SearchScope
 from memory_bank.index.search import Searcher
+from memory_bank.limits import check_files, check_question
 from memory_bank.llm import backend_for
 from memory_bank.query.currency import Currency
 from memory_bank.query.tools import StoreTools
@@ -113,7 +114,7 @@ class QueryService:
     def ask(
         self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
     ) -> ChatResult:
-        self.config.limits.check_question(question)
+        check_question(self.config.limits, question)
         iterations = max_iterations or self.config.retrieval.max_iterations
         opened = self._current()
         result = opened.agent.request(
@@ -124,7 +125,7 @@ class QueryService:
     def research(self, question: str, max_iterations: int | None = None) -> ChatResult:
         """The research loop (plan -> search -> integrate -> reflect) for at most
         `max_iterations` rounds (default `research.max_iterations`)."""
-        self.config.limits.check_question(question)
+        check_question(self.config.limits, question)
         opened = self._current()
         result = opened.researcher.research(question, max_iterations=max_iterations)
         return _with_integrity_warnings(result, opened.reader)
@@ -141,9 +142,9 @@ class QueryService:
         of the Query Graph (kind "memory") compete for the places by the same score. Within a
         `scope` (`index.scope`), every hit is of the scope: a newer claim from elsewhere shows
         as the hit's history only, and session memories, of no document, are left out."""
-        self.config.limits.check_question(query, "search text")
+        check_question(self.config.limits, query, "search text")
         if scope is not None:
-            self.config.limits.check_files(len(scope.documents), "documents to search within")
+            check_files(self.config.limits, len(scope.documents), "documents to search within")
         opened = self._current()
         hits = opened.searcher.search(query, top_k=top_k, mode=mode, scope=scope)
         hits = opened.currency.rerank(hits, query, opened.hybrid.corpus.chunk_hit)

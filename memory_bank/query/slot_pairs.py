@@ -3,10 +3,9 @@
 Which sentences of an earlier and a later memory are worth comparing (a shared value or frame
 word, or close vectors) does not depend on the question, and the same memories meet question
 after question: every question about a meeting series reads its dated turns. Finding the pairs
-is a loop over every sentence of one memory against every sentence of the other, nearly a
-quarter of the cost of such a question (0.7 of 3.1 s over the sample's 50 costliest);
-`SentencePairs` keeps them per pair of memories for one store version, within which a
-memory's text, sentences and stored vectors never change.
+is a loop over every sentence of one memory against every sentence of the other, a large share
+of the cost of such a question; `SentencePairs` keeps them per pair of memories for one store
+version, within which a memory's text, sentences and stored vectors never change.
 """
 
 from __future__ import annotations

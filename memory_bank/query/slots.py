@@ -70,9 +70,9 @@ ORDER_GAP_SECONDS = 0.05
 ANSWER_RANK = 2
 # Sentence pairs judged per question, those closest to answering it first. Dated memories that
 # share many names (the turns of a meeting series) make thousands of pairs; unbounded, one such
-# question held a Serve replica's only domain thread for a second and every request queued
-# behind it waited. The contradiction bench judges 13 pairs or fewer for 90% of its questions
-# and scores the same at 32 as at 64.
+# question held a Serve replica's only domain thread long enough for every request queued
+# behind it to wait. The contradiction bench needs far fewer pairs for nearly all its questions
+# and scores the same with twice this bound.
 MAX_JUDGED_PAIRS = 32
 _REPLACEMENT = re.compile(
     r"\b(?:not|no longer|formerly|previously|former|replac\w*|succeed\w*|instead of|rather than|"
@@ -251,9 +251,9 @@ def _question_free_changes(
 ) -> tuple[Contradiction | None, Contradiction | None]:
     """The change the graph's rules find in the pair, and the one-word change: the question
     only decides whether it asks for such values. The same sentence pairs are judged question
-    after question (a meeting series' turns), and these rules were over a third of the cost
-    of such a question (1.1 of 3.1 s over the sample's 50 costliest), so each pair is judged
-    once per process. `aligned`: the pair is alike enough to speak of one attribute."""
+    after question (a meeting series' turns), and these rules were a large share of the cost
+    of such a question, so each pair is judged once per process. `aligned`: the pair is alike
+    enough to speak of one attribute."""
     earlier_about = subjects_about(old_principal, earlier)
     later_about = subjects_about(new_principal, later)
     # The question names the slot: the later sentence needs no update cue of its own, and

@@ -221,8 +221,8 @@ class ResearchAgent:
         FOLLOW_UP_HITS are offered as the next link of the referrer's chain.
 
         One vector per follow-up, the query's (name and residual), serves both scores: a
-        second vector for the name alone cost a third more model time per round for one
-        HotpotQA-100 question (R@5 97.5 -> 97.0, all-gold@5 95 -> 94)."""
+        second vector for the name alone cost a third more model time per round and gained
+        next to nothing (docs/benchmarks.md)."""
         about = dict(self._about(query.subject, vector, query.referrer))
         bm25_scores = self.search.bm25_scores(query.text)
         found = self.search.hybrid_candidates(

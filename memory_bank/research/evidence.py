@@ -28,9 +28,9 @@ from memory_bank.text.sentences import split_sentences
 
 # The chain rule's weight of the referrer's score (the plain mean; see the module docstring).
 REFERRER_WEIGHT = 0.5
-# Weight of the share of question terms a passage adds to the evidence chosen before it.
-# (HotpotQA-100 R@2/R@5/AE@5: without 79.5/96.5/94.0; 0.2, 0.3 and 0.5 83-84/97.5/95.0; as the
-# leading passages of reflection too, 0.3: 82.5/96.0/92.0, so only the final ranking uses it.)
+# Weight of the share of question terms a passage adds to the evidence chosen before it. Any
+# weight in a wide range helps the final ranking alike; used for reflection's leading passages
+# too, it hurt, so only the final ranking uses it (docs/benchmarks.md).
 COVERAGE_WEIGHT = 0.5
 # The covering set is chosen among this many best-scoring passages.
 CANDIDATES_FOR_COVERAGE = 20

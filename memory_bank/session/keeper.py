@@ -62,6 +62,7 @@ from memory_bank.graph.persist import (
     write_checkpoint,
 )
 from memory_bank.index.embedding import Embedder
+from memory_bank.limits import check_context, check_files, check_question
 from memory_bank.llm import backend_for
 from memory_bank.session.agents import BackendAgents, SessionAgents
 from memory_bank.session.engine import SessionEngine, node_info
@@ -197,7 +198,7 @@ class GraphKeeper:
     def open_session(self, task_goal: str) -> InsightDoc:
         if not task_goal.strip():
             raise SessionError("a session needs a task goal")
-        self.config.limits.check_question(task_goal, "task goal")
+        check_question(self.config.limits, task_goal, "task goal")
         with self._mutating() as state:
             engine = self._engine()
             session_id = "s-" + uuid.uuid4().hex[:16]
@@ -224,8 +225,8 @@ class GraphKeeper:
         conflicts, for a cross-validation), then the Insight Doc is planned anew."""
         if not context.strip():
             raise SessionError("nothing to intercept: the context is empty")
-        self.config.limits.check_context(context)
-        self.config.limits.check_files(len(attachments), "attachments")
+        check_context(self.config.limits, context)
+        check_files(self.config.limits, len(attachments), "attachments")
         record = self._open_record(session_id)
         doc = InsightDoc.model_validate(record.insight_doc)
         kind: TaskType = task_type or task_type_of(

@@ -1,7 +1,7 @@
 """Offline taxonomy planning: memories + embeddings -> a `DirectoryNode` tree.
 
 `plan_taxonomy` plans in steps that parallelize: `split_top_level` (Ward on document-pulled
-vectors, at most `coarse.WARD_ROWS` of them; see `documents` and `coarse`), then `plan_group` /
+vectors, at most `taxonomy.coarse_sample` of them; see `documents` and `coarse`), then `plan_group` /
 `plan_subtree` per group (one task each) and `assemble_tree` to graft the groups under the
 root.
 

@@ -80,9 +80,9 @@ def branching_factor(size: int, levels: int, config: TaxonomyConfig) -> int:
 def single_threaded() -> Iterator[None]:
     """Run BLAS/LAPACK and faiss on one thread for the duration of a planning call.
 
-    Planning does thousands of small matrix operations: with two busy cores, OpenMP/OpenBLAS
-    thread hand-offs made them up to 10x slower (measured). Parallelism comes from planning
-    coarse groups in separate tasks instead.
+    Planning does thousands of small matrix operations: with busy cores, OpenMP/OpenBLAS
+    thread hand-offs made them many times slower. Parallelism comes from planning coarse groups
+    in separate tasks instead.
     """
     previous = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)

@@ -6,15 +6,16 @@ silhouette between the width the tree's capacity needs (`coarse_group_count`) an
 `WIDEST_SPLIT` times that: a cohesion/separation criterion decides how many top-level
 directories a corpus has, the capacity only how few. The silhouette is computed on the
 memories' own vectors, since pulled vectors make any split that separates documents look good.
-Ward needs all pairwise distances, so at most `WARD_ROWS` memories (a seeded sample) are
-clustered; the others join the group of their nearest centroid. Then every document goes whole
-to the group most of its memories are in, groups larger than a subtree holds are split by
-k-means, and groups smaller than `smallest_group` join the group nearest to them.
+Ward needs all pairwise distances, so at most `taxonomy.coarse_sample` memories (a seeded
+sample) are clustered; the others join the group of their nearest centroid. Then every
+document goes whole to the group most of its memories are in, groups larger than a subtree
+holds are split by k-means, and groups smaller than `smallest_group` join the group nearest to
+them.
 
-Measured with `bench/taxonomy.py` on the mixed development corpus (HotpotQA passages,
-FairytaleQA stories and QMSum meetings, 2,216 memories): spherical k-means at the capacity width
-left 9% of the memories in a top-level directory of another dataset (politics passages with
-parliament meetings, folk-tale passages with fairy tales); this split, 0.2%.
+Why not spherical k-means at the capacity width: on a corpus mixing encyclopedia passages,
+stories and meetings (`bench/taxonomy.py`) it put many more memories in a top-level directory
+of another kind (politics passages with parliament meetings, folk-tale passages with fairy
+tales) than this split does (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -38,8 +39,6 @@ from memory_bank.taxonomy.clustering import (
 )
 
 SAMPLE_SEED = 0
-# Ward needs the O(n^2) distances of the vectors it clusters (72 MB at this size).
-WARD_ROWS = 3000
 # The widest top-level split tried, as a multiple of the width the capacity needs.
 WIDEST_SPLIT = 2
 ASSIGN_BATCH_ROWS = 65_536
@@ -69,12 +68,13 @@ def _check_vectors(vectors: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
-def ward_sample(count: int) -> np.ndarray:
-    """The rows (ascending) Ward clusters: all, or a seeded random `WARD_ROWS` of them."""
-    if count <= WARD_ROWS:
+def ward_sample(count: int, config: TaxonomyConfig) -> np.ndarray:
+    """The rows (ascending) Ward clusters and the silhouette judges: all, or a seeded random
+    `config.coarse_sample` of them (both hold every pairwise distance of the rows they take)."""
+    if count <= config.coarse_sample:
         return np.arange(count)
     rng = np.random.default_rng(SAMPLE_SEED)
-    return np.sort(rng.choice(count, size=WARD_ROWS, replace=False))
+    return np.sort(rng.choice(count, size=config.coarse_sample, replace=False))
 
 
 def top_level_labels(
@@ -144,7 +144,7 @@ def split_top_level(
     document number of each row (see the module docstring)."""
     data = _check_vectors(planning)
     n_total = len(data)
-    rows = ward_sample(n_total)
+    rows = ward_sample(n_total, config)
     sample_labels = top_level_labels(data[rows], n_total, config, judge[rows])
     labels = nearest_group(data, centroids_of(data[rows], sample_labels))
     labels[rows] = sample_labels
@@ -190,12 +190,15 @@ def _merge_small(data: np.ndarray, labels: np.ndarray, smallest: int) -> np.ndar
     return order[inverse.ravel()].astype(np.int64)
 
 
-def accept_splits(judge: np.ndarray, labels: np.ndarray, splits: list[np.ndarray]) -> list[bool]:
+def accept_splits(
+    judge: np.ndarray, labels: np.ndarray, splits: list[np.ndarray], config: TaxonomyConfig
+) -> list[bool]:
     """Which proposed refinements of the top-level `labels` (one label per row) to make: each
     split gives every row of one group its part's label (-1 elsewhere); it is made when the
-    silhouette of the memories' own vectors `judge` (a seeded `WARD_ROWS` sample) is at least as
-    good with it as without, the splits tried in turn, each on what the earlier ones left."""
-    rows = ward_sample(len(judge))
+    silhouette of the memories' own vectors `judge` (a seeded sample of
+    `config.coarse_sample`) is at least as good with it as without, the splits tried in turn,
+    each on what the earlier ones left."""
+    rows = ward_sample(len(judge), config)
     distances = cosine_distances(_check_vectors(judge)[rows].astype(np.float64))
     current = labels.astype(np.int64).copy()
 

@@ -12,10 +12,10 @@ in one folder whose names are the same but for their numbers ("chapter_01.md", "
 a transcript cut into "turns_0000-0029.json", "turns_0030-0059.json"). The folder alone says
 nothing (a folder of unrelated notes stays a folder of separate documents).
 
-Measured with `bench/taxonomy.py` on the mixed development corpus (HotpotQA passages, FairytaleQA
-stories, QMSum meetings; 2,216 memories): leaves holding one meeting went from 0.64 to 1.00 of
-the meetings' memories (0.94 with a pull of 0.5); without the numbered-parts rule the meetings
-of one series (the same team, the same subject on four days) mix in leaves as before.
+On a corpus mixing encyclopedia passages, stories and meetings (`bench/taxonomy.py`) the pull
+put every meeting's memories in leaves of that meeting alone (a weaker pull left some mixed;
+docs/benchmarks.md); without the numbered-parts rule the meetings of one series (the same team,
+the same subject on four days) mix in leaves.
 """
 
 from __future__ import annotations

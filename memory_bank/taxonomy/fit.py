@@ -2,15 +2,15 @@
 
 A memory's fit to a leaf is the cosine between its vector (an L2-normalized MiniLM embedding)
 and the leaf's normalized mean vector. What a good fit is depends on the store: memories of
-meetings or of fairy tales fit their own leaf at 0.7-0.9, a pool of unrelated Wikipedia
-paragraphs at 0.2-0.5. So each store calibrates its own bounds (`FitBounds.of`) from the
+meetings or of fairy tales fit their own leaf far more closely than a pool of unrelated
+encyclopedia paragraphs do theirs. So each store calibrates its own bounds (`FitBounds.of`) from the
 leave-one-out fit of every stored memory to its own leaf, cos(v, normalized(leaf sum - v)), over
-leaves of at least 3 memories: a new memory whose best leaf fit is below the 5th percentile is a
-*misfit*, below the 1st a *stray*. Below 20 such fits (stores of about 25 memories or fewer) the
-defaults 0.3 and 0.2 hold: 0.3 is above the median best-leaf fit of every out-of-domain pairing
-measured below (0.03-0.25, and JavaScript onto the Python store of the tests, 0.08-0.42 against
-its calibrated 0.52) and about or below the 5th percentile of new in-domain documents in the
-full stores (0.29, 0.42, 0.76); 0.2 is near the out-of-domain medians.
+leaves of at least `MIN_CALIBRATION_LEAF` memories: a new memory whose best leaf fit is below
+the `FIT_PERCENTILE`th percentile is a *misfit*, below the `STRAY_PERCENTILE`th a *stray*. Below
+`MIN_CALIBRATION_FITS` such fits (small stores) the default thresholds hold: the misfit default
+lies above the median best-leaf fit of every out-of-domain pairing measured and about or below
+the 5th percentile of new in-domain documents in full stores; the stray default lies near the
+out-of-domain medians.
 
 A misfit alone does not start a directory: about 5% of in-domain memories are misfits by
 construction, so a large add would always bring a few, and on a store as broad as HotpotQA
@@ -19,30 +19,14 @@ fit each other better than any stored leaf (a topic of its own) or are strays, n
 `min_leaf` of them, and then takes along the other new memories that fit the group better than
 any leaf (the rest of the documents that started it).
 
-Measured with `bench/placement_fit.py` on the development stores `bench/evaluate.py --all-dev`
-builds (HotpotQA 994 memories, FairytaleQA val 380, QMSum val 8 meetings 246): every 7th source
-group (paragraph, story, meeting) and every 8th other memory held out, the rest planned as an
-ingest plans it. Best-leaf fits, percentiles, and the share below the p5 threshold:
-
-    store (planned)  leave-one-out p1/p5/p10/p50  in-domain p5 (below)     out-of-domain p50 (below)
-    HotpotQA (746)   0.18 0.245 0.29 0.48         0.31 stored docs (2%)    fairy tales 0.25 (23%)
-                                                  0.29 new docs (2%)       meetings 0.18 (83%)
-    Fairytale (292)  0.54 0.724 0.75 0.84         0.72 stored docs (7%)    HotpotQA 0.08 (100%)
-                                                  0.42 new stories (100%)  meetings 0.10 (100%)
-    QMSum (183)      0.62 0.735 0.78 0.87         0.81 stored docs (4%)    HotpotQA 0.03 (100%)
-                                                  0.76 new meetings (0%)   fairy tales 0.05 (100%)
-
-Adds run through `place_memories` one at a time (batches of 30 held-out memories of stored
-documents; held-out groups, bundled to 5+ memories; groups of the other corpora), counting the
-adds that start a directory: in-domain HotpotQA 0/28 and 0/84, FairytaleQA 0/14, QMSum 0/7 and
-2/8 new meetings (a third of their memories, parts on subjects no stored meeting has);
-out-of-domain 11/12 and 8/8 onto HotpotQA, 12/12 and 8/8 onto FairytaleQA, 12/12 and 12/12 onto
-QMSum, each with all its memories in the new directory. Every new fairy tale (22/22) starts one:
-that store's leaves are per story and a new story fits them at 0.39-0.57, so it is a new topic
-there, and its sections stay together instead of landing in other stories' leaves. Stores planned
-from 150 memories give the same picture (0/84 in, 9/12 and 8/8 out for HotpotQA). The 10th
-percentile gave the same in-domain counts but for 3/8 QMSum meetings and caught 12/12 fairy
-tales on HotpotQA; the 2nd lost the fairy tales (0/12). The 5th is kept as the cautious choice.
+How the percentile was chosen (`bench/placement_fit.py` on the development stores; figures in
+docs/benchmarks.md): held-out memories of stored documents, and new documents of the same kind,
+almost never started a directory, while documents of another corpus nearly always did, each with
+all its memories in the new directory. A new fairy tale starts one in a store of fairy tales:
+that store's leaves are per story, so a new story is a new topic there, and its sections stay
+together instead of landing in other stories' leaves. A higher percentile caught a little more
+out-of-domain text at the price of a few in-domain adds; a lower one missed a whole corpus. The
+5th is kept as the cautious choice.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Documents first (`documents`): every memory is planned by its vector pulled towards its
 document's, so documents stay together. The corpus is split into top-level groups
-(`coarse`: Ward on at most `coarse.WARD_ROWS` vectors, the width chosen by silhouette), each
+(`coarse`: Ward on at most `taxonomy.coarse_sample` vectors, the width chosen by silhouette), each
 group's subtree is planned on its own (`plan_group`, one task each through `map_groups`;
 `clustering.grow_tree` inside), and `assemble_tree` grafts them under the root and names them
 among each other. Every set of sibling directories is named by one pass of `naming`.
@@ -166,7 +166,9 @@ def plan_taxonomy(
     calls = [
         (group_id, [items[row] for row in rows], data[rows], config) for group_id, rows in groups
     ]
-    plans = split_unnamed(map_groups(plan_group, calls), [rows for _, rows in groups], items, data)
+    plans = split_unnamed(
+        map_groups(plan_group, calls), [rows for _, rows in groups], items, data, config
+    )
     return assemble_tree([plan.node for plan in plans], config, [plan.summary for plan in plans])
 
 
@@ -175,6 +177,7 @@ def split_unnamed(
     rows_of: Sequence[np.ndarray],
     items: Sequence[TaxonomyItem],
     vectors: np.ndarray,
+    config: TaxonomyConfig,
 ) -> list[GroupPlan]:
     """The top-level plans: a group no name describes is replaced by its parts (see `GroupPlan`)
     when that separates the memories at least as well (`coarse.accept_splits`: silhouette of
@@ -194,7 +197,9 @@ def split_unnamed(
             split[members] = number
         splits.append(split)
     with single_threaded():
-        accepted = dict(zip(candidates, accept_splits(vectors, labels, splits), strict=True))
+        accepted = dict(
+            zip(candidates, accept_splits(vectors, labels, splits, config), strict=True)
+        )
     return [
         part
         for g, plan in enumerate(plans)

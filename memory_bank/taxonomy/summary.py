@@ -32,11 +32,11 @@ KEY_TERMS_PER_MEMORY = 3
 MIN_KEY_TERMS = 12
 MAX_KEY_TERMS = 20
 # The README's index (its last section, for search and descent): words of the subtree's
-# memories, as many per memory, at most `MAX_INDEX_TERMS`. On the development stores a
-# directory's whole vocabulary averaged 190-270 words, 20 per memory keeps nearly all of it.
-# The maximum only guards against a huge README: a top-level directory of HotpotQA's 994
-# paragraphs uses 2,500-3,300 words, and its rare ones (a name in one paragraph) are what a
-# question asks for; at most 1,000 of them cost the descent 5 of 100 questions.
+# memories, as many per memory, at most `MAX_INDEX_TERMS`: per memory, enough to keep nearly
+# a directory's whole vocabulary on the development stores. The maximum only guards against a
+# huge README: a top-level directory of many encyclopedia paragraphs uses thousands of words,
+# and its rare ones (a name in one paragraph) are what a question asks for, so a low maximum
+# cost the descent questions (docs/benchmarks.md).
 INDEX_TERMS_PER_MEMORY = 20
 MAX_INDEX_TERMS = 10_000
 LEAF_SENTENCES = 3

@@ -304,8 +304,8 @@ def test_a_stored_memory_is_readable_with_its_raw_chunk(client, bank):
 
 def test_the_replica_collector_never_traverses_what_the_replica_loaded(client):
     """actors/serve_model.py relies on Serve freezing the collector once a replica's __init__
-    returns: a full collection over the loaded model and store took 225 ms on the bench machine.
-    """
+    returns: a full collection over the loaded model and store is slow enough to show in the
+    tail latency of a loaded replica."""
     import gc
 
     import ray

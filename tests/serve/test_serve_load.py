@@ -3,9 +3,10 @@
 One run drives /query with 1, then 8, then 50 concurrent clients (closed loop: each sends its
 next question when the last one is answered, and waits out a 503's Retry-After), while a probe
 asks /healthz twice a second. The assertions compare figures of that same run, never wall
-time: 50 clients must not get less done than the best of 1 and 8 (the collapse this guards
-against: 60 -> 7 req/s), every answer is a 200 or a deliberate 503 with Retry-After, health
-never waits behind the model, and the replica batched the questions that waited together.
+time: 50 clients must not get less done than the best of 1 and 8 (this guards against the
+collapse of throughput that Serve's defaults showed under many clients), every answer is a 200
+or a deliberate 503 with Retry-After, health never waits behind the model, and the replica
+batched the questions that waited together.
 (Load shedding beyond the queue: tests/serve/test_serve_backpressure.py.)
 """
 

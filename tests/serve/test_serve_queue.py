@@ -2,9 +2,8 @@
 in the ingress's queue (actors/admission.py) and throughput holds.
 
 Left to wait in Serve's router instead, they were retried with backoff while the replica went
-idle: 66 req/s at 32 clients against a replica admitting 64, 6 req/s at 128. Here the replica
-admits 4 and the queue holds 32, so 36 clients fill both; the comparison is within one run
-(measured: 63 req/s with 4 clients, 54 with 36; without the ingress's queue, 4.7).
+idle, and throughput collapsed. Here the replica admits 4 and the queue holds 32, so 36
+clients fill both; the comparison is within one run, never against wall time.
 """
 
 from __future__ import annotations

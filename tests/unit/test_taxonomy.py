@@ -21,7 +21,12 @@ from memory_bank.taxonomy import (
     split_top_level,
     validate_taxonomy,
 )
-from memory_bank.taxonomy.coarse import WIDEST_SPLIT, smallest_group
+from memory_bank.taxonomy.coarse import (
+    WIDEST_SPLIT,
+    smallest_group,
+    subtree_capacity,
+    ward_sample,
+)
 from memory_bank.taxonomy.documents import document_groups, pull_together
 
 CONFIG = TaxonomyConfig()
@@ -329,6 +334,22 @@ def test_top_level_steps_compose_like_plan_taxonomy():
     tree = assemble_tree([plan.node for plan in plans], CONFIG, [plan.summary for plan in plans])
     assert validate_taxonomy(tree, n, CONFIG) == []
     assert tree.model_dump() == plan_taxonomy(items, vectors, CONFIG).model_dump()
+
+
+def test_the_top_level_split_clusters_at_most_coarse_sample_memories():
+    n = 2000
+    sampled = CONFIG.model_copy(update={"coarse_sample": 500})
+    rows = ward_sample(n, sampled)
+    assert len(rows) == 500 and np.all(np.diff(rows) > 0)
+    assert np.array_equal(rows, ward_sample(n, sampled))  # seeded: the same plan every run
+    assert np.array_equal(ward_sample(n, CONFIG), np.arange(n))  # the default holds them all
+
+    items, vectors = _blobs(n, seed=2)
+    documents = document_groups(items)
+    labels = split_top_level(pull_together(vectors, documents), vectors, documents, sampled)
+    sizes = np.bincount(labels)  # every memory has a group, each group fits a subtree
+    assert labels.max() + 1 >= coarse_group_count(n, sampled)
+    assert smallest_group(n, sampled) <= sizes.min() and sizes.max() <= subtree_capacity(n, sampled)
 
 
 def test_assemble_without_summaries_keeps_names_unique_and_recomputes_paths():

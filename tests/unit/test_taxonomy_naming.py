@@ -387,8 +387,8 @@ def test_splits_are_made_when_they_separate_the_memories_better():
     labels = np.array([0] * 20 + [1] * 10)  # the first two themes in one group
     apart = np.array([0] * 10 + [1] * 10 + [-1] * 10)
     scattered = np.array([number % 2 for number in range(20)] + [-1] * 10)
-    assert accept_splits(vectors, labels, [apart]) == [True]
-    assert accept_splits(vectors, labels, [scattered]) == [False]
+    assert accept_splits(vectors, labels, [apart], CONFIG) == [True]
+    assert accept_splits(vectors, labels, [scattered], CONFIG) == [False]
 
 
 def test_spoken_contractions_and_everyday_verbs_name_nothing():

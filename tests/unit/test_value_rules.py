@@ -1,4 +1,4 @@
-"""The reading rules behind contradictions and query-time currency (issue 12): what is a value
+"""The reading rules behind contradictions and query-time currency: what is a value
 of a sentence, when two names are one, where a sentence ends."""
 
 from __future__ import annotations
