@@ -3,9 +3,12 @@ Tree and the sessions for every process on the cluster (Serve replicas, jobs, in
 
 It wraps a plain `GraphKeeper` (memory_bank/session/keeper.py), which checkpoints every batch
 of changes to the store's graph log before the call returns and reloads from the store when it
-starts: a restarted actor (`max_restarts=-1`) loses no acknowledged change. Calls run one at a
-time (`max_concurrency=1`); the keeper's graph lock also serializes it with writers outside Ray.
-The batch analysis of an ingest's graph step fans out as Ray tasks.
+starts: a restarted actor (`max_restarts=-1`) loses no acknowledged change. It is a threaded
+actor (`CALLS_AT_ONCE`): the keeper holds its lock only for bounded steps (one piece of a long
+context, the application of a commit's verdicts), so reading a session never waits behind
+another caller's long intercept or an ingest's graph analysis; the keeper's graph lock also
+serializes it with writers outside Ray. The batch analysis of an ingest's graph step fans out as
+Ray tasks, without the lock.
 
 `RemoteKeeper` gives a handle the keeper's methods (blocking), so a `Session` or a
 `StoreCommitter` works with the actor exactly as with an in-process keeper.
@@ -39,6 +42,8 @@ from pipeline.runtime import encode_on_task, map_on_tasks
 
 __all__ = ["NAMESPACE", "GraphActor", "RemoteKeeper", "graph_actor", "graph_name"]
 ROLE = "graph"
+# Calls in flight at once: sessions read while another caller's intercept or graph step runs.
+CALLS_AT_ONCE = 8
 
 
 class GraphActor:
@@ -117,7 +122,7 @@ def graph_actor(store: str | Path, config: AppConfig) -> ray.actor.ActorHandle:
     """The graph actor of `store`, started if it does not exist yet (with `config`)."""
     return (
         ray.remote(GraphActor)
-        .options(**store_actor_options(ROLE, store))
+        .options(**store_actor_options(ROLE, store, max_concurrency=CALLS_AT_ONCE))
         .remote(store_path(store), config.model_dump(mode="json"))
     )
 

@@ -457,6 +457,18 @@ class ServeConfig(StrictModel):
     )
 
 
+class SessionConfig(StrictModel):
+    """The Memory Bank's sessions (intercept, enhance_prompt) on the store's Query Graph."""
+
+    analysis_chars: int = Field(
+        8_000,
+        ge=500,
+        description="An intercepted context is classified and analysed in pieces of at most "
+        "this many characters, one at a time: its cost grows linearly with its length, and "
+        "other callers of the graph wait for one piece at most.",
+    )
+
+
 class LimitsConfig(StrictModel):
     """How large one request may be, over HTTP and through the Python API alike: beyond these
     it is refused at once (HTTP 413), before any work is done for it (`memory_bank.limits`)."""
@@ -474,8 +486,8 @@ class LimitsConfig(StrictModel):
     max_context_chars: int = Field(
         200_000,
         ge=1_000,
-        description="An intercepted context, in characters: it is analysed in bounded pieces, "
-        "so its cost is linear in its length, and this bounds that cost.",
+        description="An intercepted context, in characters: it is analysed in pieces "
+        "(`session.analysis_chars`), so its cost is linear in its length, and this bounds it.",
     )
     max_files: int = Field(
         100, ge=1, description="Attachments of an intercept; documents a search is limited to."
@@ -497,6 +509,7 @@ class AppConfig(StrictModel):
     conversation: ConversationConfig = ConversationConfig()
     ray: RayConfig = RayConfig()
     serve: ServeConfig = ServeConfig()
+    session: SessionConfig = SessionConfig()
     limits: LimitsConfig = LimitsConfig()
 
 

@@ -33,6 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -120,9 +121,10 @@ class GraphKeeper:
 
     @property
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = Embedder(self.config.embedding)
-        return self._embedder
+        with self._lock:  # loaded once, however many callers ask at first
+            if self._embedder is None:
+                self._embedder = Embedder(self.config.embedding)
+            return self._embedder
 
     @property
     def agents(self) -> SessionAgents:
@@ -222,7 +224,12 @@ class GraphKeeper:
         metadata: dict | None = None,
     ) -> InterceptResult:
         """Seed 001 §4.2 steps 13-15: the context becomes memory (or settles the pending
-        conflicts, for a cross-validation), then the Insight Doc is planned anew."""
+        conflicts, for a cross-validation), then the Insight Doc is planned anew.
+
+        A long context is taken in pieces of at most `session.analysis_chars`, each classified
+        and structured without the lock and analysed under it on its own, so the cost is
+        linear in the length and another caller waits for one piece at most, never for the
+        whole context."""
         if not context.strip():
             raise SessionError("nothing to intercept: the context is empty")
         check_context(self.config.limits, context)
@@ -232,11 +239,59 @@ class GraphKeeper:
         kind: TaskType = task_type or task_type_of(
             doc.pending_tasks[0] if doc.pending_tasks else None
         )
-        drafts, summaries = [], []
-        if kind == "normal" or not record.pending_conflicts:
-            kind = "normal" if not record.pending_conflicts else kind
-            drafts = self.agents.classify(context, doc.task_goal)
-            summaries = [self.agents.structure(draft) for draft in drafts]
+        validating = kind == "cross_validate" and bool(record.pending_conflicts)
+        kind = kind if validating else "normal"
+        found = _Found()
+        if validating:
+            self._settle(session_id, record.pending_conflicts, context, found)
+        else:
+            for piece in context_pieces(context, self.config.session.analysis_chars):
+                drafts = self.agents.classify(piece, doc.task_goal)
+                summaries = [self.agents.structure(draft) for draft in drafts]
+                self._remember(session_id, drafts, summaries, found)
+        return self._plan_after(session_id, doc, kind, context, attachments, metadata, found)
+
+    def _settle(self, session_id: str, pending: list[str], context: str, found: _Found) -> None:
+        """A cross-validation: the context settles the session's pending conflicts."""
+        with self._mutating() as state:
+            engine = self._engine()
+            settled, standing = engine.resolve(pending, context, session_id)
+            found.resolved = [conflict_view(c) for c in settled]
+            if standing is None:
+                return
+            found.new_ids.append(standing)
+            if state.graph.nodes[standing].kind != "session":
+                return
+            outcome = engine.analyse(standing, session_id)
+            found.conflicts += outcome.conflicts
+            found.merged += outcome.merged
+            found.new_ids[-1] = outcome.node_id
+
+    def _remember(self, session_id: str, drafts: list, summaries: list[str], found: _Found) -> None:
+        """One piece of a context: its nodes made and analysed (under the lock, bounded)."""
+        with self._mutating() as state:
+            self._open_record(session_id)
+            engine = self._engine()
+            for node in engine.make_nodes(drafts, summaries, session_id):
+                state.graph.add_node(node)
+                outcome = engine.analyse(node.id, session_id)
+                found.new_ids.append(outcome.node_id)
+                found.merged += outcome.merged
+                found.conflicts += outcome.conflicts
+                found.related += outcome.related
+
+    def _plan_after(
+        self,
+        session_id: str,
+        doc: InsightDoc,
+        kind: TaskType,
+        context: str,
+        attachments: Sequence[Attachment],
+        metadata: dict | None,
+        found: _Found,
+    ) -> InterceptResult:
+        """The raw context kept as an entry of the Interaction Tree, the Insight Doc planned
+        anew with what was found."""
         with self._mutating() as state:
             record = self._open_record(session_id)
             engine = self._engine()
@@ -252,66 +307,47 @@ class GraphKeeper:
                 },
                 attachments=tuple(attachments),
             )
-            new_ids, merged, conflicts, resolved, related = [], [], [], [], 0
-            if kind == "cross_validate" and record.pending_conflicts:
-                settled, standing = engine.resolve(record.pending_conflicts, context, session_id)
-                resolved = [conflict_view(c) for c in settled]
-                if standing is not None:
-                    new_ids.append(standing)
-                    outcome = (
-                        engine.analyse(standing, session_id)
-                        if state.graph.nodes[standing].kind == "session"
-                        else None
-                    )
-                    if outcome is not None:
-                        conflicts += outcome.conflicts
-                        merged += outcome.merged
-                        new_ids[-1] = outcome.node_id
-            else:
-                for node in engine.make_nodes(drafts, summaries, session_id):
-                    state.graph.add_node(node)
-                    outcome = engine.analyse(node.id, session_id)
-                    new_ids.append(outcome.node_id)
-                    merged += outcome.merged
-                    conflicts += outcome.conflicts
-                    related += outcome.related
+            new_ids = [i for i in dict.fromkeys(found.new_ids) if i in state.graph.nodes]
             state.tree.add_entry(entry, dict.fromkeys(new_ids))
-            found = [state.graph.conflicts[c] for c in conflicts]
+            conflicts = [
+                state.graph.conflicts[c] for c in found.conflicts if c in state.graph.conflicts
+            ]
             notice = (
                 ConflictNotice(
                     conflicting_node_ids=list(
-                        dict.fromkeys(i for c in found for i in (c.older, c.newer))
+                        dict.fromkeys(i for c in conflicts for i in (c.older, c.newer))
                     ),
-                    conflict_description="; ".join(c.description for c in found),
+                    conflict_description="; ".join(c.description for c in conflicts),
                 )
-                if found
+                if conflicts
                 else None
             )
             coverage, missing = engine.goal_coverage(doc.task_goal)
+            new_nodes = [node_info(state.graph.nodes[i]) for i in new_ids]
             plan = self.agents.plan(
                 PlanRequest(
                     insight_doc=doc,
-                    new_nodes=[node_info(state.graph.nodes[i]) for i in dict.fromkeys(new_ids)],
+                    new_nodes=new_nodes,
                     conflict=notice,
                     intercepted=True,
-                    resolved_conflict=bool(resolved),
+                    resolved_conflict=bool(found.resolved),
                     goal_coverage=coverage,
                     missing_terms=missing,
                 )
             )
             doc = InsightDoc(doc_id=session_id, **plan.model_dump())
             record.insight_doc = doc.model_dump()
-            record.pending_conflicts = [c.id for c in found]
+            record.pending_conflicts = [c.id for c in conflicts]
             record.updated_at = time.time()
             state.changed_sessions.add(session_id)
         return InterceptResult(
             session_id=session_id,
             task_type=kind,
-            new_nodes=[node_info(state.graph.nodes[i]) for i in dict.fromkeys(new_ids)],
-            merged=merged,
-            related=related,
-            conflicts=[conflict_view(c) for c in found],
-            resolved=resolved,
+            new_nodes=new_nodes,
+            merged=found.merged,
+            related=found.related,
+            conflicts=[conflict_view(c) for c in conflicts],
+            resolved=found.resolved,
             entry_id=entry.entry_id,
             insight_doc=doc,
             done=should_terminate(doc),
@@ -473,9 +509,12 @@ class GraphKeeper:
             engine = self._engine()
             tasks = candidate_tasks(graph, fresh, engine.view, self.config.retrieval.top_k)
             outcome.nodes_added = len(new_ids)
-            results = run_tasks(tasks, self.map_calls, self.analyze_call)
+        # The analysis, the part that grows with the add, runs without the lock: sessions go
+        # on meanwhile, and a verdict about a node they retired is dropped when applied.
+        results = run_tasks(tasks, self.map_calls, self.analyze_call)
+        with self._mutating() as state:
             apply_verdicts(
-                graph,
+                state.graph,
                 tasks,
                 results,
                 self._encode_texts or self.embedder.encode,
@@ -490,6 +529,35 @@ class GraphKeeper:
         with self._lock:
             self._memories = MemorySource(self.location.live_directory())
             self._version = layout.live_store_version(self.store)
+
+
+@dataclass
+class _Found:
+    """What an intercept found, piece by piece."""
+
+    new_ids: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    resolved: list = field(default_factory=list)
+    related: int = 0
+
+
+def context_pieces(context: str, max_chars: int) -> list[str]:
+    """`context` in consecutive pieces of at most `max_chars`, cut between paragraphs (else
+    between lines, else anywhere): each is analysed on its own."""
+    pieces: list[str] = []
+    rest = context
+    while len(rest) > max_chars:
+        window = rest[:max_chars]
+        cut = window.rfind("\n\n")
+        if cut <= 0:
+            cut = window.rfind("\n")
+        if cut <= 0:
+            cut = max_chars
+        pieces.append(rest[:cut])
+        rest = rest[cut:]
+    pieces.append(rest)
+    return [piece for piece in pieces if piece.strip()]
 
 
 def _contiguous(state: GraphState, snapshot: Path | None, log_dir: Path) -> bool:

@@ -1,0 +1,117 @@
+"""Intercepts bounded and linear in their input: a long context is analysed piece by piece,
+another caller reads its session meanwhile, and a context over the limit is refused at once."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from memory_bank.config import AppConfig, LimitsConfig, SessionConfig
+from memory_bank.errors import InputTooLargeError
+from memory_bank.session.agents import ClusterDraft
+from memory_bank.session.keeper import GraphKeeper, context_pieces
+from memory_bank.session.models import PlanRequest, PlanResult
+from memory_bank.session.planning import plan_offline
+
+PIECE_CHARS = 1_000
+
+
+class PieceAgents:
+    """One cluster per piece; the classification of a chosen piece waits for a signal."""
+
+    def __init__(self, hold_piece: int | None = None) -> None:
+        self.pieces: list[str] = []
+        self.hold_piece = hold_piece
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    def classify(self, context: str, task_goal: str | None) -> list[ClusterDraft]:
+        self.pieces.append(context)
+        if len(self.pieces) == self.hold_piece:
+            self.holding.set()
+            assert self.release.wait(60), "nobody released the held piece"
+        number = len(self.pieces)
+        return [ClusterDraft(f"k{number}", f"piece {number}", context, [f"piece{number}"])]
+
+    def structure(self, cluster: ClusterDraft) -> str:
+        return cluster.content[:200]
+
+    def analyze(self, new, candidates, judge):
+        return []
+
+    def plan(self, request: PlanRequest) -> PlanResult:
+        return plan_offline(request)
+
+
+def paragraphs(count: int) -> str:
+    return "\n\n".join(
+        f"Paragraph {n} says that the ferry number {n} left the harbour at {n % 12} o'clock "
+        f"and reached island {n % 7} after a calm crossing of {n % 5 + 1} hours."
+        for n in range(count)
+    )
+
+
+def keeper(tmp_path, embedder, agents, **limits) -> GraphKeeper:
+    config = AppConfig(
+        session=SessionConfig(analysis_chars=PIECE_CHARS), limits=LimitsConfig(**limits)
+    )
+    return GraphKeeper(tmp_path / "store", config, embedder, agents=lambda _: agents)
+
+
+def test_context_pieces_are_cut_between_paragraphs_and_keep_every_character():
+    context = paragraphs(40)
+    pieces = context_pieces(context, PIECE_CHARS)
+    assert "".join(pieces) == context
+    assert all(len(piece) <= PIECE_CHARS for piece in pieces)
+    assert all(piece.startswith("\n\nParagraph") for piece in pieces[1:])
+    assert context_pieces("x" * 2500, PIECE_CHARS) == ["x" * 1000, "x" * 1000, "x" * 500]
+
+
+def test_a_long_context_is_analysed_piece_by_piece(tmp_path, embedder):
+    agents = PieceAgents()
+    bank = keeper(tmp_path, embedder, agents)
+    session = bank.open_session("When did the ferries leave?").doc_id
+    context = paragraphs(40)
+
+    result = bank.intercept(session, context)
+
+    assert len(agents.pieces) == len(context_pieces(context, PIECE_CHARS)) > 4
+    assert all(len(piece) <= PIECE_CHARS for piece in agents.pieces)
+    assert len(result.new_nodes) == len(agents.pieces)
+    entry = bank.state.tree.entries[result.entry_id]
+    assert entry.text == context  # the raw context is kept whole
+
+
+def test_another_caller_reads_its_session_while_a_long_intercept_runs(tmp_path, embedder):
+    agents = PieceAgents(hold_piece=3)
+    bank = keeper(tmp_path, embedder, agents)
+    busy = bank.open_session("When did the ferries leave?").doc_id
+    other = bank.open_session("Where did the ferries go?").doc_id
+    outcome: dict = {}
+    worker = threading.Thread(
+        target=lambda: outcome.setdefault("result", bank.intercept(busy, paragraphs(40)))
+    )
+    worker.start()
+    try:
+        assert agents.holding.wait(120), "the intercept never reached its third piece"
+        # The intercept is in the middle of its context: reads do not wait for it.
+        reader = threading.Thread(
+            target=lambda: outcome.setdefault("read", (bank.insight_doc(other), bank.summary()))
+        )
+        reader.start()
+        reader.join(30)
+        assert "read" in outcome, "reading a session waited for another caller's intercept"
+    finally:
+        agents.release.set()
+        worker.join(120)
+    assert outcome["result"].new_nodes
+
+
+def test_a_context_over_the_limit_is_refused_before_any_work(tmp_path, embedder):
+    agents = PieceAgents()
+    bank = keeper(tmp_path, embedder, agents, max_context_chars=5_000)
+    session = bank.open_session("When did the ferries leave?").doc_id
+    with pytest.raises(InputTooLargeError, match="limits.max_context_chars"):
+        bank.intercept(session, "x" * 5_001)
+    assert agents.pieces == []
