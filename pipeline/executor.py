@@ -71,10 +71,11 @@ class RayExecutor:
         timer: StageTimer,
         backend: LLMBackend,
         on_batch: BatchSink | None = None,
+        done_chunks: frozenset[str] = frozenset(),
     ) -> MemoryParts:
         # The backend is made again from the config in each worker (see `memorize_batch`).
         with timer.stage("chunk"):
-            chunks = self._chunk(documents, backend)
+            chunks = [c for c in self._chunk(documents, backend) if c.chunk_id not in done_chunks]
         with timer.stage("embed+memorize", total=len(chunks)):
             added, busy = self._embed_and_memorize(
                 chunks, first_index, timer.progress, on_batch, backend

@@ -148,12 +148,24 @@ class IngestRunner:
         if not documents:
             return MemoryParts()
         resumed, _ = journal.load(doc.document_id for doc in documents)
-        done = {chunk.document_id for chunk in resumed.chunks}
-        summary.resumed_documents = len(done)
-        todo = [doc for doc in documents if doc.document_id not in done]
+        started = {chunk.document_id for chunk in resumed.chunks}
+        summary.resumed_documents = len(started)
+        # A document journaled in part is made again from where the journal ends.
+        todo = [
+            doc
+            for doc in documents
+            if doc.document_id not in started or doc.document_id in resumed.partial_documents
+        ]
         fresh = MemoryParts()
         if todo:
-            fresh = self.executor.memorize(todo, 0, timer, self.backend, on_batch=journal.save)
+            fresh = self.executor.memorize(
+                todo,
+                0,
+                timer,
+                self.backend,
+                on_batch=journal.save,
+                done_chunks=frozenset(chunk.chunk_id for chunk in resumed.chunks),
+            )
         return ordered_by_documents(documents, [resumed, fresh])
 
 

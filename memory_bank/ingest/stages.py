@@ -10,7 +10,7 @@ takes the executor's map instead of knowing where the pieces run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -74,9 +74,58 @@ def require_something(loaded: SourceLoad, files_given: bool) -> None:
 def chunk_documents(
     documents: Sequence[Document], config: ChunkConfig, backend: LLMBackend | None = None
 ) -> list[Chunk]:
-    """Chunks of every document; overlong sections split where the backend's split role says."""
+    """Chunks of every document (as `stream_chunks` makes them, all at once); overlong sections
+    split where the backend's split role says."""
+    return [chunk for chunk, _ in stream_chunks(documents, config, backend)]
+
+
+# A document longer than this is chunked one window at a time (cut between paragraphs), so a
+# huge file's first memories are made, journaled and shown while the rest is still being cut.
+STREAM_WINDOW_CHARS = 1 << 20
+
+
+def stream_chunks(
+    documents: Sequence[Document], config: ChunkConfig, backend: LLMBackend | None = None
+) -> Iterator[tuple[Chunk, bool]]:
+    """Every document's chunks, in order, each with whether it is its document's last. A long
+    document (not a conversation, whose chunks follow its turns) is cut window by window, at
+    the same places every run, so a resumed ingest finds the same chunks."""
     choose = split_chooser(backend, config) if backend is not None else None
-    return [chunk for doc in documents for chunk in chunk_document(doc, config, choose)]
+    for doc in documents:
+        if doc.turns or len(doc.text) <= STREAM_WINDOW_CHARS:
+            chunks: Iterable[Chunk] = chunk_document(doc, config, choose)
+        else:
+            chunks = _windowed_chunks(doc, config, choose)
+        previous: Chunk | None = None
+        for chunk in chunks:
+            if previous is not None:
+                yield previous, False
+            previous = chunk
+        if previous is not None:
+            yield previous, True
+
+
+def _windowed_chunks(
+    doc: Document, config: ChunkConfig, choose: SplitChooser | None
+) -> Iterator[Chunk]:
+    position, start = 0, 0
+    while start < len(doc.text):
+        end = len(doc.text)
+        if end - start > STREAM_WINDOW_CHARS:
+            cut = doc.text.rfind("\n\n", start + 1, start + STREAM_WINDOW_CHARS)
+            end = cut if cut > start else start + STREAM_WINDOW_CHARS
+        window = doc.model_copy(update={"text": doc.text[start:end]})
+        for chunk in chunk_document(window, config, choose):
+            yield chunk.model_copy(
+                update={
+                    "chunk_id": f"{doc.document_id}-{position:05d}",
+                    "position": position,
+                    "start_char": chunk.start_char + start,
+                    "end_char": chunk.end_char + start,
+                }
+            )
+            position += 1
+        start = end
 
 
 def split_chooser(backend: LLMBackend, config: ChunkConfig) -> SplitChooser | None:
