@@ -226,6 +226,7 @@ class IngestSummary(BaseModel):
     placed: bool = False
     # Given documents whose memories came from the journal of an earlier, interrupted ingest.
     resumed_documents: int = 0
+    resumed_chunks: int = 0  # taken from the journal of an earlier run, not made again
     commit: CommitResult | None = None  # None when nothing had to be committed
     # LLM usage of the whole ingest, per role (calls, cache hits, tokens, retries, repairs,
     # fallbacks, seconds, estimated cost); empty with the offline backend.

@@ -310,7 +310,11 @@ def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:
     table.add_row("chunks", str(summary.chunks))
     table.add_row("directories", str(summary.directories))
     if summary.resumed_documents:
-        table.add_row("resumed documents", f"{summary.resumed_documents} (from the journal)")
+        table.add_row(
+            "resumed",
+            f"{summary.resumed_documents} documents, {summary.resumed_chunks} chunks "
+            "(from the journal)",
+        )
     if summary.placed:
         table.add_row("tree", "new memories placed; other paths kept")
     commit = summary.commit

@@ -150,6 +150,7 @@ class IngestRunner:
         resumed, _ = journal.load(doc.document_id for doc in documents)
         started = {chunk.document_id for chunk in resumed.chunks}
         summary.resumed_documents = len(started)
+        summary.resumed_chunks = len(resumed.chunks)
         # A document journaled in part is made again from where the journal ends.
         todo = [
             doc
