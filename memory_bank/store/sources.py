@@ -27,13 +27,15 @@ def resolve_documents(source_of: Mapping[str, str], names: Sequence[str]) -> lis
         if not matches:
             if not resolved:
                 resolved = {
-                    document_id: _resolved(source) for document_id, source in source_of.items()
+                    document_id: path
+                    for document_id, source in source_of.items()
+                    if (path := _resolved(source)) is not None
                 }
             target = _resolved(name)
             matches = [
                 document_id
                 for document_id, path in resolved.items()
-                if path == target or path.is_relative_to(target)
+                if target is not None and (path == target or path.is_relative_to(target))
             ]
         if matches:
             ids.extend(match for match in matches if match not in ids)
@@ -44,5 +46,10 @@ def resolve_documents(source_of: Mapping[str, str], names: Sequence[str]) -> lis
     return ids
 
 
-def _resolved(source: str) -> Path:
-    return Path(source).expanduser().resolve()
+def _resolved(source: str) -> Path | None:
+    """The real path `source` names; None when it can name none (a NUL byte, a symlink loop, an
+    unknown user's home): then it matches only as given, by source or id."""
+    try:
+        return Path(source).expanduser().resolve()
+    except (OSError, ValueError, RuntimeError):
+        return None

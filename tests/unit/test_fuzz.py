@@ -112,3 +112,13 @@ def test_a_hostile_request_is_answered_below_500_without_a_traceback(api, reques
     tally = Tally()
     send_hostile_request(api, request, tally)
     assert tally.server_errors == tally.tracebacks == 0, tally.failures
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "~no_such_user_x/notes.md", "\ud800"])
+def test_a_name_that_can_be_no_path_names_no_document(name):
+    """Found by bench/fuzz.py: `within` holding a NUL byte was a 500."""
+    from memory_bank.errors import StoreError
+    from memory_bank.store.sources import resolve_documents
+
+    with pytest.raises(StoreError, match="not in the store"):
+        resolve_documents({"d1": "/tmp/notes.md"}, [name])
