@@ -161,9 +161,9 @@ def main() -> None:
             f"{resumed['seconds']:.0f}",
             f"{resumed['peak_gb']:.2f}",
             f"{resumed['first_batch_s']:.1f}",
-            f"{summary.get('resumed_chunks', 0):,} from the journal, {made:,} made "
-            f"({made - (total - (killed['killed_with'] or 0)):,} made twice = "
-            f"{(made - (total - (killed['killed_with'] or 0))) / total:.1%})",
+            f"{summary.get('resumed_chunks', 0):,} from the journal, {made:,} made; lost in "
+            f"the kill: at most the batch in flight, <= {killed['batch'] or 0} chunks "
+            f"({(killed['batch'] or 0) / total:.1%} of the file)",
         )
         console.print(table)
 
