@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 
-.PHONY: install run test test-quick lint format eval bench clean cluster-demo
+.PHONY: install run test test-quick lint format eval bench clean cluster-demo browser
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install torch==2.13.0
 	$(PY) -m pip install -r requirements.txt
 	$(PY) -m pip install --no-deps -e .
+	# the ONNX export of the packaged embedding model, made once into the user cache
+	$(VENV)/bin/memory-bank prepare-model
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -35,11 +37,20 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
-test: lint
+# The browser tests (tests/browser) drive Debian's Chromium through Playwright, never a browser
+# that Playwright downloads: installed here when missing and we are root (as in CI); elsewhere
+# they skip and say why.
+browser:
+	@if ! test -x /usr/bin/chromium && test "$$(id -u)" = 0 && command -v apt-get >/dev/null; then \
+		echo "installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi
+
+test: lint browser
 	$(PY) -m pytest -q
 
 # The same without the 100k-size inputs (marked `slow`): for the edit-test loop.
-test-quick: lint
+test-quick: lint browser
 	$(PY) -m pytest -q -m "not slow"
 
 format: install

@@ -1,17 +1,18 @@
 """The store's Query Graph actor: one named Ray actor per store holds the graph, the Interaction
 Tree and the sessions for every process on the cluster (Serve replicas, jobs, ingests).
 
-It wraps a plain `GraphKeeper` (memory_bank/session/keeper.py), which checkpoints every batch
-of changes to the store's graph log before the call returns and reloads from the store when it
-starts: a restarted actor (`max_restarts=-1`) loses no acknowledged change. It is a threaded
-actor (`CALLS_AT_ONCE`): the keeper holds its lock only for bounded steps (one piece of a long
-context, the application of a commit's verdicts), so reading a session never waits behind
-another caller's long intercept or an ingest's graph analysis; the keeper's graph lock also
-serializes it with writers outside Ray. The batch analysis of an ingest's graph step fans out as
-Ray tasks, without the lock.
+It wraps the plain classes an in-process bank uses: a `GraphStorage` (memory_bank/graph/
+storage.py), which checkpoints every batch of changes to the store's graph log before the call
+returns and reloads from the store when it starts, so a restarted actor (`max_restarts=-1`)
+loses no acknowledged change; the `SessionService` over it; and the commits' `IngestGraphStep`
+over it, whose batch analysis and embedding run as Ray tasks, without the graph lock. It is a
+threaded actor (`CALLS_AT_ONCE`): the storage's lock is held only for bounded steps (one piece
+of a long context, the application of a commit's verdicts), so reading a session never waits
+behind another caller's long intercept or an ingest's graph analysis; the storage's graph lock
+also serializes the actor with writers outside Ray.
 
-`RemoteKeeper` gives a handle the keeper's methods (blocking), so a `Session` or a
-`StoreCommitter` works with the actor exactly as with an in-process keeper.
+`RemoteKeeper` gives a handle the session service's and the graph step's methods (blocking),
+so a `Session` or a `StoreCommitter` works with the actor exactly as in one process.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from memory_bank.config import AppConfig
 from memory_bank.errors import MemoryBankError
 from memory_bank.graph.batch import BatchOutcome, GraphCommit
 from memory_bank.graph.model import Attachment
-from memory_bank.graph.persist import GraphRecords
-from memory_bank.session.keeper import GraphKeeper
+from memory_bank.graph.persist import GraphSnapshot
+from memory_bank.graph.storage import GraphStorage
+from memory_bank.ingest.graph_step import IngestGraphStep
 from memory_bank.session.models import (
     EntryView,
     GraphSummary,
@@ -38,6 +40,7 @@ from memory_bank.session.models import (
     SessionExport,
     TaskType,
 )
+from memory_bank.session.service import SessionService
 from pipeline.runtime import encode_on_task, map_on_tasks
 
 __all__ = ["NAMESPACE", "GraphActor", "RemoteKeeper", "graph_actor", "graph_name"]
@@ -47,19 +50,21 @@ CALLS_AT_ONCE = 8
 
 
 class GraphActor:
-    """Actor body: a `GraphKeeper` whose batch analysis runs as Ray tasks."""
+    """Actor body: the store's graph, its sessions, and its commits' graph step."""
 
     def __init__(self, store: str, config: dict[str, Any]) -> None:
         self.store = store
-        self._config: dict[str, Any] = config
-        self.keeper = _keeper(store, AppConfig.model_validate(config))
+        settings = AppConfig.model_validate(config)
+        self.storage = GraphStorage(Path(store), settings.retrieval.alpha)
+        self.sessions = SessionService(self.storage, settings)
+        self.step = _graph_step(self.storage, settings)
 
     def ping(self) -> int:
         """The last checkpoint the actor's graph holds (loads the graph)."""
-        return self.keeper.state.seq
+        return self.storage.state.seq
 
     def open_session(self, task_goal: str) -> InsightDoc:
-        return self.keeper.open_session(task_goal)
+        return self.sessions.open_session(task_goal)
 
     def intercept(
         self,
@@ -69,47 +74,45 @@ class GraphActor:
         attachments: Sequence[Attachment] = (),
         metadata: dict[str, Any] | None = None,
     ) -> InterceptResult:
-        return self.keeper.intercept(session_id, context, task_type, attachments, metadata)
+        return self.sessions.intercept(session_id, context, task_type, attachments, metadata)
 
     def insight_doc(self, session_id: str) -> InsightDoc:
-        return self.keeper.insight_doc(session_id)
+        return self.sessions.insight_doc(session_id)
 
     def enhance_prompt(self, session_id: str) -> str:
-        return self.keeper.enhance_prompt(session_id)
+        return self.sessions.enhance_prompt(session_id)
 
     def deep_retrieval(self, node_id: str) -> list[EntryView]:
-        return self.keeper.deep_retrieval(node_id)
+        return self.sessions.deep_retrieval(node_id)
 
     def node(self, node_id: str) -> NodeDetail:
-        return self.keeper.node(node_id)
+        return self.sessions.node(node_id)
 
     def export(self, session_id: str) -> SessionExport:
-        return self.keeper.export(session_id)
+        return self.sessions.export(session_id)
 
     def close(self, session_id: str) -> SessionExport:
-        return self.keeper.close(session_id)
+        return self.sessions.close(session_id)
 
     def summary(self) -> GraphSummary:
-        return self.keeper.summary()
+        return self.sessions.summary()
 
-    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphRecords, int, BatchOutcome]:
-        return self.keeper.prepare_commit(commit)
+    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphSnapshot, BatchOutcome]:
+        return self.step.prepare_commit(commit)
 
     def committed(self) -> None:
-        self.keeper.committed()
+        self.step.committed()
 
 
-def _keeper(store: str, config: AppConfig) -> GraphKeeper:
+def _graph_step(storage: GraphStorage, config: AppConfig) -> IngestGraphStep:
     cpus = config.ray.plan_task_cpus
-    return GraphKeeper(
-        Path(store),
+    return IngestGraphStep(
+        storage,
         config,
-        map_calls=lambda function, calls: map_on_tasks(function, calls, cpus),
-        # Commits re-embed in a task (whose worker keeps the model for the next one); the actor
+        # Commits embed in a task (whose worker keeps the model for the next one); the actor
         # loads the model only when a session needs it.
-        encode_texts=lambda texts: encode_on_task(
-            texts, config.embedding, config.ray.embed.num_cpus
-        ),
+        encode=lambda texts: encode_on_task(texts, config.embedding, config.ray.embed.num_cpus),
+        map_calls=lambda function, calls: map_on_tasks(function, calls, cpus),
     )
 
 
@@ -128,7 +131,8 @@ def graph_actor(store: str | Path, config: AppConfig) -> ray.actor.ActorHandle:
 
 
 class RemoteKeeper:
-    """A graph actor behind the keeper's interface (blocking calls)."""
+    """A graph actor behind the interfaces of the session service and the graph step
+    (blocking calls)."""
 
     def __init__(self, handle: ray.actor.ActorHandle) -> None:
         self.handle = handle
@@ -176,7 +180,7 @@ class RemoteKeeper:
     def summary(self) -> GraphSummary:
         return self._call("summary")
 
-    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphRecords, int, BatchOutcome]:
+    def prepare_commit(self, commit: GraphCommit) -> tuple[GraphSnapshot, BatchOutcome]:
         return self._call("prepare_commit", commit)
 
     def committed(self) -> None:

@@ -17,6 +17,7 @@
     GET  /sessions/{id}/prompt                          -> {"prompt": the enhanced prompt}
     POST /sessions/{id}/close                                      -> SessionExport
     GET  /memory/{id}          -> NodeDetail: a memory, its neighbours, history, raw entries
+    GET  /ui/ (the page, no key needed), GET /browse/...   the page's views (actors/ui)
     GET  /docs, /openapi.json                                      (FastAPI defaults)
 
 Two deployments (Serve model composition):
@@ -86,6 +87,8 @@ from actors.serve_api import (
     error_status,
 )
 from actors.serve_model import MemoryBankModel
+from actors.ui import attach_browser, is_page_path
+from actors.ui import router as ui_router
 from memory_bank.config import AppConfig, ServeConfig, load_config
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.errors import ConfigError, MemoryBankError, StoreError
@@ -145,7 +148,8 @@ class _RequireApiKey:
     async def __call__(self, scope, receive, send) -> None:
         # Set per replica by MemoryBankIngress.__init__; None means no key was configured.
         expected = getattr(scope["app"].state, "api_key_sha256", None) if "app" in scope else None
-        if expected is None or scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        path = scope.get("path", "")
+        if expected is None or scope["type"] != "http" or path in OPEN_PATHS or is_page_path(path):
             return await self.app(scope, receive, send)
         scheme, _, token = Headers(scope=scope).get("authorization", "").partition(" ")
         presented = hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
@@ -160,6 +164,7 @@ class _RequireApiKey:
 
 app.add_middleware(LimitRequestBody)
 app.add_middleware(_RequireApiKey)  # added last, so it runs first: no body is looked at before
+app.include_router(ui_router)  # the page at /ui/ and the /browse/ views it reads
 
 
 class _StoreView:
@@ -197,6 +202,7 @@ class MemoryBankIngress:
         self._config = AppConfig.model_validate(config)
         app.state.max_body_bytes = self._config.limits.max_body_bytes
         self._view = _StoreView(store)
+        attach_browser(app, store, self._config)
         self._keeper = None
         settings = self._config.serve
         self._admission = AdmissionQueue(

@@ -27,9 +27,9 @@ from memory_bank.conversation.records import ConversationInfo, RecallResult, Tur
 from memory_bank.index.scope import SearchScope
 from memory_bank.schemas import ChatResult, SearchHit
 
-# A query embeds a handful of words: one torch thread is as fast as two for that and leaves
-# the other cores to the Serve proxy, the ingress and other replicas.
-REPLICA_TORCH_THREADS = 1
+# A query embeds a handful of words: one thread (torch's or ONNX Runtime's) is as fast as two
+# for that and leaves the other cores to the Serve proxy, the ingress and other replicas.
+REPLICA_EMBEDDING_THREADS = 1
 # Search modes that embed the query (bm25 and tree do not).
 _EMBEDDING_MODES = frozenset({"hybrid", "vector"})
 
@@ -39,14 +39,13 @@ class MemoryBankModel:
     """One query replica over an absolute store path."""
 
     def __init__(self, store: str, config: dict[str, Any]) -> None:
-        import torch
-
         from memory_bank.app.bank import MemoryBank
         from memory_bank.query.service import QueryService
 
         keep_replica_port_on_loopback()
-        torch.set_num_threads(REPLICA_TORCH_THREADS)
         settings = AppConfig.model_validate(config)
+        embedding = settings.embedding.model_copy(update={"num_threads": REPLICA_EMBEDDING_THREADS})
+        settings = settings.model_copy(update={"embedding": embedding})
         self._service = QueryService(Path(store), settings)
         self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
         # No gc tuning here: once __init__ returns, Serve runs gc.collect() and gc.freeze()

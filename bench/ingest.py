@@ -152,9 +152,7 @@ def pipeline_windows(texts: list[str], config: AppConfig, model) -> tuple[list[s
 
     # `_tokenize` is how the pipeline cuts windows; reusing it keeps the two runs' work equal.
     tokenized = Embedder(config.embedding, model=model)._tokenize(texts)
-    offsets = model.tokenizer(
-        texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False
-    )["offset_mapping"]
+    offsets = [chunk_offsets for _, chunk_offsets in model.tokenizer.pieces(texts)]
     windows, pieces = [], 0
     for text, chunk, chunk_offsets in zip(texts, tokenized, offsets, strict=True):
         for start, end in chunk.windows:
@@ -173,12 +171,13 @@ def model_pieces(model, texts: list[str]) -> int:
 
 def run_raw_encode(chunk_texts: list[str], config: AppConfig) -> list[Row]:
     """Time `model.encode` on the chunk texts and on the pipeline's windows of them."""
-    from memory_bank.index.embedding import load_model
+    from memory_bank.index.minilm_torch import TorchMiniLM
 
     os.nice(max(0, RAY_WORKER_NICENESS - os.nice(0)))
     # As the pipeline's embed actor does: same threads, same precision.
-    model = load_model(num_threads=os.cpu_count(), precision=config.embedding.precision)
-    windows, pipeline_pieces = pipeline_windows(chunk_texts, config, model)
+    runtime = TorchMiniLM(num_threads=os.cpu_count(), precision=config.embedding.precision)
+    model = runtime.model
+    windows, pipeline_pieces = pipeline_windows(chunk_texts, config, runtime)
     model.encode(chunk_texts[:RAW_BATCH_SIZE], batch_size=RAW_BATCH_SIZE)  # warm up
     rows = []
     for label, texts in [
@@ -310,7 +309,7 @@ def main() -> None:
         f"Ray ingest, {args.config.relative_to(REPO) if args.config.is_relative_to(REPO) else args.config}"
         f"{' + ' + ', '.join(args.overrides) if args.overrides else ''}: {stages}, embedding "
         f"{config.embedding.model_dump()}; {os.cpu_count()} cores. Raw encode: "
-        f"load_model(num_threads={os.cpu_count()}, precision={config.embedding.precision}), model.encode(batch_size={RAW_BATCH_SIZE}), after "
+        f"TorchMiniLM(num_threads={os.cpu_count()}, precision={config.embedding.precision}), model.encode(batch_size={RAW_BATCH_SIZE}), after "
         f"ray.shutdown(), at the Ray workers' niceness {os.nice(0)}."
     )
     print("Load average (1/5/15 min): " + "; ".join(note for note, _ in loads) + ".")

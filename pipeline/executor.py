@@ -24,10 +24,10 @@ from memory_bank.ingest.executor import BatchSink
 from memory_bank.ingest.progress import ProgressSink, StageTimer
 from memory_bank.ingest.runner import IngestRunner
 from memory_bank.ingest.stages import assemble_parts, chunk_documents
-from memory_bank.ingest.work import MemoryParts
 from memory_bank.llm.ledger import add_usage
 from memory_bank.llm.roles import LLMBackend
 from memory_bank.schemas import Chunk, CommitResult, Document, MemorizedChunk
+from memory_bank.store.snapshot import MemoryParts
 from memory_bank.text.sources import FileOutcome, read_files_serially
 from pipeline.runtime import encode_on_task, ensure_ray, map_on_tasks
 from pipeline.stages import EmbedChunks, chunk_batch, decode_encoding, memorize_batch

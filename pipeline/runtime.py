@@ -108,12 +108,12 @@ _WORKER_EMBEDDERS: dict[str, Any] = {}
 
 
 def _encode_texts(texts: list[str], config: EmbeddingConfig) -> np.ndarray:
-    from memory_bank.index.embedding import Embedder
+    from memory_bank.index.embedding import build_embedder
 
     key = config.model_dump_json()
     if key not in _WORKER_EMBEDDERS:
         # Ray sets OMP_NUM_THREADS=1 in workers; like the embedding actors, use the task's cores.
         threads = config.num_threads or os.cpu_count() or 1
         _WORKER_EMBEDDERS.clear()  # one model per worker at most
-        _WORKER_EMBEDDERS[key] = Embedder(config.model_copy(update={"num_threads": threads}))
-    return _WORKER_EMBEDDERS[key].encode(texts)
+        _WORKER_EMBEDDERS[key] = build_embedder(config.model_copy(update={"num_threads": threads}))
+    return _WORKER_EMBEDDERS[key].encode_passages(texts)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from memory_bank.config import ChunkConfig, EmbeddingConfig, LLMConfig, MemorizeConfig
-from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding, Embedder
+from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding, build_embedder
 from memory_bank.ingest.stages import chunk_documents
 from memory_bank.llm import backend_for
 from memory_bank.llm.ledger import take_usage
@@ -58,8 +58,8 @@ class EmbedChunks:
     def __init__(self, config: EmbeddingConfig) -> None:
         # Ray sets OMP_NUM_THREADS=1 in workers; the model is the hot path and may use the cores.
         threads = config.num_threads or os.cpu_count() or 1
-        self.embedder = Embedder(config.model_copy(update={"num_threads": threads}))
-        self.embedder.model  # noqa: B018 - load now, not inside the first batch
+        self.embedder = build_embedder(config.model_copy(update={"num_threads": threads}))
+        self.embedder.load()  # now, not inside the first batch
 
     def __call__(self, batch: Batch) -> Batch:
         started = time.perf_counter()

@@ -38,6 +38,15 @@ def python_store(tmp_path_factory, embedder):
 
 
 @pytest.fixture(scope="session")
+def browse_bank(tmp_path_factory, embedder):
+    """The store of tests/browse_store.py: a later document replaces a fact, a conversation
+    beside it (read-only: the browsing views and the page in a browser read it)."""
+    from tests.browse_store import build_browse_store
+
+    return build_browse_store(tmp_path_factory.mktemp("browse"), embedder)
+
+
+@pytest.fixture(scope="session")
 def ray_cluster():
     import ray
 

@@ -34,6 +34,9 @@ class HashingEmbedder:
             return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
         return np.stack([_bag_of_words_vector(text) for text in texts])
 
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        return self.encode(texts)
+
     def encode_chunks(self, texts: list[str]) -> list[ChunkEncoding]:
         encodings = []
         for text in texts:

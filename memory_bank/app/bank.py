@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from memory_bank.config import AppConfig
 from memory_bank.conversation.memory import ConversationMemory, Conversations
 from memory_bank.errors import StoreError
-from memory_bank.index.embedding import Embedder
+from memory_bank.index.embedding import Embedder, build_embedder
 from memory_bank.index.scope import SearchScope
 from memory_bank.ingest.executor import Executor, LocalExecutor
 from memory_bank.ingest.progress import ProgressSink
@@ -21,7 +21,9 @@ from memory_bank.ingest.runner import ExecutorFactory, IngestRunner
 from memory_bank.schemas import ChatResult, CommitResult, DirectoryNode, IngestSummary, SearchHit
 
 if TYPE_CHECKING:
-    from memory_bank.session.keeper import GraphKeeper
+    from memory_bank.graph.storage import GraphStorage
+    from memory_bank.ingest.graph_step import IngestGraphStep
+    from memory_bank.session.service import SessionService
     from memory_bank.session.session import Session
     from memory_bank.store.verify import VerifyReport
 
@@ -37,25 +39,17 @@ def create_empty_store(store: Path, config: AppConfig) -> bool:
     with StoreLocation(store).lock():
         if is_store(store):
             return False
-        import numpy as np
-
         from memory_bank.ingest.work import memory_recipe
+        from memory_bank.store.snapshot import MemoryParts, StoreSnapshot
         from memory_bank.store.writer import meta_extra_from_config, write_store
 
-        empty = np.zeros((0, 384), dtype=np.float32)
-        write_store(
-            store,
-            documents=[],
-            chunks=[],
-            memories=[],
-            memory_vectors=empty,
-            sentences=[],
-            sentence_vectors=empty,
+        empty = StoreSnapshot(
+            parts=MemoryParts(),
             tree=DirectoryNode(path="/", name=""),
             readmes={"/": "# Memory\n\nNothing has been added yet.\n"},
-            meta_extra={**meta_extra_from_config(config), "memory_recipe": memory_recipe(config)},
-            taxonomy_config=config.taxonomy,
+            meta={**meta_extra_from_config(config), "memory_recipe": memory_recipe(config)},
         )
+        write_store(store, empty, taxonomy_config=config.taxonomy)
         return True
 
 
@@ -81,7 +75,8 @@ class MemoryBank:
         self._query = None
         self._embedder: Embedder | None = embedder
         self._conversations: Conversations | None = None
-        self._keeper: GraphKeeper | None = None
+        self._graph_storage: GraphStorage | None = None
+        self._sessions: SessionService | None = None
 
     def add(
         self,
@@ -94,15 +89,17 @@ class MemoryBank:
             return IngestSummary(store=str(self.store), documents=0, chunks=0, directories=0)
         return self._runner().run(self.store, files, text, progress)
 
-    def rebuild(self, progress: ProgressSink | None = None) -> IngestSummary:
+    def rebuild(self, progress: ProgressSink | None = None, reembed: bool = False) -> IngestSummary:
         """Plan the whole tree anew from the stored memories and vectors (no re-memorizing,
         unless the store was made with another memory recipe) and rewrite the store; what a
-        scheduled rebuild runs after many incremental adds."""
+        scheduled rebuild runs after many incremental adds. `reembed`: the store may have been
+        made by another embedder; every document is embedded (and memorized) again with the
+        configured one."""
         from memory_bank.store.layout import is_store
 
         if not is_store(self.store):
             raise StoreError(f"no memory store at {self.store} to rebuild")
-        return self._runner().run(self.store, progress=progress, replan=True)
+        return self._runner().run(self.store, progress=progress, replan=True, reembed=reembed)
 
     def remove(self, sources: Sequence[str]) -> CommitResult:
         """Remove stored documents (by source path as ingested, a directory holding them, or
@@ -177,7 +174,7 @@ class MemoryBank:
         from memory_bank.session.session import Session
 
         create_empty_store(self.store, self.config)
-        return Session.open(self.keeper(), task_goal)
+        return Session.open(self.session_service(), task_goal)
 
     def react_agent(
         self,
@@ -194,7 +191,7 @@ class MemoryBank:
 
         tools = session_tools(
             lambda query: self.search(query) if query.strip() else [],
-            self.keeper(),
+            self.session_service(),
             [Path(r) for r in roots] or [Path.cwd()],
         )
         chat = (
@@ -204,13 +201,16 @@ class MemoryBank:
         )
         return ReactAgent(chat, tools, max_calls=max_calls, max_context_tokens=max_context_tokens)
 
-    def keeper(self) -> GraphKeeper:
-        """The store's graph keeper in this process (sessions and this bank's commits share it)."""
-        if self._keeper is None:
-            from memory_bank.session.keeper import GraphKeeper
+    def session_service(self) -> SessionService:
+        """The sessions of the store's graph in this process (on the graph this bank's commits
+        change too)."""
+        if self._sessions is None:
+            from memory_bank.session.service import SessionService
 
-            self._keeper = GraphKeeper(self.store, self.config, self._shared_embedder())
-        return self._keeper
+            self._sessions = SessionService(
+                self._graph_storage_of(self.store), self.config, self._shared_embedder()
+            )
+        return self._sessions
 
     def graph(self, node_id: str | None = None):
         """The Query Graph: a summary (nodes, edges, conflicts, sessions), or one node with its
@@ -219,8 +219,8 @@ class MemoryBank:
 
         if not is_store(self.store):
             raise StoreError(f"no memory store at {self.store}")
-        keeper = self.keeper()
-        return keeper.summary() if node_id is None else keeper.node(node_id)
+        sessions = self.session_service()
+        return sessions.summary() if node_id is None else sessions.node(node_id)
 
     def _runner(self) -> IngestRunner:
         executor: Executor
@@ -230,16 +230,26 @@ class MemoryBank:
             executor = self._executor_factory(self.config)
         return IngestRunner(self.config, executor)
 
-    def _graph_step(self, store: Path) -> GraphKeeper:
-        if Path(store).expanduser().absolute() == self.store.expanduser().absolute():
-            return self.keeper()
-        from memory_bank.session.keeper import GraphKeeper
+    def _graph_step(self, store: Path) -> IngestGraphStep:
+        from memory_bank.ingest.graph_step import IngestGraphStep
 
-        return GraphKeeper(store, self.config, self._shared_embedder())
+        return IngestGraphStep(
+            self._graph_storage_of(store), self.config, self._shared_embedder().encode
+        )
+
+    def _graph_storage_of(self, store: Path) -> GraphStorage:
+        """The graph of `store`: for this bank's store, the one its sessions and commits share."""
+        from memory_bank.graph.storage import GraphStorage
+
+        if Path(store).expanduser().absolute() != self.store.expanduser().absolute():
+            return GraphStorage(store, self.config.retrieval.alpha)
+        if self._graph_storage is None:
+            self._graph_storage = GraphStorage(self.store, self.config.retrieval.alpha)
+        return self._graph_storage
 
     def _shared_embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = Embedder(self.config.embedding)
+            self._embedder = build_embedder(self.config.embedding)
         return self._embedder
 
     def _query_service(self):

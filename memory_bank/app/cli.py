@@ -220,6 +220,14 @@ def rebuild(
     runner: RunnerOption = "auto",
     backend: BackendOption = None,
     as_json: JsonOption = False,
+    reembed: Annotated[
+        bool,
+        typer.Option(
+            "--reembed",
+            help="Move a store made by another embedder to the configured one (every document "
+            "is embedded again).",
+        ),
+    ] = False,
 ) -> None:
     """Plan the whole tree anew from the stored memories (e.g. on a schedule, after many adds)."""
     _build(
@@ -228,7 +236,7 @@ def rebuild(
         (address, "local" if local else runner, None),
         as_json,
         "rebuilt",
-        lambda bank, progress: bank.rebuild(progress=progress),
+        lambda bank, progress: bank.rebuild(progress=progress, reembed=reembed),
     )
 
 
@@ -309,6 +317,8 @@ def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:
         table.add_row("rebuilt documents", str(summary.rebuilt_documents))
     table.add_row("chunks", str(summary.chunks))
     table.add_row("directories", str(summary.directories))
+    if summary.decoded:
+        table.add_row("decoded from", ", ".join(summary.decoded))
     if summary.resumed_documents:
         table.add_row(
             "resumed",
@@ -614,6 +624,19 @@ def serve(
     from actors.serve_run import run_blocking
 
     run_blocking(store, host=host, port=port, config=_settings(config, backend), api_key=api_key)
+
+
+@app.command("prepare-model")
+@_reports_errors
+def prepare_model(config: ConfigOption = None) -> None:
+    """Export the packaged embedding model to ONNX (float32, and int8 when configured) into the
+    cache now, instead of on first use (`make install` runs this)."""
+    from memory_bank.index.minilm_onnx import exported_model, onnx_cache_dir
+
+    settings = _settings(config).embedding
+    cache = onnx_cache_dir(settings.onnx_cache_dir)
+    for precision in ("float32", "int8") if settings.precision == "int8" else ("float32",):
+        _out.print(f"{precision}: {exported_model(precision, cache)}", highlight=False)
 
 
 def _quiet_libraries() -> None:

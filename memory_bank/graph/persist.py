@@ -132,7 +132,7 @@ TABLES = {
 
 @dataclass
 class GraphState:
-    """Everything the graph keeper holds for one store."""
+    """Everything the graph's storage holds for one store."""
 
     graph: QueryGraph = field(default_factory=QueryGraph)
     tree: InteractionTree = field(default_factory=InteractionTree)
@@ -165,6 +165,18 @@ class GraphRecords:
                 self.deleted,
             )
         )
+
+
+@dataclass
+class GraphSnapshot:
+    """The graph as one store version holds it: every record, and the last checkpoint applied."""
+
+    records: GraphRecords
+    seq: int
+
+    def write(self, bank_dir: Path) -> None:
+        """Into a version being built (its `.bank/` directory)."""
+        write_records(bank_dir / GRAPH_DIR, self.records, self.seq)
 
 
 def all_records(state: GraphState) -> GraphRecords:
@@ -214,7 +226,7 @@ def write_records(directory: Path, records: GraphRecords, seq: int) -> None:
             NODE_ENTRIES_SCHEMA,
         ),
         "merge_events": _rows_table(
-            [_merge_row(m) for m in records.merge_events], MERGE_EVENTS_SCHEMA
+            [merge_event_row(m) for m in records.merge_events], MERGE_EVENTS_SCHEMA
         ),
         "sessions": _rows_table([_session_row(s) for s in records.sessions], SESSIONS_SCHEMA),
         "deleted": _rows_table([{"kind": k, "id": i} for k, i in records.deleted], DELETED_SCHEMA),
@@ -437,7 +449,8 @@ def _entry(row: dict[str, Any]) -> InteractionEntry:
     )
 
 
-def _merge_row(event: MergeEvent) -> dict[str, Any]:
+def merge_event_row(event: MergeEvent) -> dict[str, Any]:
+    """A merge event as a row of its table (and as a session export lists it)."""
     return {
         "event_id": event.event_id,
         "merged_node_ids": list(event.merged_node_ids),

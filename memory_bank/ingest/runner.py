@@ -23,13 +23,14 @@ from memory_bank.ingest.executor import Executor, LocalExecutor
 from memory_bank.ingest.journal import IngestJournal, ordered_by_documents
 from memory_bank.ingest.progress import NullProgress, ProgressSink, StageTimer
 from memory_bank.ingest.stages import read_inputs, require_something
-from memory_bank.ingest.work import MemoryParts, memory_recipe, plan_work
+from memory_bank.ingest.work import memory_recipe, plan_work
 from memory_bank.llm import backend_for
 from memory_bank.llm.ledger import take_usage
 from memory_bank.schemas import CommitResult, Document, IngestSummary
 from memory_bank.store.layout import is_store
 from memory_bank.store.location import StoreLocation
 from memory_bank.store.reader import StoreReader
+from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.sources import resolve_documents
 from memory_bank.store.tables import documents_from_table
 
@@ -52,6 +53,7 @@ class IngestRunner:
         text: str | None = None,
         progress: ProgressSink | None = None,
         replan: bool = False,
+        reembed: bool = False,
     ) -> IngestSummary:
         """Add `files` and `text` to the store. With `replan` (a rebuild), the whole tree is
         planned anew from the stored memories even when nothing new is given; a rebuild that
@@ -61,7 +63,7 @@ class IngestRunner:
         store_existed = is_store(store)
         journal = IngestJournal(store, memory_recipe(self.config))
         try:
-            summary = self._run(store, files, text, timer, replan, journal)
+            summary = self._run(store, files, text, timer, replan, reembed, journal)
         except NothingToIngestError:
             raise
         except (MemoryBankError, OSError) as exc:
@@ -82,6 +84,7 @@ class IngestRunner:
         text: str | None,
         timer: StageTimer,
         replan: bool,
+        reembed: bool,
         journal: IngestJournal,
     ) -> IngestSummary:
         self.executor.start(timer)
@@ -93,13 +96,18 @@ class IngestRunner:
                 follow_links=self.config.sources.follow_links,
             )
             require_something(loaded, bool(files))
-            work = plan_work(loaded, store, self.config)
+            work = plan_work(loaded, store, self.config, reembed=reembed)
         summary = IngestSummary(
             store=str(store),
             documents=work.new,
             chunks=0,
             directories=0,
             skipped=list(loaded.skipped),
+            decoded=[
+                f"{document.source}: {document.encoding}"
+                for document in loaded.documents
+                if document.encoding != "utf-8"
+            ],
             unchanged_documents=work.unchanged,
             rebuilt_documents=work.rebuilt,
         )

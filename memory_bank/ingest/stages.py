@@ -18,7 +18,6 @@ import numpy as np
 from memory_bank.config import ChunkConfig, MemorizeConfig, TaxonomyConfig
 from memory_bank.errors import NothingToIngestError
 from memory_bank.index.embedding import ChunkEncoding
-from memory_bank.ingest.work import MemoryParts
 from memory_bank.llm.ledger import add_usage, take_usage
 from memory_bank.llm.roles import (
     LLMBackend,
@@ -30,6 +29,7 @@ from memory_bank.llm.roles import (
     readme_requests,
 )
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
+from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.tables import SentenceRecord
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import TaxonomyItem, flat_fallback, validate_taxonomy

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memory_bank.ingest.store_state import StoreState
 from memory_bank.schemas import DirectoryNode, MemorizedChunk, MovedMemory, ReorganizeOperation
+from memory_bank.store.snapshot import StoreSnapshot
 from memory_bank.taxonomy.planner import memory_count
 from memory_bank.taxonomy.readme import ReadmeFileEntry
 
@@ -88,26 +88,26 @@ def readme_file_entry(memory: MemorizedChunk, chunk_path: str) -> ReadmeFileEntr
 
 def reorganization(
     reason: str,
-    state: StoreState,
+    before: StoreSnapshot,
     tree: DirectoryNode,
     chunk_paths: dict[int, str],
     kept_index: dict[int, int],
 ) -> ReorganizeOperation | None:
     """What a re-plan changed for the memories that were there before; None if nothing."""
-    chunk_id_of = {m.index: str(m.metadata["chunk_id"]) for m in state.parts.memories}
+    chunk_id_of = {m.index: str(m.metadata["chunk_id"]) for m in before.parts.memories}
     moved = [
         MovedMemory(chunk_id=chunk_id_of[old], source=path, target=chunk_paths[kept_index[old]])
-        for old, path in sorted(state.chunk_paths.items())
+        for old, path in sorted((before.chunk_paths or {}).items())
         if old in kept_index and chunk_paths[kept_index[old]] != path
     ]
-    before = {node.path for node in state.tree.iter_nodes()}
-    after = {node.path for node in tree.iter_nodes()}
-    if not moved and before == after:
+    directories_before = {node.path for node in before.tree.iter_nodes()}
+    directories_after = {node.path for node in tree.iter_nodes()}
+    if not moved and directories_before == directories_after:
         return None
     return ReorganizeOperation(
         at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         reason=reason,
         moved=moved,
-        new_directories=sorted(after - before),
-        deleted_directories=sorted(before - after),
+        new_directories=sorted(directories_after - directories_before),
+        deleted_directories=sorted(directories_before - directories_after),
     )

@@ -179,24 +179,7 @@ class ChatClient:
             self.ledger.record(role, cached=True)
             return _Message(cached)
         started = time.perf_counter()
-
-        @retry(
-            retry=retry_if_exception(self._is_transient),
-            wait=self._wait,
-            stop=stop_after_attempt(self.config.max_retries + 1),
-            before_sleep=lambda _state: self.ledger.count(role, "retries"),
-            reraise=True,
-        )
-        def send() -> Any:
-            with self._slots:
-                return self._client.chat.completions.create(**request)
-
-        try:
-            response = send()
-        except self._openai.APIError as exc:
-            if isinstance(exc, self._openai.BadRequestError):
-                raise
-            raise LLMError(f"{role}: the endpoint failed: {_short(str(exc))}") from exc
+        response = self._send(role, lambda: self._client.chat.completions.create(**request))
         usage = response.usage
         self.ledger.record(
             role,
@@ -209,6 +192,48 @@ class ChatClient:
         if not stored.get("refusal"):
             self._cache_put(key, stored)
         return message
+
+    def embed(self, role: str, request: dict[str, Any]) -> list[list[float]]:
+        """One embeddings request (cached, retried, accounted): a vector per input, in order."""
+        key = _cache_key({"embeddings": request})
+        cached = self._cache_get(key)
+        if cached is not None:
+            self.ledger.record(role, cached=True)
+            return cached["vectors"]
+        started = time.perf_counter()
+        try:
+            response = self._send(role, lambda: self._client.embeddings.create(**request))
+        except self._openai.BadRequestError as exc:
+            raise LLMError(f"{role}: the endpoint refused the request: {_short(str(exc))}") from exc
+        self.ledger.record(
+            role,
+            prompt_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
+            seconds=time.perf_counter() - started,
+        )
+        vectors = [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+        self._cache_put(key, {"vectors": vectors})
+        return vectors
+
+    def _send(self, role: str, create: Callable[[], Any]) -> Any:
+        """`create()` within the concurrency limit, transient failures retried with backoff."""
+
+        @retry(
+            retry=retry_if_exception(self._is_transient),
+            wait=self._wait,
+            stop=stop_after_attempt(self.config.max_retries + 1),
+            before_sleep=lambda _state: self.ledger.count(role, "retries"),
+            reraise=True,
+        )
+        def send() -> Any:
+            with self._slots:
+                return create()
+
+        try:
+            return send()
+        except self._openai.APIError as exc:
+            if isinstance(exc, self._openai.BadRequestError):
+                raise
+            raise LLMError(f"{role}: the endpoint failed: {_short(str(exc))}") from exc
 
     def _is_transient(self, exc: BaseException) -> bool:
         errors = self._openai
@@ -236,7 +261,7 @@ class ChatClient:
         except (OSError, ValueError):
             return None
 
-    def _cache_put(self, key: str, message: dict[str, Any]) -> None:
+    def _cache_put(self, key: str, message: Mapping[str, Any]) -> None:
         if self._cache is not None:
             try:
                 atomic_write_text(self._cache / key[:2] / f"{key}.json", json.dumps(message))

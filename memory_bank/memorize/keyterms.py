@@ -1,9 +1,10 @@
 """Key terms and snake_case titles of a piece of text, without a model.
 
-English text: 1-3 word n-grams that neither start nor end with a stopword, scored by frequency,
-first position, capitalization away from a sentence start and presence in a section header, then
-de-duplicated. CJK text (no spaces between words): frequent runs of Han, Katakana or Hangul
-characters. Deterministic: ties are broken by position, then alphabetically.
+Text in spaced scripts (English, German, ...): 1-3 word n-grams that neither start nor end with
+a function word of the text's language, scored by frequency, first position, capitalization
+away from a sentence start and presence in a section header, then de-duplicated. Chinese and
+Japanese text: its frequent nouns and noun compounds, found by the language's segmenter
+(`text.languages`). Deterministic: ties are broken by position, then alphabetically.
 
 Not YAKE: the `yake` package was measured in place of the English n-gram scoring (with the same
 stopword, number and overlap filters) and blended with it by reciprocal rank. Alone it favours
@@ -19,28 +20,42 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from memory_bank.text.languages import (
+    DEFAULT_LANGUAGE,
+    FUNCTION_WORDS_BY_LANGUAGE,
+    chinese_nouns,
+    detect_language,
+    is_japanese,
+    japanese_nouns,
+)
 from memory_bank.text.lexicon import (
-    CJK_CONTENT_RUN,
     KEY_TERM_STOPWORDS,
+    LETTER_OR_DIGIT,
     MARKDOWN_HEADER,
     MAX_NAME_LENGTH,
+    UNSPACED_SCRIPTS,
     header_of,
+    normalize_text,
     plural_key,
 )
 from memory_bank.text.sentences import split_sentences
 
 _CONJUNCTIONS = {"and", "or", "but", "nor"}  # "bop and modal" is a list, not a term
-_WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9+#]|['’./-](?=[A-Za-z0-9]))*")
+_WORD = re.compile(rf"{LETTER_OR_DIGIT}(?:{LETTER_OR_DIGIT}|[+#]|['’./-](?={LETTER_OR_DIGIT}))*")
 _POSSESSIVE = re.compile(r"['’]s$")
-_CJK_WHOLE_RUN_MAX = 6  # longer runs are counted as character bigrams
-_TITLE_WORD = re.compile(r"[a-z0-9]+")
+# French and Italian elided articles and pronouns ("l'abbaye", "d'Europe", "dell'arte").
+_ELISION = re.compile(r"^(?:[cdjlmnst]|qu|dell|nell|sull|all)['’](?=\w)")
+_ELIDING_LANGUAGES = frozenset(["french", "italian"])
+_UNSPACED_RUN = re.compile(f"[{UNSPACED_SCRIPTS}]+")
+_UNSPACED_CHAR = re.compile(f"[{UNSPACED_SCRIPTS}]")
+_TITLE_WORD = re.compile(r"[^\W_]+")
 _TITLE_MAX_WORDS = 5
 _REPLACE_SHARE = 0.6  # a longer phrase replaces a kept part of it when scoring this share of it
 
 
-def is_stopword(word: str) -> bool:
+def is_stopword(word: str, stopwords: frozenset[str] = KEY_TERM_STOPWORDS) -> bool:
     """True for a lowercase function word or contraction ("i'll", "don't")."""
-    return word in KEY_TERM_STOPWORDS or "'" in word
+    return word in stopwords or "'" in word
 
 
 def extract_keywords(text: str, section: str | None, max_keywords: int) -> list[str]:
@@ -49,10 +64,13 @@ def extract_keywords(text: str, section: str | None, max_keywords: int) -> list[
     headers = [header[1] for line in text.splitlines() if (header := header_of(line))]
     if section and section.strip() not in headers:
         headers.append(section.strip())
-    latin = _latin_keywords(text, headers, max_keywords)
+    text = normalize_text(text)
+    headers = [normalize_text(header) for header in headers]
+    language = detect_language(word.lower() for word in _WORD.findall(text))
+    latin = _latin_keywords(text, headers, max_keywords, language)
     cjk = _cjk_keywords(text, headers, max_keywords)
-    cjk_chars = sum(len(run) for run in CJK_CONTENT_RUN.findall(text))
-    latin_chars = sum(char.isascii() and char.isalpha() for char in text)
+    cjk_chars = sum(len(run) for run in _UNSPACED_RUN.findall(text))
+    latin_chars = sum(char.isalpha() for char in text) - cjk_chars
     keywords = (cjk + latin if cjk_chars > latin_chars else latin + cjk)[:max_keywords]
     if not keywords:  # e.g. only numbers: the most frequent tokens are still better than nothing
         counts = Counter(token.lower() for token in re.findall(r"\w+", text))
@@ -61,10 +79,11 @@ def extract_keywords(text: str, section: str | None, max_keywords: int) -> list[
 
 
 def make_title(keywords: list[str], text: str, index: int) -> str:
-    """A snake_case title of 3-5 words from the top key terms, in reading order.
+    """A snake_case title of 3-5 words from the top key terms, in reading order (two will do
+    when one is a Chinese or Japanese word).
 
-    Lowercase [a-z0-9_], starts with a letter, at most 60 characters. Text without enough ASCII
-    key terms (e.g. Japanese) is padded with "chunk_<index>".
+    Lowercase words of any script, starts with a letter, at most 60 characters. Text without
+    enough key terms (only numbers, say) is padded with "chunk_<index>".
     """
     words: list[str] = []
     for phrase in keywords:
@@ -77,14 +96,17 @@ def make_title(keywords: list[str], text: str, index: int) -> str:
             words.extend(new)
         if len(words) >= _TITLE_MAX_WORDS - 1:
             break
-    lowered = text.lower()
+    lowered = normalize_text(text).lower()
 
     def first_position(word: str) -> int:
+        if _UNSPACED_CHAR.search(word):  # no word boundaries inside Chinese or Japanese
+            return lowered.find(word)
         match = re.search(rf"\b{re.escape(word)}", lowered)
         return match.start() if match else -1  # words only in the section header lead
 
     words.sort(key=first_position)
-    if len(words) < 3:
+    unspaced = any(_UNSPACED_CHAR.search(word) for word in words)
+    if len(words) < (2 if unspaced else 3):
         words += ["chunk", str(index)]
     if not words[0][0].isalpha():
         words.insert(0, "chunk")
@@ -101,8 +123,14 @@ class _Candidate:
     surfaces: Counter[str] = field(default_factory=Counter)
 
 
-def _latin_keywords(text: str, headers: list[str], limit: int) -> list[str]:
-    header_words = {_normal_word(word) for header in headers for word in _WORD.findall(header)}
+def _latin_keywords(text: str, headers: list[str], limit: int, language: str) -> list[str]:
+    stopwords = KEY_TERM_STOPWORDS
+    if language != DEFAULT_LANGUAGE:
+        stopwords = stopwords | FUNCTION_WORDS_BY_LANGUAGE[language]
+    elides = language in _ELIDING_LANGUAGES
+    header_words = {
+        _normal_word(word, elides) for header in headers for word in _WORD.findall(header)
+    }
     body_lines = [
         line
         for sentence in split_sentences(text)
@@ -115,7 +143,7 @@ def _latin_keywords(text: str, headers: list[str], limit: int) -> list[str]:
         # Capitals open every sentence and title-case headers: evidence of a name only elsewhere.
         first_word_start = runs[0][0].start() if unit_index >= len(headers) and runs else None
         for run in runs:
-            _count_ngrams(run, unit_index, first_word_start, candidates)
+            _count_ngrams(run, unit_index, first_word_start, candidates, stopwords, elides)
     scored = []
     for key, entry in candidates.items():
         in_header = all(word in header_words or plural_key(word) in header_words for word in key)
@@ -138,10 +166,12 @@ def _count_ngrams(
     unit_index: int,
     first_word_start: int | None,
     candidates: dict[tuple[str, ...], _Candidate],
+    stopwords: frozenset[str],
+    elides: bool,
 ) -> None:
-    words = [_normal_word(match.group(0)) for match in run]
+    words = [_normal_word(match.group(0), elides) for match in run]
     keys = [plural_key(word) for word in words]
-    can_edge = [not is_stopword(word) and _is_wordlike(word) for word in words]
+    can_edge = [not is_stopword(word, stopwords) and _is_wordlike(word) for word in words]
     upper = [match.group(0)[0].isupper() for match in run]
     for size in (1, 2, 3):
         for first in range(len(run) - size + 1):
@@ -173,8 +203,11 @@ def _adjacent_word_runs(sentence: str) -> list[list[re.Match[str]]]:
     return runs
 
 
-def _normal_word(word: str) -> str:
-    return _POSSESSIVE.sub("", word.lower()).replace("’", "'")
+def _normal_word(word: str, elides: bool = False) -> str:
+    lowered = word.lower()
+    if elides:
+        lowered = _ELISION.sub("", lowered)
+    return _POSSESSIVE.sub("", lowered).replace("’", "'")
 
 
 def _is_wordlike(word: str) -> bool:
@@ -220,27 +253,28 @@ def _edges_overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 
 def _cjk_keywords(text: str, headers: list[str], limit: int) -> list[str]:
+    """The most frequent nouns of the Chinese or Japanese runs of `text`, longer ones first
+    among equals, each at most once (a noun inside a kept one is dropped)."""
+    if not _UNSPACED_CHAR.search(text):
+        return []
+    nouns = japanese_nouns(text) if is_japanese(text) else chinese_nouns(text)
     counts: Counter[str] = Counter()
     first_seen: dict[str, int] = {}
-    for run in CJK_CONTENT_RUN.finditer(text):
-        value = run.group(0)
-        if len(value) <= _CJK_WHOLE_RUN_MAX:
-            grams = [value]
-        else:
-            grams = [value[i : i + 2] for i in range(len(value) - 1)]
-        for gram in grams:
-            counts[gram] += 1
-            first_seen.setdefault(gram, run.start())
+    for noun, position in nouns:
+        if len(noun) < 2 or not _UNSPACED_CHAR.search(noun):
+            continue  # Latin words are the other extractor's; one character names nothing
+        counts[noun] += 1
+        first_seen.setdefault(noun, position)
     header_text = " ".join(headers)
 
-    def rank(gram: str) -> tuple[float, int, str]:
-        in_header = 2.0 if gram in header_text else 1.0
-        return (-counts[gram] * (1 + 0.2 * len(gram)) * in_header, first_seen[gram], gram)
+    def rank(noun: str) -> tuple[float, int, str]:
+        in_header = 2.0 if noun in header_text else 1.0
+        return (-counts[noun] * (1 + 0.2 * len(noun)) * in_header, first_seen[noun], noun)
 
     keywords: list[str] = []
-    for gram in sorted(counts, key=rank):
-        if not any(gram in kept or kept in gram for kept in keywords):
-            keywords.append(gram)
+    for noun in sorted(counts, key=rank):
+        if not any(noun in kept or kept in noun for kept in keywords):
+            keywords.append(noun)
         if len(keywords) == limit:
             break
     return keywords

@@ -16,7 +16,7 @@ from memory_bank.conversation.memory import Conversations
 from memory_bank.errors import StoreError
 from memory_bank.graph.view import GraphView
 from memory_bank.index.corpus import StoreCorpus
-from memory_bank.index.embedding import Embedder
+from memory_bank.index.embedding import Embedder, build_embedder, check_store_embedder
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.index.scope import SearchScope
 from memory_bank.index.search import Searcher
@@ -40,6 +40,9 @@ class _OpenStore:
         self, store: Path, config: AppConfig, embedder: Embedder, graph: GraphView
     ) -> None:
         self.reader = StoreReader(store)
+        check_store_embedder(
+            self.reader.meta, config.embedding
+        )  # query vectors must come from the same model
         corpus = StoreCorpus(self.reader, embedder)
         self.hybrid = HybridSearch(corpus, embedder, config.retrieval)
         self.searcher = Searcher(self.hybrid)
@@ -58,7 +61,7 @@ class QueryService:
     ) -> None:
         self.store = Path(store)
         self.config = config
-        self.embedder = embedder or Embedder(config.embedding)
+        self.embedder = embedder or build_embedder(config.embedding)
         self._open: _OpenStore | None = None
         self._stamp: StoreStamp | None = None
         self.graph = GraphView(self.store, config.retrieval.alpha)

@@ -1,17 +1,12 @@
-"""The session's work on the graph, in memory (the keeper persists it): node creation, the
-two-phase analysis with the merge cascade, cross-validation, planning and retrieval.
+"""The session's work on the graph, in memory (the graph's storage persists it): node
+creation, the two-phase analysis with the merge cascade, and retrieval for planning.
 
-- A new node is analysed against its candidates (hybrid top-k plus one-hop neighbours): a
-  conflict is recorded (open) and stops the analysis -- the planner then puts a
-  cross-validation task first; merges fold the nodes into a new one that inherits their
-  edges, updates the inherited neighbours and re-enters retrieval without them (the cascade,
-  seed 001 §3.2.4); else related edges are made and both sides' context and keywords updated.
-- A cross-validation intercept settles the pending conflicts with the integration agent: the
-  claim the validation supports is current; if every node involved is a session node they are
-  merged into one current node that keeps both versions in its history; a stored memory is
-  never merged away -- its contradicted claim is marked superseded instead.
-Memory nodes (stored memories) keep their id and record; session nodes that a merge or a
-validation replaced stay as records with status "merged" or "superseded".
+A new node is analysed against its candidates (hybrid top-k plus one-hop neighbours): a
+conflict is recorded (open) and stops the analysis -- the planner then puts a cross-validation
+task first; merges fold the nodes into a new one (`merging.py`) that re-enters retrieval without
+them (the cascade, seed 001 §3.2.4); else related edges are made and both sides' context and
+keywords updated. Memory nodes (stored memories) keep their id and record; session nodes that a
+merge or a validation replaced stay as records with status "merged" or "superseded".
 """
 
 from __future__ import annotations
@@ -21,18 +16,17 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from memory_bank.graph.analysis import NodeView, Relationship, two_phase, with_relation
+from memory_bank.graph.analysis import Relationship, two_phase, with_relation
 from memory_bank.graph.batch import conflict_record, context_text, refresh_contexts
-from memory_bank.graph.contradictions import Contradiction
 from memory_bank.graph.graph import compose_embedding, node_terms, query_terms
-from memory_bank.graph.model import Conflict, GraphNode, HistoryEntry, MergeEvent
+from memory_bank.graph.memory_source import MemorySource
+from memory_bank.graph.model import GraphNode
+from memory_bank.graph.node_views import NodeViews
 from memory_bank.graph.persist import GraphState
 from memory_bank.index.embedding import Embedder
 from memory_bank.query.question import content_terms
 from memory_bank.session.agents import ClusterDraft, SessionAgents
-from memory_bank.session.memory_source import MemorySource
+from memory_bank.session.merging import NodeMerger
 from memory_bank.session.models import NodeInfo
 from memory_bank.text.lexicon import (
     QUESTION_WORDS,
@@ -40,7 +34,6 @@ from memory_bank.text.lexicon import (
     stem_words,
     stemmed_search_tokens,
 )
-from memory_bank.text.sentences import split_sentences
 
 MAX_CASCADE = 8  # merges in a row for one new node (each re-enters retrieval)
 
@@ -68,9 +61,9 @@ class SessionEngine:
         self.state = state
         self.agents = agents
         self.embedder = embedder
-        self.memories = memories
         self.top_k = top_k
-        self._sentence_cache: dict[str, dict[str, np.ndarray]] = {}
+        self.views = NodeViews(state.graph, memories, embedder.encode)
+        self.merger = NodeMerger(state, agents, self.views, embedder.encode)
 
     @property
     def graph(self):
@@ -108,37 +101,6 @@ class SessionEngine:
             )
         ]
 
-    def view(self, node_id: str) -> NodeView:
-        node = self.graph.nodes[node_id]
-        if node.kind == "memory":
-            text = self.memories.text(node_id) or node.summary
-            sentences = self.memories.sentence_vectors([node_id]).get(node_id, {})
-            title = self.memories.title(node_id)
-        else:
-            text = node.content or node.summary  # a summary is an extract of its content
-            sentences = self._session_sentences(node_id, text)
-            title = None
-        return NodeView(
-            id=node.id,
-            summary=node.summary,
-            context=node.context,
-            keywords=list(node.keywords),
-            timestamp=node.timestamp,
-            vector=node.embedding,
-            text=text,
-            title=title,
-            sentence_vectors=sentences,
-            document=node.id.rsplit("-", 1)[0] if node.kind == "memory" else "",
-        )
-
-    def _session_sentences(self, node_id: str, text: str) -> dict[str, np.ndarray]:
-        cached = self._sentence_cache.get(node_id)
-        if cached is None:
-            sentences = list(dict.fromkeys(split_sentences(text)))
-            vectors = self.embedder.encode(sentences) if sentences else []
-            cached = self._sentence_cache[node_id] = dict(zip(sentences, vectors, strict=True))
-        return cached
-
     # --- analysis ---------------------------------------------------------------------------
 
     def analyse(
@@ -155,8 +117,8 @@ class SessionEngine:
             outcome.candidate_rounds.append([c.id for c in found])
             if not found:
                 return outcome
-            views = {c.id: self.view(c.id) for c in found}
-            new_view = self.view(node.id)
+            views = {c.id: self.views.view(c.id) for c in found}
+            new_view = self.views.view(node.id)
             relationships = two_phase(self.agents.analyze, new_view, list(views.values()))
             conflicts = [r for r in relationships if r.relationship == "conflict"]
             merges = [r for r in relationships if r.relationship == "merge"]
@@ -181,7 +143,7 @@ class SessionEngine:
                     self.graph.add_edge(node.id, anchored, "merge")
                 if not foldable or node.kind != "session":
                     return outcome
-                merged = self.merge([node.id, *foldable], "merge", session_id)
+                merged = self.merger.merge([node.id, *foldable], "merge", session_id)
                 outcome.merged.append(merged.id)
                 outcome.node_id = merged.id
                 # The merged node looks again, past the neighbours it inherited.
@@ -223,138 +185,6 @@ class SessionEngine:
         refresh_contexts(self.graph, updates, self.embedder.encode, time.time())
         return made
 
-    # --- merging ----------------------------------------------------------------------------
-
-    def merge(
-        self,
-        node_ids: Sequence[str],
-        trigger: str,
-        session_id: str | None,
-        validation: str | None = None,
-        contradictions: Sequence[Contradiction] = (),
-        losers: Sequence[str] = (),
-    ) -> GraphNode:
-        """Fold session nodes into a new one (seed 001 §3.2.4 and its hard-coded steps)."""
-        graph = self.graph
-        nodes = [graph.nodes[i] for i in node_ids]
-        members = set(node_ids)
-        inherited: dict[str, str] = {}
-        for node in nodes:
-            for other, relation in node.links.items():
-                if other not in members:
-                    inherited.setdefault(other, relation)
-        neighbours = {
-            other: (graph.nodes[other].context, list(graph.nodes[other].keywords))
-            for other in inherited
-        }
-        integration = self.agents.integrate(
-            [self.view(i) for i in node_ids], neighbours, trigger, validation, contradictions
-        )
-        now = time.time()
-        summary_vector, context_vector = self.embedder.encode(
-            [integration.summary, context_text(integration.context, integration.keywords)]
-        )
-        merged = GraphNode(
-            id="n-" + uuid.uuid4().hex[:16],
-            kind="session",
-            summary=integration.summary,
-            context=integration.context,
-            keywords=list(integration.keywords),
-            timestamp=now,
-            embedding=compose_embedding(summary_vector, context_vector),
-            summary_vector=summary_vector,
-            content="",  # its summary is its text; the raw contexts stay in the Interaction Tree
-            source=f"session:{session_id}" if session_id else nodes[0].source,
-            session_id=session_id,
-            history=[
-                HistoryEntry(
-                    at=now,
-                    event="superseded" if node.id in losers else "merged",
-                    summary=node.summary,
-                    context=node.context,
-                    detail=integration.description,
-                    node_id=node.id,
-                )
-                for node in nodes
-            ],
-        )
-        graph.add_node(merged)
-        for other, relation in inherited.items():
-            graph.add_edge(merged.id, other, relation)  # type: ignore[arg-type]
-        for node in nodes:
-            graph.retire(
-                node.id,
-                "superseded" if node.id in losers else "merged",
-                merged.id,
-                now,
-                integration.description,
-            )
-        self.state.tree.record_merge(
-            MergeEvent(
-                event_id="m-" + uuid.uuid4().hex[:16],
-                merged_node_ids=tuple(node_ids),
-                new_node_id=merged.id,
-                timestamp=now,
-                description=integration.description,
-                trigger=trigger,
-            )
-        )
-        updates = {
-            other: update
-            for other, update in integration.neighbour_updates.items()
-            if other in graph.nodes and other in inherited
-        }
-        refresh_contexts(graph, updates, self.embedder.encode, now)
-        return merged
-
-    def resolve(
-        self, conflict_ids: Sequence[str], validation: str, session_id: str | None
-    ) -> tuple[list[Conflict], str | None]:
-        """Settle conflicts with a cross-validation result; returns them and the node that
-        stands for the validated claims (a merge of session nodes, or the winning node)."""
-        graph = self.graph
-        conflicts = [graph.conflicts[c] for c in conflict_ids if c in graph.conflicts]
-        if not conflicts:
-            return [], None
-        involved = list(
-            dict.fromkeys(i for c in conflicts for i in (c.older, c.newer) if i in graph.nodes)
-        )
-        contradictions = [_contradiction(c) for c in conflicts]
-        integration = self.agents.integrate(
-            [self.view(i) for i in involved], {}, "conflict", validation, contradictions
-        )
-        winner = integration.current or involved[-1]
-        losers = [i for i in involved if i != winner]
-        now = time.time()
-        for conflict in conflicts:
-            graph.resolve_conflict(
-                conflict.id,
-                winner if conflict.involves(winner) else conflict.newer,
-                now,
-                f"validated: {validation[:200]}",
-            )
-        current_nodes = [i for i in involved if graph.nodes[i].is_current]
-        if all(graph.nodes[i].kind == "session" for i in current_nodes) and len(current_nodes) > 1:
-            merged = self.merge(
-                current_nodes, "conflict", session_id, validation, contradictions, losers
-            )
-            return conflicts, merged.id
-        for loser in losers:
-            node = graph.nodes[loser]
-            if node.kind == "session" and node.is_current:
-                graph.retire(loser, "superseded", winner, now, integration.description)
-            elif node.kind == "memory":
-                node.history.append(
-                    HistoryEntry(
-                        at=now,
-                        event="claim superseded",
-                        detail=integration.description,
-                        node_id=loser,
-                    )
-                )
-                graph.touch(loser)
-        return conflicts, winner
-
     # --- retrieval for prompts and planning -------------------------------------------------
 
     def retrieve(self, query: str, k: int | None = None) -> list[GraphNode]:
@@ -392,15 +222,3 @@ def node_info(node: GraphNode) -> NodeInfo:
 
 def _union(first: Sequence[str], second: Sequence[str]) -> list[str]:
     return list(dict.fromkeys([*first, *second]))[:12]
-
-
-def _contradiction(conflict: Conflict) -> Contradiction:
-    return Contradiction(
-        old_sentence=conflict.old_sentence,
-        new_sentence=conflict.new_sentence,
-        subject=conflict.subject,
-        attribute=conflict.attribute,
-        old_value=conflict.old_value,
-        new_value=conflict.new_value,
-        kind="",
-    )

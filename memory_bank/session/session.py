@@ -1,5 +1,5 @@
 """`Session`: the adapter an outside agent uses (seed 001 §3.3.1): the Insight Doc, prompt
-enhancement, context interception and deep retrieval, over a store's graph keeper.
+enhancement, context interception and deep retrieval, over a store's session service.
 
     bank = MemoryBank("./mem")                # no store there yet: an empty one is made
     session = bank.session("Who runs Acme?")
@@ -8,8 +8,8 @@ enhancement, context interception and deep retrieval, over a store's graph keepe
     session.deep_retrieval(node_id)           # the raw contexts behind a memory
     session.close()                           # the graph stays in the store
 
-The keeper may be the in-process `GraphKeeper` or, on Ray, a handle to the store's graph actor
-wrapped by `actors.graph.RemoteKeeper`: both offer the same methods.
+The keeper may be the in-process `SessionService` or, on Ray, a handle to the store's graph
+actor wrapped by `actors.graph.RemoteKeeper`: both offer the same methods.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from memory_bank.session.react import ReactAgent, Tool, visit_tool
 
 
 class Keeper(Protocol):
-    """What a session needs of the graph's holder (`GraphKeeper` or its Ray actor)."""
+    """What a session needs of the graph's holder (`SessionService` or its Ray actor)."""
 
     def open_session(self, task_goal: str) -> InsightDoc: ...
 

@@ -7,6 +7,7 @@ from memory_bank.graph.persist import GraphState
 from memory_bank.session.models import (
     ConflictView,
     EntryView,
+    GraphSummary,
     HistoryView,
     NodeDetail,
     NodeInfo,
@@ -71,4 +72,26 @@ def node_detail(state: GraphState, node: GraphNode, entries: list[EntryView]) ->
         conflicts=[conflict_view(c) for c in graph.conflicts_of(node.id)],
         history=[HistoryView(**h.to_dict()) for h in node.history],
         entries=entries,
+    )
+
+
+def graph_summary(state: GraphState) -> GraphSummary:
+    nodes = list(state.graph.nodes.values())
+    edges: dict[str, int] = {}
+    for _, _, relation in state.graph.edges():
+        edges[relation] = edges.get(relation, 0) + 1
+    return GraphSummary(
+        nodes=sum(1 for n in nodes if n.is_current),
+        memory_nodes=sum(1 for n in nodes if n.kind == "memory"),
+        session_nodes=sum(1 for n in nodes if n.kind == "session" and n.is_current),
+        retired_nodes=sum(1 for n in nodes if not n.is_current),
+        edges=edges,
+        conflicts=[
+            conflict_view(c)
+            for c in sorted(state.graph.conflicts.values(), key=lambda c: c.detected_at)
+        ],
+        merge_events=len(state.tree.merge_events),
+        sessions=len(state.sessions),
+        open_sessions=sum(1 for s in state.sessions.values() if s.open),
+        checkpoint=state.seq,
     )

@@ -1,7 +1,8 @@
 """The on-disk memory store: Markdown tree for people and agents, `.bank/` tables as the truth.
 
-Layout: docs/architecture.md ("Store layout"). Write with `write_store` (or `StoreBuilder` for
-finer control), read with `StoreReader`.
+Layout: docs/architecture.md ("Store layout"). A version is a `StoreSnapshot`: write one with
+`write_store` (or `StoreBuilder` for finer control), read with `StoreReader` (or whole, with
+`load_snapshot`).
 """
 
 from memory_bank.store.atomic import atomic_write_bytes, atomic_write_text, safe_join
@@ -15,20 +16,24 @@ from memory_bank.store.files import (
 )
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
+from memory_bank.store.snapshot import MemoryParts, StoreSnapshot, load_snapshot
 from memory_bank.store.tables import EMBEDDING_DIM, SentenceRecord
 from memory_bank.store.writer import StoreStats, meta_extra_from_config, write_store
 
 __all__ = [
     "EMBEDDING_DIM",
+    "MemoryParts",
     "SentenceRecord",
     "StoreBuilder",
     "StoreReader",
+    "StoreSnapshot",
     "StoreStats",
     "assign_chunk_paths",
     "atomic_write_bytes",
     "atomic_write_text",
     "is_store",
     "is_valid_name",
+    "load_snapshot",
     "meta_extra_from_config",
     "parse_chunk_file",
     "render_chunk_file",

@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 
 from memory_bank.errors import StoreError
-from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
+from memory_bank.schemas import DirectoryNode
 from memory_bank.store import layout
 from memory_bank.store.atomic import relative_parts
 from memory_bank.store.disk import is_storage_failure, storage_error, writing
 from memory_bank.store.integrity import HASHES_FILE, RecordedHashes
 from memory_bank.store.location import StoreLocation
+from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.tables import (
-    SentenceRecord,
     build_faiss_index,
     chunks_table,
     documents_table,
@@ -102,26 +102,16 @@ class StoreBuilder:
             self._made_directories.add(path.parent)
         return path
 
-    def write_tables(
-        self,
-        *,
-        documents: Sequence[Document],
-        chunks: Sequence[Chunk],
-        memories: Sequence[MemorizedChunk],
-        memory_vectors: np.ndarray,
-        sentences: Sequence[SentenceRecord],
-        sentence_vectors: np.ndarray,
-        chunk_paths: Mapping[int, str],
-    ) -> None:
+    def write_tables(self, parts: MemoryParts, chunk_paths: Mapping[int, str]) -> None:
         """Write the four Parquet tables of `.bank/`."""
         token_counts: Counter[str] = Counter()
-        for chunk in chunks:
+        for chunk in parts.chunks:
             token_counts[chunk.document_id] += chunk.token_count
         tables = {
-            layout.DOCUMENTS_FILE: documents_table(documents, token_counts),
-            layout.CHUNKS_FILE: chunks_table(chunks),
-            layout.MEMORIES_FILE: memories_table(memories, memory_vectors, chunk_paths),
-            layout.SENTENCES_FILE: sentences_table(sentences, sentence_vectors),
+            layout.DOCUMENTS_FILE: documents_table(parts.documents, token_counts),
+            layout.CHUNKS_FILE: chunks_table(parts.chunks),
+            layout.MEMORIES_FILE: memories_table(parts.memories, parts.memory_vectors, chunk_paths),
+            layout.SENTENCES_FILE: sentences_table(parts.sentences, parts.sentence_vectors),
         }
         for relative, table in tables.items():
             write_parquet(table, self._bank_path(relative))

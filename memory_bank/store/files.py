@@ -57,8 +57,13 @@ _FrontmatterDumper.add_representer(list, _represent_list)
 
 def sanitize_name(text: str, fallback: str = "memory") -> str:
     """Turn any text into a valid name (see `is_valid_name`); `fallback` fills in for nothing."""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    name = re.sub(r"[^a-z0-9]+", "_", ascii_text.lower()).strip("_")
+    lowered = unicodedata.normalize("NFKC", text).lower()
+    # Letters, digits and combining marks of any script are kept; anything else parts words.
+    kept = "".join(
+        char if char.isalnum() or unicodedata.category(char).startswith("M") else " "
+        for char in lowered
+    )
+    name = unicodedata.normalize("NFC", "_".join(kept.split()))
     if not name:
         name = fallback
     elif not name[0].isalpha():
@@ -74,7 +79,7 @@ def directory_relative_path(directory: str) -> str:
     if parts[0] != "" or not all(is_valid_name(part) for part in parts[1:]):
         raise StoreError(
             f"invalid directory path {directory!r}: expected '/' or '/name/...' with names "
-            "matching [a-z][a-z0-9_]{0,59}"
+            "of lowercase letters, digits and '_', a letter first, at most 60 characters"
         )
     return "/".join(parts[1:])
 

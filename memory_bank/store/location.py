@@ -59,7 +59,7 @@ class StoreLocation:
         self.versions_dir = self.parent / f".{self.name}.versions"
         self.lock_path = self.parent / f".{self.name}.lock"
         # The Query Graph's checkpoints since the live version's snapshot, and their lock
-        # (taken after the store lock, never before it: see memory_bank/session/keeper.py).
+        # (taken after the store lock, never before it: see memory_bank/graph/storage.py).
         self.graph_log_dir = self.parent / f".{self.name}.graph"
         self.graph_lock_path = self.parent / f".{self.name}.graph.lock"
 

@@ -39,6 +39,9 @@ from memory_bank.store import layout
 from memory_bank.store.files import readme_relative_path
 from memory_bank.store.integrity import HASHES_FILE, file_sha256, read_hashes
 from memory_bank.store.reader import StoreReader
+
+# The meta keys writing computes, as the writer uses them, so the two cannot drift apart.
+from memory_bank.store.snapshot import COMPUTED_META_KEYS
 from memory_bank.store.tables import (
     EMBEDDING_DIM,
     check_vectors,
@@ -49,9 +52,6 @@ from memory_bank.store.tables import (
     sentences_from_table,
 )
 from memory_bank.store.verify_files import chunk_file_problems, disk_tree_problems, readme_texts
-
-# The writer's own list of the meta keys it computes, so the two cannot drift apart.
-from memory_bank.store.writer import _COMPUTED_META_KEYS as COMPUTED_META_KEYS
 from memory_bank.store.writer import compute_store_version, count_directories, find_store_problems
 
 MAX_LISTED = 10  # problems of one kind spelled out; the rest are counted

@@ -1,10 +1,12 @@
-"""`write_store`: check a whole ingest result, then write it as one new store (see builder.py)."""
+"""`write_store`: check a store snapshot whole, then write it as the store's new version in one
+switch (see builder.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,24 +16,14 @@ from pydantic import BaseModel
 
 from memory_bank.config import AppConfig, TaxonomyConfig
 from memory_bank.errors import StoreError
-from memory_bank.index.embedding import EMBEDDING_MODEL_NAME
+from memory_bank.index.embedding import embedder_identity
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import layout
 from memory_bank.store.builder import StoreBuilder
 from memory_bank.store.files import assign_chunk_paths, readme_relative_path, render_chunk_file
+from memory_bank.store.snapshot import COMPUTED_META_KEYS, MemoryParts, StoreSnapshot
 from memory_bank.store.tables import SentenceRecord, check_vectors
 
-# Keys of .gam_meta.json that write_store computes; meta_extra supplies the rest.
-_COMPUTED_META_KEYS = (
-    "version",
-    "store_version",
-    "created_at",
-    "updated_at",
-    "total_documents",
-    "total_chunks",
-    "total_directories",
-    "source_files",
-)
 REQUIRED_META_EXTRA = ("model_used", "embedding_model", "backend", "chunk_config")
 
 
@@ -48,10 +40,11 @@ class StoreStats(BaseModel):
 
 
 def meta_extra_from_config(config: AppConfig) -> dict[str, Any]:
-    """The configuration-derived part of `.gam_meta.json` (pass as `write_store(meta_extra=)`)."""
+    """The configuration-derived part of `.gam_meta.json` (the start of a snapshot's `meta`)."""
     return {
         "model_used": "offline" if config.llm.backend == "offline" else config.llm.backend,
-        "embedding_model": EMBEDDING_MODEL_NAME,
+        "embedding_model": embedder_identity(config.embedding).model,
+        "embedder": embedder_identity(config.embedding).as_meta(),
         "backend": config.llm.backend,
         "chunk_config": config.chunking.model_dump(),
     }
@@ -59,156 +52,149 @@ def meta_extra_from_config(config: AppConfig) -> dict[str, Any]:
 
 def write_store(
     store_dir: str | Path,
+    snapshot: StoreSnapshot,
     *,
-    documents: Sequence[Document],
-    chunks: Sequence[Chunk],
-    memories: Sequence[MemorizedChunk],
-    memory_vectors: np.ndarray,
-    sentences: Sequence[SentenceRecord],
-    sentence_vectors: np.ndarray,
-    tree: DirectoryNode,
-    readmes: Mapping[str, str],
-    meta_extra: Mapping[str, Any],
     taxonomy_config: TaxonomyConfig | None = None,
-    readme_vectors: Mapping[str, np.ndarray] | None = None,
-    chunk_paths: Mapping[int, str] | None = None,
-    bank_json: Mapping[str, Any] | None = None,
     skip_if_unchanged: bool = False,
     reuse_files: Mapping[str, Path] | None = None,
-    bank_files: Callable[[Path], None] | None = None,
 ) -> StoreStats:
-    """Write a complete store and make it the live one at `store_dir` in one swap.
+    """Write `snapshot` and make it the live version at `store_dir` in one swap.
 
     Everything is checked first (raises StoreError listing every problem), the tree with
     `validate_taxonomy` against `taxonomy_config` (default: the default TaxonomyConfig); nothing
-    on disk changes unless the whole store was written. `readmes` maps tree paths ("/", "/a/b")
-    to text. `created_at` is carried over from the store being replaced.
-
-    `readme_vectors` maps the same paths to each README's embedding (`Embedder.encode([text])`);
-    they are stored in `.bank/readmes.parquet` so the query side need not embed every README
-    when it opens the store. Without them that table is not written.
-
-    `chunk_paths` (default: `assign_chunk_paths(tree, memories)`) lets a commit keep the file
-    paths memories already had; `bank_json` adds JSON files under `.bank/` (name -> value). With
-    `skip_if_unchanged`, a store whose content equals the live one is not written again (the
-    returned stats say `written=False`): a scheduled rebuild of an unchanged store is a no-op.
+    on disk changes unless the whole version was written. `created_at` is carried over from the
+    version being replaced. With `skip_if_unchanged`, a snapshot whose content equals the live
+    version is not written again (`written=False`): a rebuild of an unchanged store is a no-op.
 
     `reuse_files` maps store-relative paths of chunk files and READMEs to files of the live
     version that already hold exactly what would be written there (the caller knows: same
     memory, same path); they are hard-linked instead of rendered and written again.
     """
-    problems = find_store_problems(
-        documents=documents,
-        chunks=chunks,
-        memories=memories,
-        sentences=sentences,
-        tree=tree,
-        readmes=readmes,
-        taxonomy_config=taxonomy_config or TaxonomyConfig(),
+    parts = checked_parts(snapshot, taxonomy_config or TaxonomyConfig())
+    chunk_paths = snapshot.chunk_paths
+    if chunk_paths is None:
+        chunk_paths = assign_chunk_paths(snapshot.tree, parts.memories)
+    manifest_documents = {doc.document_id: doc.source for doc in parts.documents}
+    store_version = compute_store_version(
+        manifest_documents,
+        snapshot.tree,
+        parts.memories,
+        chunk_paths,
+        snapshot.readmes,
+        parts.memory_vectors,
+        extra={"meta": dict(snapshot.meta), "bank": dict(snapshot.bank_json)},
     )
-    problems += _meta_extra_problems(meta_extra)
-    if readme_vectors is not None and set(readme_vectors) != set(readmes):
-        unmatched = sorted(set(readme_vectors) ^ set(readmes))
+    stats = StoreStats(
+        store_dir=str(store_dir),
+        store_version=store_version,
+        documents=len(parts.documents),
+        chunks=len(parts.memories),
+        directories=count_directories(snapshot.tree),
+        sentences=len(parts.sentences),
+    )
+    if skip_if_unchanged and _live_store_is(store_dir, store_version, snapshot.meta):
+        return stats.model_copy(update={"written": False})
+    with StoreBuilder(store_dir) as builder:
+        _write_files(builder, snapshot, chunk_paths, reuse_files or {})
+        builder.write_tables(parts, chunk_paths)
+        if snapshot.readme_vectors is not None:
+            builder.write_readme_vectors(snapshot.readmes, snapshot.readme_vectors)
+        builder.write_tree(snapshot.tree)
+        for name, value in snapshot.bank_json.items():
+            builder.write_bank_json(name, value)
+        if snapshot.graph is not None:
+            snapshot.graph.write(builder.build_dir / layout.BANK_DIR)
+        builder.write_manifest(store_version, manifest_documents)
+        builder.write_faiss(parts.memory_vectors)
+        committed = _publish(builder, snapshot, store_version)
+    return stats.model_copy(update={"store_dir": str(committed)})
+
+
+def checked_parts(snapshot: StoreSnapshot, taxonomy_config: TaxonomyConfig) -> MemoryParts:
+    """The parts of `snapshot`, vectors as C-contiguous float32 matrices, once every part was
+    found consistent (else StoreError listing every problem)."""
+    parts = snapshot.parts
+    problems = find_store_problems(
+        documents=parts.documents,
+        chunks=parts.chunks,
+        memories=parts.memories,
+        sentences=parts.sentences,
+        tree=snapshot.tree,
+        readmes=snapshot.readmes,
+        taxonomy_config=taxonomy_config,
+    )
+    problems += _meta_problems(snapshot.meta)
+    vectors = snapshot.readme_vectors
+    if vectors is not None and set(vectors) != set(snapshot.readmes):
+        unmatched = sorted(set(vectors) ^ set(snapshot.readmes))
         problems.append(f"README vectors and READMEs differ in directories: {unmatched[:5]}")
     if problems:
         raise StoreError("refusing to write an inconsistent store:\n- " + "\n- ".join(problems))
-    memory_matrix = check_vectors(memory_vectors, len(memories), "memory vectors")
-    sentence_matrix = check_vectors(sentence_vectors, len(sentences), "sentence vectors")
-
-    if chunk_paths is None:
-        chunk_paths = assign_chunk_paths(tree, memories)
-    manifest_documents = {doc.document_id: doc.source for doc in documents}
-    store_version = compute_store_version(
-        manifest_documents,
-        tree,
-        memories,
-        chunk_paths,
-        readmes,
-        memory_matrix,
-        extra={"meta": dict(meta_extra), "bank": dict(bank_json or {})},
-    )
-    if skip_if_unchanged and _live_store_is(store_dir, store_version, meta_extra):
-        return StoreStats(
-            store_dir=str(store_dir),
-            store_version=store_version,
-            documents=len(documents),
-            chunks=len(memories),
-            directories=count_directories(tree),
-            sentences=len(sentences),
-            written=False,
-        )
-    with StoreBuilder(store_dir) as builder:
-        reuse = reuse_files or {}
-        for memory in memories:
-            relative = chunk_paths[memory.index]
-            if relative in reuse:
-                builder.link_file(relative, reuse[relative])
-            else:
-                builder.write_file(relative, render_chunk_file(memory))
-        for directory, text in readmes.items():
-            relative = readme_relative_path(directory)
-            if relative in reuse:
-                builder.link_file(relative, reuse[relative])
-            else:
-                builder.write_file(relative, text)
-        builder.write_tables(
-            documents=documents,
-            chunks=chunks,
-            memories=memories,
-            memory_vectors=memory_matrix,
-            sentences=sentences,
-            sentence_vectors=sentence_matrix,
-            chunk_paths=chunk_paths,
-        )
-        if readme_vectors is not None:
-            builder.write_readme_vectors(readmes, readme_vectors)
-        builder.write_tree(tree)
-        for name, value in (bank_json or {}).items():
-            builder.write_bank_json(name, value)
-        if bank_files is not None:
-            bank_files(builder.build_dir / layout.BANK_DIR)
-        builder.write_manifest(store_version, manifest_documents)
-        builder.write_faiss(memory_matrix)
-        with builder.locked():
-            previous = builder.previous_meta() or {}
-            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            builder.write_meta(
-                {
-                    "version": layout.META_VERSION,
-                    "store_version": store_version,
-                    "created_at": previous.get("created_at") or now,
-                    "updated_at": now,
-                    "total_documents": len(documents),
-                    "total_chunks": len(memories),
-                    "total_directories": count_directories(tree),
-                    "source_files": sorted({doc.source for doc in documents}),
-                    # The documented keys first, in the documented order, then any additions.
-                    **{key: meta_extra[key] for key in REQUIRED_META_EXTRA},
-                    **{k: v for k, v in meta_extra.items() if k not in REQUIRED_META_EXTRA},
-                }
-            )
-            committed = builder.commit()
-    return StoreStats(
-        store_dir=str(committed),
-        store_version=store_version,
-        documents=len(documents),
-        chunks=len(memories),
-        directories=count_directories(tree),
-        sentences=len(sentences),
+    return replace(
+        parts,
+        memory_vectors=check_vectors(parts.memory_vectors, len(parts.memories), "memory vectors"),
+        sentence_vectors=check_vectors(
+            parts.sentence_vectors, len(parts.sentences), "sentence vectors"
+        ),
     )
 
 
-def _live_store_is(
-    store_dir: str | Path, store_version: str, meta_extra: Mapping[str, Any]
-) -> bool:
+def _write_files(
+    builder: StoreBuilder,
+    snapshot: StoreSnapshot,
+    chunk_paths: Mapping[int, str],
+    reuse: Mapping[str, Path],
+) -> None:
+    """The Markdown tree: a file per memory and a README per directory, linked from the live
+    version where `reuse` names an unchanged one."""
+    for memory in snapshot.parts.memories:
+        relative = chunk_paths[memory.index]
+        if relative in reuse:
+            builder.link_file(relative, reuse[relative])
+        else:
+            builder.write_file(relative, render_chunk_file(memory))
+    for directory, text in snapshot.readmes.items():
+        relative = readme_relative_path(directory)
+        if relative in reuse:
+            builder.link_file(relative, reuse[relative])
+        else:
+            builder.write_file(relative, text)
+
+
+def _publish(builder: StoreBuilder, snapshot: StoreSnapshot, store_version: str) -> Path:
+    """Write the meta file and publish the build, under the store's lock (the meta carries
+    `created_at` over from the version it replaces)."""
+    parts, meta = snapshot.parts, snapshot.meta
+    with builder.locked():
+        previous = builder.previous_meta() or {}
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        builder.write_meta(
+            {
+                "version": layout.META_VERSION,
+                "store_version": store_version,
+                "created_at": previous.get("created_at") or now,
+                "updated_at": now,
+                "total_documents": len(parts.documents),
+                "total_chunks": len(parts.memories),
+                "total_directories": count_directories(snapshot.tree),
+                "source_files": sorted({doc.source for doc in parts.documents}),
+                # The documented keys first, in the documented order, then any additions.
+                **{key: meta[key] for key in REQUIRED_META_EXTRA},
+                **{k: v for k, v in meta.items() if k not in REQUIRED_META_EXTRA},
+            }
+        )
+        return builder.commit()
+
+
+def _live_store_is(store_dir: str | Path, store_version: str, meta: Mapping[str, Any]) -> bool:
     """Whether the live store already is this content (version and configured meta alike)."""
     try:
-        meta = json.loads((Path(store_dir) / layout.META_FILE).read_text(encoding="utf-8"))
+        live = json.loads((Path(store_dir) / layout.META_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    if not isinstance(meta, dict) or meta.get("store_version") != store_version:
+    if not isinstance(live, dict) or live.get("store_version") != store_version:
         return False
-    return all(meta.get(key) == value for key, value in meta_extra.items())
+    return all(live.get(key) == value for key, value in meta.items())
 
 
 def count_directories(tree: DirectoryNode) -> int:
@@ -321,12 +307,12 @@ def find_store_problems(
     return problems
 
 
-def _meta_extra_problems(meta_extra: Mapping[str, Any]) -> list[str]:
+def _meta_problems(meta: Mapping[str, Any]) -> list[str]:
     problems = []
-    missing = [key for key in REQUIRED_META_EXTRA if key not in meta_extra]
+    missing = [key for key in REQUIRED_META_EXTRA if key not in meta]
     if missing:
-        problems.append(f"meta_extra lacks {missing} (see meta_extra_from_config)")
-    overridden = [key for key in _COMPUTED_META_KEYS if key in meta_extra]
+        problems.append(f"meta lacks {missing} (see meta_extra_from_config)")
+    overridden = [key for key in COMPUTED_META_KEYS if key in meta]
     if overridden:
-        problems.append(f"meta_extra may not set computed keys {overridden}")
+        problems.append(f"meta may not set computed keys {overridden}")
     return problems

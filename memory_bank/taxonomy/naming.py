@@ -20,7 +20,8 @@
 5. description (`describe`): the cohesive terms and the central memory's TL;DR (leaves), or
    the cohesive terms and the subdirectories with their sizes (parents).
 
-Names are lowercase ASCII, start with a letter, at most 60 characters, unique among siblings.
+Names are lowercase words of any script joined by "_", start with a letter, at most 60
+characters, unique among siblings.
 """
 
 from __future__ import annotations
@@ -31,14 +32,14 @@ from typing import NamedTuple
 
 from memory_bank.taxonomy.evidence import COHESION, PHRASE_BONUS, GroupEvidence, TermCounts
 from memory_bank.taxonomy.terms import is_phrase
-from memory_bank.text.lexicon import MAX_NAME_LENGTH, is_name_word, plural_key
+from memory_bank.text.lexicon import MAX_NAME_LENGTH, is_name_word, normalize_text, plural_key
 
 # A term the siblings use as much as the directory tells nothing apart, but may be all it has.
 DISTINCT_FLOOR = 0.05
 # Terms memorize never picked as a key term of any member keep this share of their score.
 CURATED_FLOOR = 0.25
 DESCRIPTION_TERMS = 3
-FALLBACK_STEM = "topic"  # for directories without any ASCII term (e.g. Japanese text)
+FALLBACK_STEM = "topic"  # for directories without any term
 MIXED_DOCUMENTS = 2  # documents a mixed group's name names before "and more"
 # Forms of one word (see `_near_duplicate`): a prefix of 4+ letters or a stem of 5+ letters,
 # and endings of at most 3.
@@ -285,7 +286,7 @@ def distinct_terms(ranked: Iterable[str], count: int) -> list[str]:
 
 def name_from_terms(terms: Sequence[str]) -> str:
     """ "neural networks", "B-tree" -> "neural_networks_b_tree"; trailing terms that do not fit
-    in `MAX_NAME_LENGTH` are left out. Empty when no term has an ASCII letter."""
+    in `MAX_NAME_LENGTH` are left out. Empty when no term has a letter."""
     words = [word for term in terms for word in _name_parts(term)]
     if not words:
         return ""
@@ -296,7 +297,7 @@ def name_from_terms(terms: Sequence[str]) -> str:
 
 
 def _name_parts(term: str) -> list[str]:
-    cleaned = "".join(char if char.isascii() and char.isalnum() else " " for char in term.lower())
+    cleaned = "".join(char if char.isalnum() else " " for char in normalize_text(term).lower())
     parts = cleaned.split()
     while parts and not parts[0][0].isalpha():  # a name starts with a letter
         parts = parts[1:]

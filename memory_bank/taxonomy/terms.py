@@ -6,8 +6,8 @@ its text or keywords hold the two words side by side. Terms are keyed in lowerca
 plural "s" folded away, so "network" and "Networks" count as one; each key keeps its most common
 written form for display ("networks", "PostgreSQL").
 
-Directory names must be plain ASCII (`[a-z0-9_]`), so terms are ASCII words: accents are folded
-("café" -> "cafe"), other scripts are dropped here (descriptions keep them via the tldrs).
+Terms are words of any script (`lexicon.name_tokens`): accents kept ("café"), Chinese and
+Japanese segmented into words; the function words of each text's own language are no terms.
 
 Transcript markup is no term: a word the texts write in braces, brackets or angle brackets
 ("{vocalsound}", "[laughter]", "<noise>") is an annotation, removed from texts and keywords; and
@@ -27,9 +27,12 @@ import numpy as np
 from scipy import sparse
 
 from memory_bank.text.lexicon import (
+    NAME_STOPWORDS,
     TRANSCRIPT_ANNOTATION,
-    fold_to_ascii,
+    function_words_of,
     is_name_word,
+    name_tokens,
+    normalize_text,
     plural_key,
 )
 
@@ -38,10 +41,6 @@ _SPEAKER_LABEL = re.compile(
     r"^[ \t]*[A-Z][A-Za-z0-9.'_-]*(?:[ \t][A-Za-z0-9.'_-]+){0,3}:[ \t]", re.MULTILINE
 )
 
-# Letter-led words, or runs of anything that separates them except whitespace and hyphens:
-# two words are adjacent (may form a phrase) only with nothing but " " or "-" between them. A
-# single letter hyphenated to a word stays one word ("B-tree", "k-means", "t-SNE").
-_TOKEN = re.compile(r"[A-Za-z](?:-[A-Za-z][A-Za-z0-9]*|[A-Za-z0-9]*)|[^A-Za-z\s-]+")
 # Capitalized words opening a sentence or a line: the capital says nothing about the word there.
 # (Two simple patterns: one alternation scanning every position was several times slower.)
 _SENTENCE_OPENER = re.compile(r"[.!?][ \t]+([A-Z][A-Za-z0-9]*)")
@@ -90,7 +89,7 @@ class _Reader:
         (recorded with their form). A title chains several key phrases, so its words never make
         a phrase here."""
         parts = [*keywords, *title.split("_")]
-        tokens = _TOKEN.findall(fold_to_ascii(self.CURATED_SEPARATOR.join(parts)))
+        tokens = name_tokens(self.CURATED_SEPARATOR.join(parts))
         keys = self._keys_of(tokens)
         terms = set(filter(None, keys))
         for position, (first, second) in enumerate(pairwise(keys)):
@@ -102,20 +101,30 @@ class _Reader:
 
     def text_keys(self, text: str) -> list[str | None]:
         """Key per token of `text`; None for separators and for words that are no terms."""
-        folded = fold_to_ascii(text)
-        tokens = _TOKEN.findall(folded)
+        normal = normalize_text(text)
+        tokens = name_tokens(normal)
         self._text_forms.update(tokens)  # counted in C; non-words are filtered out later
-        if folded != folded.lower():  # a text without capitals has no capitalized opener
-            self._openers.extend(_SENTENCE_OPENER.findall(folded))
-            self._openers.extend(_LINE_OPENER.findall(folded))
-        return self._keys_of(tokens)
+        if normal != normal.lower():  # a text without capitals has no capitalized opener
+            self._openers.extend(_SENTENCE_OPENER.findall(normal))
+            self._openers.extend(_LINE_OPENER.findall(normal))
+        keys = self._keys_of(tokens)
+        if normal.isascii():
+            return keys
+        # Another language's function words ("der", "est") are no terms in its texts.
+        stopwords = function_words_of(token.lower() for token in tokens) - NAME_STOPWORDS
+        if not stopwords:
+            return keys
+        return [
+            None if key and token.lower() in stopwords else key
+            for token, key in zip(tokens, keys, strict=True)
+        ]
 
     def _keys_of(self, tokens: Sequence[str]) -> list[str | None]:
         known = self._keys
         return [known[token] if token in known else self._learn(token) for token in tokens]
 
     def _learn(self, token: str) -> str | None:
-        key = plural_key(token) if token[0].isalpha() and is_name_word(token) else None
+        key = plural_key(token) if is_name_word(token) else None
         self._keys[token] = key
         if key:
             self._first_forms.setdefault(key, token.lower())
@@ -255,7 +264,7 @@ class TermMatrix:
 
     def column(self, word: str) -> int:
         """Column of a word's term (any written form), -1 when it is not in the vocabulary."""
-        key = plural_key(fold_to_ascii(word))
+        key = plural_key(normalize_text(word))
         position = int(np.searchsorted(self.vocabulary, key)) if len(self.vocabulary) else 0
         found = position < len(self.vocabulary) and self.vocabulary[position] == key
         return position if found else -1

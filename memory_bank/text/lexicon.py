@@ -4,16 +4,18 @@ may be. Every module that looks at words takes them from here.
 
 Two tokenizers, for two jobs:
 - `search_tokens`: what BM25, term coverage (both as stems) and title links compare. Lowercased
-  words without function words; Han, Hiragana and Katakana runs become overlapping character
-  bigrams, which makes Chinese and Japanese searchable without a segmenter.
-- `name_words`: what directory names and descriptions are built from. ASCII only (directory
-  names are `[a-z0-9_]`: accents folded, other scripts dropped), letter-led, 3-30 characters,
-  without function, generic or filler words ("various", "today", "yeah").
+  words without function words; Han, Hiragana and Katakana runs become their words
+  (`text.languages`: SudachiPy for Japanese, jieba for Chinese).
+- `name_words`: what directory names and descriptions are built from. Words of any script
+  (accents kept; Chinese and Japanese segmented into words), letter-led, 3-30 characters (2 in
+  Chinese and Japanese), without function, generic or filler words ("various", "today", "yeah"),
+  nor the function words of the text's own language ("der", "est").
 
 Word forms: `plural_key` folds plurals ("networks" -> "network"), the key of a key term or a
-directory-name term (only display forms are ever shown). `stem_words` gives Snowball (Porter2)
-stems ("studies", "studied" -> "studi"), never shown: BM25 indexes and queries
-`stemmed_search_tokens`, and question term coverage compares stems.
+directory-name term (only display forms are ever shown). `stem_words` gives Snowball stems
+("studies", "studied" -> "studi"), never shown: BM25 indexes and queries
+`stemmed_search_tokens` (stemmed in the text's language), and question term coverage compares
+stems.
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ from collections.abc import Iterable
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+from memory_bank.text.languages import (
+    DEFAULT_LANGUAGE,
+    FUNCTION_WORDS_BY_LANGUAGE,
+    detect_language,
+    is_japanese,
+    segment_words,
+)
 
 # --- scripts --------------------------------------------------------------------------------
 
@@ -314,48 +324,110 @@ def markdown_title(text: str) -> str | None:
 # --- tokenizers -----------------------------------------------------------------------------
 
 _SEARCH_TOKEN = re.compile(rf"(?P<unspaced>[{UNSPACED_SCRIPTS}]+)|[^\W_{UNSPACED_SCRIPTS}]+")
+# Segmented Han words longer than this also give their character bigrams, so a word the
+# segmenter keeps whole in one text (総長度) still meets its parts in another (長度).
+_WHOLE_WORD_MAX = 2
+_HAN_CHAR = re.compile(f"[{HAN}]")
 
 
 def search_tokens(text: str) -> list[str]:
-    """Lowercased word tokens without function words; unspaced-script runs become character
-    bigrams. Single Latin letters are dropped (possessive "s", initials); single digits kept."""
+    """Lowercased word tokens without function words (English ones always, and those of the
+    text's own language, `languages.detect_language`); Chinese and Japanese runs become their
+    segmented content words, plus the character bigrams of Han words longer than two
+    characters.
+    Single Latin letters are dropped (possessive "s", initials); single digits kept."""
+    return _search_tokens(text)[0]
+
+
+def _search_tokens(text: str) -> tuple[list[str], str]:
+    """`search_tokens` and the language detected for stemming them."""
+    lowered = text.lower()
+    runs = list(_SEARCH_TOKEN.finditer(lowered))
+    words = [match.group(0) for match in runs if not match.group("unspaced")]
+    language = detect_language(words) if words else DEFAULT_LANGUAGE
+    function_words = SEARCH_STOPWORDS | FUNCTION_WORDS_BY_LANGUAGE[language]
+    japanese: bool | None = None
     tokens: list[str] = []
-    for match in _SEARCH_TOKEN.finditer(text.lower()):
+    for match in runs:
         run = match.group(0)
         if match.group("unspaced"):
-            if len(run) == 1:
-                tokens.append(run)
-            else:
-                tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
-        elif (len(run) > 1 or run.isdigit()) and run not in SEARCH_STOPWORDS:
+            if japanese is None:
+                japanese = is_japanese(lowered)
+            for word in segment_words(run, japanese):
+                tokens.append(word)
+                if len(word) > _WHOLE_WORD_MAX and _HAN_CHAR.search(word):
+                    tokens.extend(word[i : i + 2] for i in range(len(word) - 1))
+        elif (len(run) > 1 or run.isdigit()) and run not in function_words:
             tokens.append(run)
-    return tokens
+    return tokens, language
 
 
 MIN_NAME_WORD = 3
+MIN_UNSPACED_NAME_WORD = 2  # a Chinese or Japanese word of two characters names a topic (長城)
 # Longer "words" are hashes, URLs or base64, never a good directory name.
 MAX_NAME_WORD = 30
-NAME_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-_COMBINING_MARKS = re.compile(r"[\u0300-\u036f]")
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# A letter or digit of a spaced script (Latin, Greek, Cyrillic, ...); unspaced scripts are
+# segmented into words instead.
+LETTER_OR_DIGIT = rf"[^\W_{UNSPACED_SCRIPTS}]"
+LETTER = rf"[^\W\d_{UNSPACED_SCRIPTS}]"
+# Letter-led words ("B-tree", "k-means" and "t-SNE" stay one word), runs of Chinese or Japanese
+# (segmented into words), and runs of anything between words except whitespace and hyphens:
+# two words are adjacent (may form a phrase) only with nothing but " " or "-" between them.
+_NAME_TOKEN = re.compile(
+    rf"(?P<unspaced>[{UNSPACED_SCRIPTS}]+)"
+    rf"|{LETTER}(?:-{LETTER}{LETTER_OR_DIGIT}*|{LETTER_OR_DIGIT}*)"
+    rf"|(?:[^\w\s-]|[\d_])+"
+)
+_UNSPACED_CHAR = re.compile(f"[{UNSPACED_SCRIPTS}]")
 
 
-def fold_to_ascii(text: str) -> str:
-    """Strip accents; turn every other non-ASCII character into a word break."""
-    if text.isascii():
-        return text
-    decomposed = _COMBINING_MARKS.sub("", unicodedata.normalize("NFKD", text))
-    return _NON_ASCII.sub(" ", decomposed)
+def normalize_text(text: str) -> str:
+    """Compatibility forms folded (full-width Latin, half-width Katakana) and accents composed,
+    so "café" is one spelling whichever way it was typed; letters are kept, never stripped."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
-def is_name_word(word: str) -> bool:
-    """A word fit for a directory name: 3-30 characters, not a function or generic word."""
-    return MIN_NAME_WORD <= len(word) <= MAX_NAME_WORD and word.lower() not in NAME_STOPWORDS
+def name_tokens(text: str) -> list[str]:
+    """`text` as words and separators (see `_NAME_TOKEN`), Chinese and Japanese runs as their
+    segmented content words, each its own token."""
+    text = normalize_text(text)
+    tokens: list[str] = []
+    japanese: bool | None = None
+    for match in _NAME_TOKEN.finditer(text):
+        if match.group("unspaced"):
+            if japanese is None:
+                japanese = is_japanese(text)
+            tokens.extend(segment_words(match.group(0), japanese))
+        else:
+            tokens.append(match.group(0))
+    return tokens
+
+
+def function_words_of(words: Iterable[str]) -> frozenset[str]:
+    """The function words of the language these lowercase words are in (English always)."""
+    language = detect_language(words)
+    extra = FUNCTION_WORDS_BY_LANGUAGE[language] if language != DEFAULT_LANGUAGE else frozenset()
+    return NAME_STOPWORDS | extra
+
+
+def is_name_word(word: str, stopwords: frozenset[str] | None = None) -> bool:
+    """A word fit for a directory name: 3-30 characters (2 in Chinese or Japanese), a letter
+    first, not a function or generic word (`stopwords`: `NAME_STOPWORDS` by default)."""
+    lowered = word.lower()
+    shortest = MIN_UNSPACED_NAME_WORD if _UNSPACED_CHAR.match(word) else MIN_NAME_WORD
+    return (
+        shortest <= len(word) <= MAX_NAME_WORD
+        and word[0].isalpha()
+        and lowered not in (NAME_STOPWORDS if stopwords is None else stopwords)
+    )
 
 
 def name_words(text: str) -> list[str]:
-    """Lowercase ASCII words of `text` fit for directory names (see `is_name_word`)."""
-    return [word.lower() for word in NAME_WORD.findall(fold_to_ascii(text)) if is_name_word(word)]
+    """Lowercase words of `text` fit for directory names (see `is_name_word`), in any script;
+    the function words of the text's language are left out."""
+    words = [token.lower() for token in name_tokens(text) if token[0].isalpha()]
+    stopwords = function_words_of(words)
+    return [word for word in words if is_name_word(word, stopwords)]
 
 
 # --- word forms -----------------------------------------------------------------------------
@@ -382,20 +454,46 @@ _STEMMERS = threading.local()
 _ACRONYM_PLURAL = re.compile(r"[b-df-hj-np-tv-xz]{3,}s")
 
 
-def stem_words(words: Iterable[str]) -> list[str]:
-    """The Snowball English stem of each lowercase word ("running" -> "run", "studies" ->
-    "studi"); vowelless plurals lose their "s" too ("cnns" -> "cnn"). Words without Latin
-    suffixes (numbers, CJK bigrams) come back unchanged."""
-    stemmer = getattr(_STEMMERS, "english", None)
+def stem_words(words: Iterable[str], language: str = DEFAULT_LANGUAGE) -> list[str]:
+    """The Snowball stem of each lowercase word in `language` ("running" -> "run", "studies"
+    -> "studi"); in English, vowelless plurals lose their "s" too ("cnns" -> "cnn"). Words
+    without the language's suffixes (numbers, CJK words) come back unchanged."""
+    stemmers = getattr(_STEMMERS, "by_language", None)
+    if stemmers is None:
+        stemmers = _STEMMERS.by_language = {}
+    stemmer = stemmers.get(language)
     if stemmer is None:
-        stemmer = _STEMMERS.english = Stemmer.Stemmer("english")
+        stemmer = stemmers[language] = Stemmer.Stemmer(language)
     stems = stemmer.stemWords(list(words))
+    if language != DEFAULT_LANGUAGE:
+        return stems
     return [stem[:-1] if _ACRONYM_PLURAL.fullmatch(stem) else stem for stem in stems]
 
 
 def stemmed_search_tokens(text: str) -> list[str]:
-    """`search_tokens` reduced to their Snowball stems: what BM25 indexes and queries."""
-    return stem_words(search_tokens(text))
+    """`search_tokens` reduced to Snowball stems in the text's language: what BM25 indexes."""
+    return stems_and_language(text)[0]
+
+
+def stems_and_language(text: str) -> tuple[list[str], str]:
+    """`stemmed_search_tokens` and the language they were stemmed in."""
+    tokens, language = _search_tokens(text)
+    return stem_words(tokens, language), language
+
+
+def query_stems(query: str, languages: Iterable[str] = (DEFAULT_LANGUAGE,)) -> list[str]:
+    """The stems of a query in its own language and, once each, in the other `languages` (those
+    of the documents searched): a question too short to show its language ("Wann wurde der Dom
+    vollendet?") still meets a German document's stems. With one language, the plain stems."""
+    tokens, language = _search_tokens(query)
+    stems = stem_words(tokens, language)
+    seen = set(stems)
+    for other in sorted(set(languages) - {language}):
+        for stem in stem_words(tokens, other):
+            if stem not in seen:
+                seen.add(stem)
+                stems.append(stem)
+    return stems
 
 
 # The answer, the slot rules and the research loop read the same stored sentences question
@@ -412,10 +510,16 @@ def text_stems(text: str) -> frozenset[str]:
 
 # --- names ----------------------------------------------------------------------------------
 
-# Directory names and memory titles: lowercase [a-z0-9_], a leading letter, at most 60 characters.
+# Directory names and memory titles: lowercase letters, digits and "_" of any script (NFC), a
+# leading letter, at most 60 characters.
 MAX_NAME_LENGTH = 60
-NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def is_valid_name(name: str) -> bool:
-    return len(name) <= MAX_NAME_LENGTH and NAME_PATTERN.fullmatch(name) is not None
+    if not name or len(name) > MAX_NAME_LENGTH or not name[0].isalpha():
+        return False
+    if name != name.lower() or not unicodedata.is_normalized("NFC", name):
+        return False
+    return all(
+        char == "_" or char.isalnum() or unicodedata.category(char).startswith("M") for char in name
+    )

@@ -24,8 +24,9 @@ after them ("yesterday (2023-05-07)", `text.dates`), so the memories hold the da
 where each starts, so chunking can cut on turn boundaries.
 
 Text is normalized on the way in: line breaks become ``\\n`` and control characters other than
-``\\n`` and ``\\t`` are removed (they break YAML frontmatter and Markdown). Files that are not UTF-8
-are refused rather than guessed at, so no text is silently garbled.
+``\\n`` and ``\\t`` are removed (they break YAML frontmatter and Markdown). Files that are not
+UTF-8 are decoded in the encoding charset-normalizer detects (Shift-JIS, GB18030, cp1252, UTF-16
+with a byte-order mark, ...); `Document.encoding` records it and the ingest summary lists them.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ _CONVERSATION_SHAPES = (
 )
 _MAX_CONTROL_SHARE = 0.05  # above this share of control characters a "text" file is binary
 _TITLE_CHARS = 80
+_COMMON_LEGACY = "cp1252"  # the legacy encoding most text in Latin script was written in
 
 
 class SkippedSource(BaseModel):
@@ -124,14 +126,15 @@ def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Docume
         data = path.read_bytes()
     except OSError as exc:
         raise SourceError(source, f"cannot read: {exc.strerror or exc}") from exc
-    text = _decode_text(data, source)
+    text, encoding = _decode_text(data, source)
     if kind == "conversation":
-        return _load_conversation(text, source, jsonl=path.suffix.lower() == ".jsonl")
+        document = _load_conversation(text, source, jsonl=path.suffix.lower() == ".jsonl")
+        return document.model_copy(update={"encoding": encoding})
     text = _clean(text).strip()
     if not text:
         raise SourceError(source, "empty")  # nothing but control characters
     title = (markdown_title(text) if kind == "markdown" else None) or _humanize(path.stem)
-    return _document(text=text, source=source, title=title, kind=kind)
+    return _document(text=text, source=source, title=title, kind=kind, encoding=encoding)
 
 
 def document_from_text(
@@ -157,25 +160,52 @@ def unsupported_reason(path: Path) -> str:
     return f"unsupported file type {suffix} (supported: {', '.join(SUPPORTED_SUFFIXES)})"
 
 
-def _decode_text(data: bytes, source: str) -> str:
+def _decode_text(data: bytes, source: str) -> tuple[str, str]:
+    """The text of `data` and the encoding it was read in: UTF-8 when it is valid UTF-8 (the
+    common case, exact), else what charset-normalizer detects (UTF-16 with a byte-order mark,
+    Shift-JIS, GB18030, cp1252, ...)."""
     if not data.strip():
         raise SourceError(source, "empty")
-    if data.startswith(_UTF16_32_BOMS):
-        raise SourceError(source, "UTF-16/UTF-32 text is not supported, convert it to UTF-8")
-    if b"\x00" in data:
+    has_bom = data.startswith(_UTF16_32_BOMS)
+    if b"\x00" in data and not has_bom:
         raise SourceError(source, "binary file (contains NUL bytes)")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SourceError(
-            source, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
-        ) from exc
+    if has_bom:
+        text, encoding = _decode_legacy(data, source, "a UTF-16/UTF-32 byte-order mark")
+    else:
+        try:
+            text, encoding = data.decode("utf-8-sig"), "utf-8"
+        except UnicodeDecodeError as exc:
+            where = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
+            text, encoding = _decode_legacy(data, source, where)
     if not text.strip():
         raise SourceError(source, "empty")
     sample = text[:65536]
     if len(_CONTROL_CHARS.findall(sample)) > _MAX_CONTROL_SHARE * len(sample):
         raise SourceError(source, "binary file (mostly control characters)")
-    return text
+    return text, encoding
+
+
+def _decode_legacy(data: bytes, source: str, why_not_utf8: str) -> tuple[str, str]:
+    """Decode text that is not UTF-8 in the encoding charset-normalizer finds most plausible.
+    UTF-16/32 without a byte-order mark is never guessed (text in them is full of NUL bytes,
+    refused above); among equally plausible single-byte encodings the most common one, cp1252
+    (a superset of Latin-1), wins, as in the French "brûlée" that cp1250 reads as "brűlée"."""
+    from charset_normalizer import from_bytes
+
+    bom = data.startswith(_UTF16_32_BOMS)
+    matches = [
+        match
+        for match in from_bytes(data)
+        if bom or not match.encoding.startswith(("utf_16", "utf_32"))
+    ]
+    if not matches:
+        raise SourceError(source, f"not text in any known encoding (not UTF-8: {why_not_utf8})")
+    best = matches[0]
+    tied = [m for m in matches if (m.chaos, m.coherence) == (best.chaos, best.coherence)]
+    common = next((m for m in tied if _COMMON_LEGACY in m.could_be_from_charset), None)
+    if common is not None:
+        return data.decode(_COMMON_LEGACY), _COMMON_LEGACY
+    return str(best), best.encoding
 
 
 def _clean(text: str) -> str:

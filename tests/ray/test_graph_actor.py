@@ -11,7 +11,8 @@ import pytest
 from actors.graph import NAMESPACE, RemoteKeeper, graph_actor, graph_name
 from memory_bank.app.bank import create_empty_store
 from memory_bank.config import AppConfig
-from memory_bank.session.keeper import GraphKeeper
+from memory_bank.graph.storage import GraphStorage
+from memory_bank.session.service import SessionService
 from pipeline.executor import ray_runner
 
 pytestmark = pytest.mark.ray
@@ -56,8 +57,8 @@ def test_a_killed_graph_actor_restarts_without_losing_acknowledged_changes(
         lambda: keeper.intercept(doc.doc_id, "The annual report confirms Bob is the CEO of Acme.")
     )
     assert settled.task_type == "cross_validate" and settled.resolved
-    # What the actor acknowledged is on disk: a keeper outside Ray reads the same graph.
-    outside = GraphKeeper(store, config)
+    # What the actor acknowledged is on disk: sessions outside Ray read the same graph.
+    outside = SessionService(GraphStorage(store, config.retrieval.alpha), config)
     assert outside.summary().checkpoint == _retry(keeper.summary).checkpoint
     assert outside.node(settled.new_nodes[0].id).status == "current"
 

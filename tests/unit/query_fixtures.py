@@ -16,7 +16,13 @@ from memory_bank.config import AppConfig
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.stages import embed_readmes
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
-from memory_bank.store import SentenceRecord, meta_extra_from_config, write_store
+from memory_bank.store import (
+    MemoryParts,
+    SentenceRecord,
+    StoreSnapshot,
+    meta_extra_from_config,
+    write_store,
+)
 from tests.support import shared_embedder  # noqa: F401 - re-exported for the query tests
 
 
@@ -249,19 +255,22 @@ def build_store(
 
     tree = _tree(layout, placements)
     readmes = _readmes(tree, layout, memories)
-    write_store(
-        store_dir,
+    parts = MemoryParts(
         documents=documents,
         chunks=chunks,
         memories=memories,
         memory_vectors=np.array([e.vector for e in encodings], dtype=np.float32).reshape(-1, 384),
         sentences=sentences,
         sentence_vectors=np.array(sentence_vectors, dtype=np.float32).reshape(-1, 384),
+    )
+    snapshot = StoreSnapshot(
+        parts=parts,
         tree=tree,
         readmes=readmes,
+        meta=meta_extra_from_config(AppConfig()),
         readme_vectors=embed_readmes(readmes, {}, embedder.encode) if readme_vectors else None,
-        meta_extra=meta_extra_from_config(AppConfig()),
     )
+    write_store(store_dir, snapshot)
     return store_dir
 
 

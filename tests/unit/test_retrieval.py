@@ -42,9 +42,20 @@ def test_tokenize_lowercases_and_drops_stopwords_and_single_letters():
     assert tokenize("snake_case_title") == ["snake", "case", "title"]
 
 
-def test_tokenize_turns_japanese_into_character_bigrams():
-    assert tokenize("注意機構") == ["注意", "意機", "機構"]
-    assert tokenize("BERTは言語モデル") == ["bert", "は言", "言語", "語モ", "モデ", "デル"]
+def test_tokenize_segments_japanese_and_chinese_into_words():
+    # Particles (は, の) and Chinese function words (的, 是) are no tokens; Han words longer than
+    # two characters also give their bigrams, to meet a shorter segmentation of the same word.
+    assert tokenize("BERTは言語モデルです") == ["bert", "言語", "モデル"]
+    assert tokenize("東海道新幹線の駅") == [
+        "東海道",
+        "東海",
+        "海道",
+        "新幹線",
+        "新幹",
+        "幹線",
+        "駅",
+    ]
+    assert tokenize("长城是中国的军事工程") == ["长城", "中国", "军事", "工程"]
 
 
 def test_bm25_index_ranks_by_term_relevance_and_finds_japanese():
@@ -203,3 +214,20 @@ def test_a_clean_verbatim_summary_sentence_is_held_by_the_turn_as_said():
     terms = frozenset(tokenize("Which buttons does the remote get?"))
     returned = ["Marketing: Uh we we want , um , big buttons on the the remote ."]
     assert readme_excerpt(summary, terms, returned) == "# Remote\n\nPM: Rubber buttons, then."
+
+
+def test_a_short_question_meets_documents_stemmed_in_their_own_language(tmp_path):
+    documents = [
+        "Der Kölner Dom wurde 1880 vollendet. Die Türme sind 157 Meter hoch.",
+        "The tea clippers raced each other from Foochow to London every season.",
+        "La tour Eiffel fut construite pour l'Exposition universelle de 1889.",
+    ]
+    index = Bm25Index.build(documents)
+    assert index.languages == ("english", "french", "german")
+    # Two words are too few to tell German from English; the German stems still meet.
+    assert [i for i, _ in index.top_k("vollendete Türme", 3)] == [0]
+    assert [i for i, _ in index.top_k("construite", 3)] == [2]
+    index.save(tmp_path)
+    assert Bm25Index.load(tmp_path, 3).languages == index.languages
+    english_only = Bm25Index.build(documents[1:2])
+    assert english_only.languages == ("english",)

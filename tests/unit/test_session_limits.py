@@ -1,5 +1,6 @@
 """Intercepts bounded and linear in their input: a long context is analysed piece by piece,
-another caller reads its session meanwhile, and a context over the limit is refused at once."""
+another caller reads its session meanwhile, and a context over the limit is refused at once.
+A commit's graph analysis, too, runs while sessions go on."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import pytest
 
 from memory_bank.config import AppConfig, LimitsConfig, SessionConfig
 from memory_bank.errors import InputTooLargeError
+from memory_bank.graph.batch import GraphCommit, MemoryInput, analyze_tasks
+from memory_bank.graph.storage import GraphStorage
+from memory_bank.ingest.graph_step import IngestGraphStep
 from memory_bank.session.agents import ClusterDraft
-from memory_bank.session.keeper import GraphKeeper, context_pieces
 from memory_bank.session.models import PlanRequest, PlanResult
 from memory_bank.session.planning import plan_offline
+from memory_bank.session.service import SessionService, context_pieces
 
 PIECE_CHARS = 1_000
 
@@ -52,11 +56,11 @@ def paragraphs(count: int) -> str:
     )
 
 
-def keeper(tmp_path, embedder, agents, **limits) -> GraphKeeper:
+def sessions(tmp_path, embedder, agents, **limits) -> SessionService:
     config = AppConfig(
         session=SessionConfig(analysis_chars=PIECE_CHARS), limits=LimitsConfig(**limits)
     )
-    return GraphKeeper(tmp_path / "store", config, embedder, agents=lambda _: agents)
+    return SessionService(GraphStorage(tmp_path / "store"), config, embedder, lambda _: agents)
 
 
 def test_context_pieces_are_cut_between_paragraphs_and_keep_every_character():
@@ -70,7 +74,7 @@ def test_context_pieces_are_cut_between_paragraphs_and_keep_every_character():
 
 def test_a_long_context_is_analysed_piece_by_piece(tmp_path, embedder):
     agents = PieceAgents()
-    bank = keeper(tmp_path, embedder, agents)
+    bank = sessions(tmp_path, embedder, agents)
     session = bank.open_session("When did the ferries leave?").doc_id
     context = paragraphs(40)
 
@@ -79,13 +83,13 @@ def test_a_long_context_is_analysed_piece_by_piece(tmp_path, embedder):
     assert len(agents.pieces) == len(context_pieces(context, PIECE_CHARS)) > 4
     assert all(len(piece) <= PIECE_CHARS for piece in agents.pieces)
     assert len(result.new_nodes) == len(agents.pieces)
-    entry = bank.state.tree.entries[result.entry_id]
+    entry = bank.storage.state.tree.entries[result.entry_id]
     assert entry.text == context  # the raw context is kept whole
 
 
 def test_another_caller_reads_its_session_while_a_long_intercept_runs(tmp_path, embedder):
     agents = PieceAgents(hold_piece=3)
-    bank = keeper(tmp_path, embedder, agents)
+    bank = sessions(tmp_path, embedder, agents)
     busy = bank.open_session("When did the ferries leave?").doc_id
     other = bank.open_session("Where did the ferries go?").doc_id
     outcome: dict = {}
@@ -110,8 +114,51 @@ def test_another_caller_reads_its_session_while_a_long_intercept_runs(tmp_path, 
 
 def test_a_context_over_the_limit_is_refused_before_any_work(tmp_path, embedder):
     agents = PieceAgents()
-    bank = keeper(tmp_path, embedder, agents, max_context_chars=5_000)
+    bank = sessions(tmp_path, embedder, agents, max_context_chars=5_000)
     session = bank.open_session("When did the ferries leave?").doc_id
     with pytest.raises(InputTooLargeError, match="limits.max_context_chars"):
         bank.intercept(session, "x" * 5_001)
     assert agents.pieces == []
+
+
+def test_sessions_go_on_while_a_commit_analyses_its_graph(tmp_path, embedder):
+    agents = PieceAgents()
+    bank = sessions(tmp_path, embedder, agents)
+    session = bank.open_session("When did the ferries leave?").doc_id
+    analysing, release = threading.Event(), threading.Event()
+
+    def held_analysis(tasks):
+        analysing.set()
+        assert release.wait(60), "nobody released the analysis"
+        return analyze_tasks(tasks)
+
+    step = IngestGraphStep(bank.storage, bank.config, embedder.encode, analyze_call=held_analysis)
+    texts = [f"The ferry number {n} left the harbour at {n} o'clock." for n in range(3)]
+    vectors = embedder.encode(texts)
+    added = [
+        MemoryInput(f"c{n}", text, "", ["ferry"], vectors[n], "ferries.md", None, text)
+        for n, text in enumerate(texts)
+    ]
+    commit = GraphCommit(added=added, removed=[], chunk_ids_after={item.chunk_id for item in added})
+    outcome: dict = {}
+    worker = threading.Thread(
+        target=lambda: outcome.setdefault("commit", step.prepare_commit(commit))
+    )
+    worker.start()
+    try:
+        assert analysing.wait(120), "the commit found nothing to analyse"
+        # The analysis is running: an intercept (a change under the graph lock) does not wait.
+        reader = threading.Thread(
+            target=lambda: outcome.setdefault("intercept", bank.intercept(session, "A ferry left."))
+        )
+        reader.start()
+        reader.join(60)
+        assert "intercept" in outcome, "an intercept waited for a commit's graph analysis"
+    finally:
+        release.set()
+        worker.join(120)
+    snapshot, _ = outcome["commit"]
+    node_ids = {record.id for record in snapshot.records.nodes}
+    assert {"c0", "c1", "c2"} <= node_ids
+    # The commit's snapshot holds what the intercept did meanwhile, and its own verdicts.
+    assert outcome["intercept"].new_nodes[0].id in node_ids

@@ -1,6 +1,6 @@
 """The session mode of the Memory Bank in one process: merges with their cascade, conflicts with
 cross-validation, planning, prompt enhancement, the read-only Interaction Tree, persistence
-across keepers, and the ReAct loop driven offline."""
+across processes' graphs, and the ReAct loop driven offline."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ import pytest
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.graph.analysis import NodeView, Relationship, integrate_offline
+from memory_bank.graph.storage import GraphStorage
 from memory_bank.session.agents import ClusterDraft
-from memory_bank.session.keeper import GraphKeeper
 from memory_bank.session.models import PlanRequest, PlanResult
 from memory_bank.session.planning import plan_offline, should_terminate
+from memory_bank.session.service import SessionService
 from memory_bank.session.session import run_session
 from memory_bank.store.layout import is_store
 
@@ -55,16 +56,18 @@ class ScriptedAgents:
         return plan_offline(request)
 
 
-def _keeper(store: Path, embedder, agents=None) -> GraphKeeper:
-    return GraphKeeper(store, AppConfig(), embedder, agents=(lambda _: agents) if agents else None)
+def _sessions(store: Path, embedder, agents=None) -> SessionService:
+    return SessionService(
+        GraphStorage(store), AppConfig(), embedder, agents=(lambda _: agents) if agents else None
+    )
 
 
 def test_a_merge_inherits_the_edges_updates_the_neighbours_and_cascades(tmp_path, embedder):
     """Seed 001 §3.2.4: A and B merge into H; B's neighbours C and D become H's and are
     updated; H re-enters retrieval without C and D."""
     agents = ScriptedAgents({("B", "C"): "related", ("B", "D"): "related", ("A", "B"): "merge"})
-    keeper = _keeper(tmp_path / "store", embedder, agents)
-    session = keeper.open_session("What happened in quantum computing from 2020 to 2023?").doc_id
+    sessions = _sessions(tmp_path / "store", embedder, agents)
+    session = sessions.open_session("What happened in quantum computing from 2020 to 2023?").doc_id
     ids = {}
     for tag, text in [
         ("C", "Quantum entanglement research in 2020 linked distant qubits."),
@@ -72,18 +75,18 @@ def test_a_merge_inherits_the_edges_updates_the_neighbours_and_cascades(tmp_path
         ("B", "Quantum computing progress in 2020: larger superconducting processors."),
         ("E", "Classical supercomputers in 2023 still beat quantum machines on most tasks."),
     ]:
-        ids[tag] = keeper.intercept(session, f"{tag}: {text}").new_nodes[0].id
-    graph = keeper.state.graph
+        ids[tag] = sessions.intercept(session, f"{tag}: {text}").new_nodes[0].id
+    graph = sessions.storage.state.graph
     assert set(graph.nodes[ids["B"]].links) == {ids["C"], ids["D"]}
     contexts_before = {tag: graph.nodes[ids[tag]].context for tag in "CD"}
 
-    result = keeper.intercept(session, "A: IBM quantum chips in 2023 extend the 2020 progress.")
+    result = sessions.intercept(session, "A: IBM quantum chips in 2023 extend the 2020 progress.")
 
     merged_id = result.merged[0]
     assert result.new_nodes[0].id == merged_id
     merged = graph.nodes[merged_id]
     assert set(merged.links) == {ids["C"], ids["D"]}  # inherited, once each
-    event = next(iter(keeper.state.tree.merge_events.values()))
+    event = next(iter(sessions.storage.state.tree.merge_events.values()))
     assert event.new_node_id == merged_id and ids["B"] in event.merged_node_ids
     new_a = next(i for i in event.merged_node_ids if i != ids["B"])
     for old in (new_a, ids["B"]):
@@ -97,16 +100,16 @@ def test_a_merge_inherits_the_edges_updates_the_neighbours_and_cascades(tmp_path
     assert after_merge and all(ids["C"] not in c and ids["D"] not in c for c in after_merge)
     assert ids["E"] in after_merge[0]
     # The merged node's raw contexts are both intercepted texts.
-    texts = [entry.text for entry in keeper.deep_retrieval(merged_id)]
+    texts = [entry.text for entry in sessions.deep_retrieval(merged_id)]
     assert any(t.startswith("A:") for t in texts) and any(t.startswith("B:") for t in texts)
 
 
-def _entries_digest(keeper: GraphKeeper) -> dict[str, str]:
+def _entries_digest(sessions: SessionService) -> dict[str, str]:
     return {
         entry_id: hashlib.sha256(
             json.dumps([e.text, e.timestamp, e.metadata], sort_keys=True, default=str).encode()
         ).hexdigest()
-        for entry_id, e in keeper.state.tree.entries.items()
+        for entry_id, e in sessions.storage.state.tree.entries.items()
     }
 
 
@@ -118,7 +121,7 @@ def test_a_conflict_puts_cross_validation_first_then_keeps_one_current_node(tmp_
     first = session.intercept(
         "Acme Corporation makes anvils and rocket skates. The CEO of Acme is Alice."
     )
-    entries_before = _entries_digest(bank.keeper())
+    entries_before = _entries_digest(bank.session_service())
     second = session.intercept("The CEO of Acme is Bob, according to the company register.")
 
     assert [c.old_value for c in second.conflicts] == ["Alice"]
@@ -136,7 +139,7 @@ def test_a_conflict_puts_cross_validation_first_then_keeps_one_current_node(tmp_
     assert [(c.status, c.current) for c in validated.resolved] == [
         ("resolved", second.new_nodes[0].id)
     ]
-    current = bank.keeper().node(validated.new_nodes[0].id)
+    current = bank.session_service().node(validated.new_nodes[0].id)
     assert (
         current.status == "current" and "Bob" in current.summary and "Alice" not in current.summary
     )
@@ -144,21 +147,21 @@ def test_a_conflict_puts_cross_validation_first_then_keeps_one_current_node(tmp_
         "Acme Corporation makes anvils and rocket skates. The CEO of Acme is Alice.",
         "The CEO of Acme is Bob, according to the company register.",
     }
-    superseded = bank.keeper().node(first.new_nodes[0].id)
+    superseded = bank.session_service().node(first.new_nodes[0].id)
     assert superseded.status == "superseded" and superseded.superseded_by == current.id
     assert validated.insight_doc.completed_tasks[-1].type == "cross_validate"
     # Entries are only ever added: those recorded before are exactly as they were.
-    entries_after = _entries_digest(bank.keeper())
+    entries_after = _entries_digest(bank.session_service())
     assert {k: entries_after[k] for k in entries_before} == entries_before
     assert len(entries_after) == len(entries_before) + 2
 
 
-def test_another_keeper_sees_every_acknowledged_change(tmp_path, embedder):
+def test_another_process_graph_sees_every_acknowledged_change(tmp_path, embedder):
     store = tmp_path / "store"
-    writer = _keeper(store, embedder)
+    writer = _sessions(store, embedder)
     session = writer.open_session("Where is the Louvre?")
     writer.intercept(session.doc_id, "The Louvre is a museum in Paris, France.")
-    reader = _keeper(store, embedder)
+    reader = _sessions(store, embedder)
     assert reader.insight_doc(session.doc_id).completed_tasks
 
     later = writer.intercept(session.doc_id, "The Louvre opened as a museum in 1793.")

@@ -193,8 +193,6 @@ def test_conversation_jsonl_with_openai_aliases(tmp_path):
         ("blank.md", b" \n\t\n", "empty"),
         ("nul.txt", b"text\x00with nul", "binary"),
         ("controls.txt", bytes(range(1, 9)) * 50, "binary"),
-        ("latin1.txt", "café".encode("latin-1"), "not UTF-8"),
-        ("utf16.txt", "hello".encode("utf-16"), "UTF-16"),
         ("corrupt.pdf", b"%PDF-1.4\nthis is not really a pdf", "PDF"),
         ("invalid.json", b'[{"speaker": "a", "text": ', "invalid JSON"),
         ("wrong_top.json", b'{"messages": []}', "expected a list of turns"),
@@ -211,6 +209,50 @@ def test_bad_input_is_refused_with_a_reason(tmp_path, name, content, reason):
     with pytest.raises(SourceError, match=reason) as caught:
         load_file(path)
     assert caught.value.source == str(path)
+
+
+LEGACY_TEXTS = [
+    (
+        "cp1252",
+        "Le café de la rue est fermé le dimanche. Nous avons mangé une crème brûlée à Paris.",
+    ),
+    ("latin-1", "café au lait, crème brûlée et pâtisserie française."),
+    ("cp1252", "Grüße aus München: die Straße, die Größe und der Übermut."),
+    ("shift_jis", "東京タワーは1958年に完成した。展望台から富士山が見える日もある。"),
+    (
+        "euc_jp",  # a sentence or two: shorter EUC-JP text reads as plausibly as EUC-KR
+        "琵琶湖は滋賀県にある日本最大の湖で、面積は約670平方キロメートルである。"
+        "湖の水は瀬田川から宇治川、淀川を経て大阪湾に流れ、近畿地方の水源となっている。",
+    ),
+    ("gb18030", "长城是中国古代修建的大型军事防御工程。"),
+    ("cp1251", "Москва — столица России, крупнейший по численности населения город."),
+    ("utf-16", "Text with a byte-order mark, as Windows Notepad saved it."),
+]
+
+
+@pytest.mark.parametrize(("encoding", "text"), LEGACY_TEXTS)
+def test_legacy_encodings_are_decoded_and_recorded(tmp_path, encoding, text):
+    document = load_file(write(tmp_path / "legacy.txt", text.encode(encoding)))
+    assert document.text == text
+    assert document.encoding != "utf-8"
+    assert load_file(write(tmp_path / "plain.txt", text)).encoding == "utf-8"
+
+
+def test_a_short_legacy_text_is_not_read_as_utf16(tmp_path):
+    # Four bytes without NULs could be two UTF-16 characters; text in UTF-16 is full of NULs.
+    assert load_file(write(tmp_path / "short.txt", "café".encode("latin-1"))).text == "café"
+
+
+def test_the_ingest_summary_names_decoded_sources(tmp_path):
+    from memory_bank.ingest.stages import read_inputs
+
+    write(tmp_path / "docs" / "legacy.txt", LEGACY_TEXTS[3][1].encode("shift_jis"))
+    write(tmp_path / "docs" / "plain.txt", "Plain UTF-8 text about lighthouses.")
+    loaded = read_inputs([tmp_path / "docs"], None)
+    assert {Path(d.source).name: d.encoding for d in loaded.documents} == {
+        "legacy.txt": "cp932",
+        "plain.txt": "utf-8",
+    }
 
 
 def test_image_only_pdf_is_refused(tmp_path):

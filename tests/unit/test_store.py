@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -21,9 +22,11 @@ from memory_bank.config import AppConfig, TaxonomyConfig
 from memory_bank.errors import StorageError, StoreError
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import (
+    MemoryParts,
     SentenceRecord,
     StoreBuilder,
     StoreReader,
+    StoreSnapshot,
     StoreStats,
     atomic_write_text,
     is_store,
@@ -80,6 +83,9 @@ def build_tree(physics: list[int], biology: list[int], cooking: list[int]) -> Di
     )
 
 
+PART_FIELDS = ("documents", "chunks", "memories", "memory_vectors", "sentences", "sentence_vectors")
+
+
 @dataclass
 class StoreInputs:
     documents: list[Document]
@@ -92,8 +98,11 @@ class StoreInputs:
     readmes: dict[str, str]
     readme_vectors: dict[str, np.ndarray]
 
-    def kwargs(self) -> dict:
-        return {**self.__dict__, "meta_extra": meta_extra_from_config(AppConfig())}
+    def as_snapshot(self, **change: Any) -> StoreSnapshot:
+        """These inputs as a store snapshot, some of them (or its "meta") replaced."""
+        fields = {**self.__dict__, "meta": meta_extra_from_config(AppConfig()), **change}
+        parts = MemoryParts(**{name: fields.pop(name) for name in PART_FIELDS})
+        return StoreSnapshot(parts=parts, **fields)
 
 
 def unit_vectors(rng: np.random.Generator, rows: int) -> np.ndarray:
@@ -248,7 +257,7 @@ def written(
     tmp_path_factory: pytest.TempPathFactory, inputs: StoreInputs
 ) -> tuple[Path, StoreStats]:
     store_dir = tmp_path_factory.mktemp("written") / "mem"
-    stats = write_store(store_dir, **inputs.kwargs())
+    stats = write_store(store_dir, inputs.as_snapshot())
     return store_dir, stats
 
 
@@ -351,7 +360,7 @@ def test_readme_texts_and_vectors_round_trip(reader: StoreReader, inputs: StoreI
 def test_a_store_written_without_readme_vectors_has_no_readmes_table(
     tmp_path: Path, inputs: StoreInputs
 ) -> None:
-    write_store(tmp_path / "mem", **{**inputs.kwargs(), "readme_vectors": None})
+    write_store(tmp_path / "mem", inputs.as_snapshot(readme_vectors=None))
     reader = StoreReader(tmp_path / "mem")
     assert not (tmp_path / "mem" / ".bank" / "readmes.parquet").exists()
     assert reader.readmes() is None
@@ -373,9 +382,9 @@ def test_a_store_written_without_readme_vectors_has_no_readmes_table(
 def test_readme_vectors_that_do_not_fit_the_readmes_are_refused(
     tmp_path: Path, inputs: StoreInputs, change, message: str
 ) -> None:
-    kwargs = {**inputs.kwargs(), "readme_vectors": change(inputs.readme_vectors)}
+    changed = inputs.as_snapshot(readme_vectors=change(inputs.readme_vectors))
     with pytest.raises(StoreError, match=message):
-        write_store(tmp_path / "mem", **kwargs)
+        write_store(tmp_path / "mem", changed)
     assert not (tmp_path / "mem").exists()
     assert leftovers(tmp_path / "mem") == []
 
@@ -409,7 +418,7 @@ def test_failure_inside_builder_leaves_previous_store_untouched(
     tmp_path: Path, inputs: StoreInputs
 ) -> None:
     store_dir = tmp_path / "mem"
-    write_store(store_dir, **inputs.kwargs())
+    write_store(store_dir, inputs.as_snapshot())
     before = snapshot(store_dir)
     with pytest.raises(RuntimeError, match="boom"), StoreBuilder(store_dir) as builder:
         builder.write_file("README.md", "half-built")
@@ -424,7 +433,7 @@ def test_a_switch_failing_midway_leaves_the_previous_store_live(
     from memory_bank.store import location
 
     store_dir = tmp_path / "mem"
-    write_store(store_dir, **inputs.kwargs())
+    write_store(store_dir, inputs.as_snapshot())
     before = snapshot(store_dir)
 
     def failing_switch(*args: object) -> None:
@@ -432,7 +441,7 @@ def test_a_switch_failing_midway_leaves_the_previous_store_live(
 
     monkeypatch.setattr(location, "_switch_link", failing_switch)
     with pytest.raises(StorageError, match=f"no space left on the device of {store_dir} "):
-        write_store(store_dir, **make_inputs(seed=4).kwargs())
+        write_store(store_dir, make_inputs(seed=4).as_snapshot())
     monkeypatch.undo()
     assert snapshot(store_dir) == before
     assert not list(tmp_path.glob(".mem.link-*"))
@@ -440,7 +449,7 @@ def test_a_switch_failing_midway_leaves_the_previous_store_live(
 
 def test_an_incomplete_build_is_never_published(tmp_path: Path, inputs: StoreInputs) -> None:
     store_dir = tmp_path / "mem"
-    write_store(store_dir, **inputs.kwargs())
+    write_store(store_dir, inputs.as_snapshot())
     before = snapshot(store_dir)
     with StoreBuilder(store_dir) as builder:
         builder.write_file("README.md", "new")
@@ -452,12 +461,11 @@ def test_an_incomplete_build_is_never_published(tmp_path: Path, inputs: StoreInp
 
 def test_invalid_input_writes_nothing(tmp_path: Path, inputs: StoreInputs) -> None:
     store_dir = tmp_path / "mem"
-    write_store(store_dir, **inputs.kwargs())
+    write_store(store_dir, inputs.as_snapshot())
     before = snapshot(store_dir)
-    kwargs = inputs.kwargs()
-    kwargs["readmes"] = {path: text for path, text in inputs.readmes.items() if path != "/cooking"}
+    readmes = {path: text for path, text in inputs.readmes.items() if path != "/cooking"}
     with pytest.raises(StoreError, match="without a README"):
-        write_store(store_dir, **kwargs)
+        write_store(store_dir, inputs.as_snapshot(readmes=readmes))
     assert snapshot(store_dir) == before
     assert leftovers(store_dir) == []
 
@@ -471,17 +479,18 @@ def test_invalid_input_writes_nothing(tmp_path: Path, inputs: StoreInputs) -> No
         ({"taxonomy_config": TaxonomyConfig(hard_max_leaf=2)}, "more than hard_max_leaf"),
         ({"memory_vectors": np.zeros((7, 384), dtype=np.float32)}, r"shape \(8, 384\)"),
         ({"sentence_vectors": np.zeros((1, 384), dtype=np.float32)}, "sentence vectors"),
-        ({"meta_extra": {"model_used": "offline"}}, "meta_extra lacks"),
+        ({"meta": {"model_used": "offline"}}, "meta lacks"),
     ],
 )
 def test_inconsistent_inputs_are_refused(
     tmp_path: Path, inputs: StoreInputs, change: dict, message: str
 ) -> None:
-    kwargs = {**inputs.kwargs(), **change}
+    change = dict(change)
+    taxonomy_config = change.pop("taxonomy_config", None)
     if "tree" in change:
-        kwargs["readmes"] = {node.path: "# readme\n" for node in change["tree"].iter_nodes()}
+        change["readmes"] = {node.path: "# readme\n" for node in change["tree"].iter_nodes()}
     with pytest.raises(StoreError, match=message):
-        write_store(tmp_path / "mem", **kwargs)
+        write_store(tmp_path / "mem", inputs.as_snapshot(**change), taxonomy_config=taxonomy_config)
     assert not (tmp_path / "mem").exists()
 
 
@@ -490,9 +499,8 @@ def test_unsafe_directory_names_are_refused(tmp_path: Path, inputs: StoreInputs)
     tree.children[1].name = ".."
     tree.children[1].path = "/.."
     readmes = {node.path: "# readme\n" for node in tree.iter_nodes()}
-    kwargs = {**inputs.kwargs(), "tree": tree, "readmes": readmes}
     with pytest.raises(StoreError, match="invalid directory name '..'"):
-        write_store(tmp_path / "mem", **kwargs)
+        write_store(tmp_path / "mem", inputs.as_snapshot(tree=tree, readmes=readmes))
     assert not (tmp_path / "mem").exists()
 
 
@@ -503,7 +511,7 @@ def test_refuses_to_replace_a_directory_that_is_not_a_store(
     foreign.mkdir()
     (foreign / "diary.txt").write_text("precious")
     with pytest.raises(StoreError, match="not a memory store"):
-        write_store(foreign, **inputs.kwargs())
+        write_store(foreign, inputs.as_snapshot())
     assert (foreign / "diary.txt").read_text() == "precious"
 
 
@@ -511,7 +519,7 @@ def test_second_build_replaces_first_and_keeps_created_at(
     tmp_path: Path, inputs: StoreInputs
 ) -> None:
     store_dir = tmp_path / "mem"
-    first = write_store(store_dir, **inputs.kwargs())
+    first = write_store(store_dir, inputs.as_snapshot())
     meta = json.loads((store_dir / ".gam_meta.json").read_text())
     meta["created_at"] = "2020-01-01T00:00:00Z"
     atomic_write_text(store_dir / ".gam_meta.json", json.dumps(meta))
@@ -520,7 +528,7 @@ def test_second_build_replaces_first_and_keeps_created_at(
     smaller = make_inputs(
         seed=1, specs=MEMORY_SPECS[3:5], tree=DirectoryNode(path="/", name="", children=[biology])
     )
-    second = write_store(store_dir, **smaller.kwargs())
+    second = write_store(store_dir, smaller.as_snapshot())
     reader = StoreReader(store_dir)
     assert second.store_version != first.store_version == meta["store_version"]
     assert reader.meta["created_at"] == "2020-01-01T00:00:00Z"
@@ -539,8 +547,8 @@ def test_second_build_replaces_first_and_keeps_created_at(
 
 
 def test_same_content_gives_same_store_version(tmp_path: Path, inputs: StoreInputs) -> None:
-    assert write_store(tmp_path / "a", **inputs.kwargs()).store_version == (
-        write_store(tmp_path / "b", **inputs.kwargs()).store_version
+    assert write_store(tmp_path / "a", inputs.as_snapshot()).store_version == (
+        write_store(tmp_path / "b", inputs.as_snapshot()).store_version
     )
 
 
@@ -553,7 +561,7 @@ def test_concurrent_builds_serialize_and_leave_one_complete_store(tmp_path: Path
     def build(slot: int) -> None:
         barrier.wait()
         try:
-            results[slot] = write_store(store_dir, **candidates[slot].kwargs())
+            results[slot] = write_store(store_dir, candidates[slot].as_snapshot())
         except BaseException as exc:  # surfaced by the assertion below
             results[slot] = exc
 
@@ -578,7 +586,7 @@ def test_concurrent_builds_serialize_and_leave_one_complete_store(tmp_path: Path
 def test_commit_waits_for_the_store_lock(tmp_path: Path, inputs: StoreInputs) -> None:
     store_dir = tmp_path / "mem"
     with store_lock(store_dir):
-        thread = threading.Thread(target=write_store, args=(store_dir,), kwargs=inputs.kwargs())
+        thread = threading.Thread(target=write_store, args=(store_dir, inputs.as_snapshot()))
         thread.start()
         thread.join(timeout=1.0)  # the build writes its files, then blocks before the swap
         assert thread.is_alive()
@@ -594,7 +602,7 @@ def test_old_versions_go_once_no_reader_can_still_be_on_them(
 
     store_dir = tmp_path / "mem"
     for seed in (1, 2, 3):
-        write_store(store_dir, **make_inputs(seed=seed).kwargs())
+        write_store(store_dir, make_inputs(seed=seed).as_snapshot())
     location = StoreLocation(store_dir)
     # A commit killed after moving its version in place but before switching the link.
     orphan = location.versions_dir / "000004-deadbeef"
@@ -607,7 +615,7 @@ def test_old_versions_go_once_no_reader_can_still_be_on_them(
     removed = location.collect_garbage(now=later)
     assert [p.name[:6] for p in removed] == ["000001"]
     assert location.live_directory() == live and is_store(store_dir)
-    write_store(store_dir, **make_inputs(seed=4).kwargs())  # becomes 000005
+    write_store(store_dir, make_inputs(seed=4).as_snapshot())  # becomes 000005
     location.collect_garbage(now=time.time() + GRACE_SECONDS + 1)
     assert [p.name[:6] for p in location.versions()] == ["000004", "000005"]
     assert StoreReader(store_dir).root == location.versions()[-1]
@@ -617,10 +625,10 @@ def test_a_store_from_before_versions_is_switched_without_a_gap(
     tmp_path: Path, inputs: StoreInputs
 ) -> None:
     store_dir = tmp_path / "mem"
-    write_store(tmp_path / "old", **inputs.kwargs())
+    write_store(tmp_path / "old", inputs.as_snapshot())
     shutil.copytree((tmp_path / "old").resolve(), store_dir)  # a plain directory, as stores were
     assert not store_dir.is_symlink()
-    write_store(store_dir, **make_inputs(seed=7).kwargs())
+    write_store(store_dir, make_inputs(seed=7).as_snapshot())
     assert store_dir.is_symlink() and is_store(store_dir)
     assert leftovers(store_dir) == []
 
@@ -632,8 +640,8 @@ def test_a_symlinked_store_path_keeps_pointing_at_the_store(
     real.parent.mkdir()
     link = tmp_path / "mem"
     link.symlink_to(real, target_is_directory=True)
-    write_store(link, **inputs.kwargs())
-    write_store(link, **make_inputs(seed=3).kwargs())
+    write_store(link, inputs.as_snapshot())
+    write_store(link, make_inputs(seed=3).as_snapshot())
     assert link.is_symlink() and is_store(real)
     assert StoreReader(link).root == real.resolve()
     plain = tmp_path / "plain"
@@ -659,7 +667,7 @@ def test_a_build_left_by_a_dead_process_is_removed_and_a_live_one_kept(
     abandoned = Path(finished.stdout.strip())
     assert finished.returncode == 1 and abandoned.is_dir()
     with StoreBuilder(store_dir) as running:  # another build, still being written
-        write_store(store_dir, **inputs.kwargs())
+        write_store(store_dir, inputs.as_snapshot())
         assert not abandoned.exists()
         assert running.build_dir.is_dir()
         running.abort()
@@ -702,8 +710,8 @@ def test_deleting_a_store_takes_its_versions_and_siblings_and_leaves_its_neighbo
     from memory_bank.store.location import StoreLocation
 
     for name in ("mem", "mem.old"):
-        write_store(tmp_path / name, **inputs.kwargs())
-        write_store(tmp_path / name, **inputs.kwargs())  # a second version
+        write_store(tmp_path / name, inputs.as_snapshot())
+        write_store(tmp_path / name, inputs.as_snapshot())  # a second version
     (tmp_path / ".mem.journal").mkdir()
     (tmp_path / ".mem.graph.lock").touch()
     assert (tmp_path / "mem").is_symlink() or (tmp_path / ".mem.versions").is_dir()

@@ -139,9 +139,11 @@ def test_render_requires_source_metadata() -> None:
     [
         ("python_gil_threading", "python_gil_threading"),
         ("Python GIL: Threading!", "python_gil_threading"),
-        ("café crème", "cafe_creme"),
+        ("cafe\u0301 crème", "café_crème"),
+        ("Straße／Ｂ", "straße_b"),
         ("2024 annual report", "memory_2024_annual_report"),
-        ("日本語", "memory"),
+        ("日本語", "日本語"),
+        ("２０２４年", "memory_2024年"),
         ("", "memory"),
         ("../../etc/passwd", "etc_passwd"),
         ("a" * 80, "a" * 60),

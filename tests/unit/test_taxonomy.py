@@ -406,18 +406,26 @@ def test_mismatched_vectors_are_rejected():
         plan_taxonomy(items, vectors[:5], CONFIG)
 
 
-def test_japanese_memories_get_ascii_names_and_keep_their_script(topic_corpus):
+def test_japanese_memories_get_japanese_names(topic_corpus):
     _, vectors = topic_corpus
     tldrs = ["東京は日本の首都です。", "寿司は日本料理です。", "富士山は日本一高い山です。"]
-    tldrs = tldrs * 4
+    keywords = [["東京", "日本"], ["寿司", "日本料理"], ["富士山", "日本"]]
     items = [
-        TaxonomyItem(index=i, title=f"memory_{i}", tldr=tldr, text=tldr)
-        for i, tldr in enumerate(tldrs)
+        TaxonomyItem(
+            index=i,
+            title=f"memory_{i}",
+            tldr=tldrs[i % 3],
+            text=tldrs[i % 3],
+            keywords=keywords[i % 3],
+        )
+        for i in range(12)
     ]
     tree = plan_taxonomy(items, vectors[:12], CONFIG)
     assert validate_taxonomy(tree, 12, CONFIG) == []
     _assert_names_valid_and_unique(tree)
     assert any("日本" in node.description for node in tree.iter_nodes())
+    names = [node.name for node in tree.iter_nodes() if node.path != "/"]
+    assert any("日本" in name or "寿司" in name or "東京" in name for name in names), names
 
 
 def _valid_tree() -> DirectoryNode:

@@ -100,9 +100,11 @@ def _group(size: int, documents: int, **terms: tuple[int, int, int]) -> GroupEvi
     return GroupEvidence(size, documents, counts, {term: term for term in counts}, "fallback")
 
 
-def test_tokenize_keeps_ascii_content_words_and_drops_generic_ones():
+def test_tokenize_keeps_content_words_of_any_script_and_drops_generic_ones():
     text = "The café runs 2024 PostgreSQL-15 queries on x86 at noon, 東京"
-    assert tokenize(text) == ["cafe", "runs", "postgresql", "queries", "x86", "noon"]
+    assert tokenize(text) == ["café", "runs", "postgresql", "queries", "x86", "noon", "東京"]
+    german = "Der Dom steht in der Stadt, und die Türme sind hoch."
+    assert tokenize(german) == ["dom", "steht", "stadt", "türme", "hoch"]
     assert tokenize("Every year the small team meets in March for a long time") == ["team", "meets"]
 
 

