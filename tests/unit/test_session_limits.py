@@ -10,6 +10,7 @@ import pytest
 
 from memory_bank.config import AppConfig, LimitsConfig, SessionConfig
 from memory_bank.errors import InputTooLargeError
+from memory_bank.graph.analysis import Relationship
 from memory_bank.graph.batch import GraphCommit, MemoryInput, analyze_tasks
 from memory_bank.graph.storage import GraphStorage
 from memory_bank.ingest.graph_step import IngestGraphStep
@@ -162,3 +163,44 @@ def test_sessions_go_on_while_a_commit_analyses_its_graph(tmp_path, embedder):
     assert {"c0", "c1", "c2"} <= node_ids
     # The commit's snapshot holds what the intercept did meanwhile, and its own verdicts.
     assert outcome["intercept"].new_nodes[0].id in node_ids
+
+
+def test_a_verdict_about_a_node_retired_during_the_analysis_is_dropped(tmp_path, embedder):
+    storage = GraphStorage(tmp_path / "store")
+    analysing, release = threading.Event(), threading.Event()
+
+    def conflicting(tasks):  # every candidate contradicts, once the retirement is done
+        analysing.set()
+        assert release.wait(60), "nobody released the analysis"
+        return [
+            [Relationship(c.id, "conflict", 0.9, "scripted") for c in task.candidates]
+            for task in tasks
+        ]
+
+    step = IngestGraphStep(storage, AppConfig(), embedder.encode, analyze_call=conflicting)
+    texts = ["The ferry left at nine o'clock.", "The ferry left at ten o'clock."]
+    vectors = embedder.encode(texts)
+    items = [
+        MemoryInput(f"c{n}", text, "", ["ferry"], vectors[n], "ferries.md", None, text, {}, n)
+        for n, text in enumerate(texts)
+    ]
+    release.set()  # the first commit has no candidates to analyse
+    step.prepare_commit(GraphCommit([items[0]], [], {"c0"}))
+    release.clear()
+    outcome: dict = {}
+    worker = threading.Thread(
+        target=lambda: outcome.setdefault(
+            "commit", step.prepare_commit(GraphCommit([items[1]], [], {"c0", "c1"}))
+        )
+    )
+    worker.start()
+    try:
+        assert analysing.wait(120), "the second commit found nothing to analyse"
+        with storage.mutating() as state:  # a session merges c0 away meanwhile
+            state.graph.retire("c0", "merged", "s-elsewhere", 3.0, "merged by a session")
+    finally:
+        release.set()
+        worker.join(120)
+    _, result = outcome["commit"]
+    assert result.conflicts == [] and result.pairs == 0
+    assert storage.state.graph.conflicts == {}
