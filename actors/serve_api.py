@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory_bank.errors import (
+    AccessDenied,
     ConfigError,
     InputTooLargeError,
     MemoryBankError,
@@ -33,13 +34,13 @@ class ApiRequest(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _valid_unicode(cls, data: Any) -> Any:
-        where = _lone_surrogate(data, "body")
+        where = lone_surrogate(data, "body")
         if where is not None:
             raise ValueError(f"{where} holds a lone surrogate: not valid Unicode text")
         return data
 
 
-def _lone_surrogate(value: Any, where: str) -> str | None:
+def lone_surrogate(value: Any, where: str) -> str | None:
     """Where in a parsed JSON value a string (or a key) holds a lone surrogate; None: nowhere.
     The place is said in ASCII, so the 422 can name it."""
     if isinstance(value, str):
@@ -55,7 +56,7 @@ def _lone_surrogate(value: Any, where: str) -> str | None:
         parts = [(f"{where}[{number}]", item) for number, item in enumerate(value)]
     else:
         return None
-    return next((found for inner, item in parts if (found := _lone_surrogate(item, inner))), None)
+    return next((found for inner, item in parts if (found := lone_surrogate(item, inner))), None)
 
 
 class QueryRequest(ApiRequest):
@@ -77,6 +78,12 @@ class QueryRequest(ApiRequest):
         max_length=8000,
         description="Extra instructions for the navigation agent (LLM backend only).",
     )
+    within: list[str] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="Answer from these documents only (as for /search); empty: every document.",
+    )
+    under: str | None = Field(None, description="Answer from this store directory only (/a/b).")
 
     @field_validator("question")
     @classmethod
@@ -150,6 +157,7 @@ class ErrorBody(BaseModel):
 # A store being replaced or missing is the server's problem and may pass (503); bad arguments
 # are the caller's (400). Anything else from the domain is still reported, without a traceback.
 _ERROR_STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
+    (AccessDenied, 403),
     (SessionError, 404),
     (InputTooLargeError, 413),
     (StoreError, 503),
@@ -160,6 +168,11 @@ _ERROR_STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "Invalid arguments."},
     401: {"model": ErrorBody, "description": "A missing or wrong API key (Authorization: Bearer)."},
+    403: {
+        "model": ErrorBody,
+        "description": "The key lacks the permission this needs, or reaches beyond its part "
+        "of the store; or the Host / Origin header is not allowed.",
+    },
     404: {"model": ErrorBody, "description": "No such session or memory."},
     413: {
         "model": ErrorBody,

@@ -1,22 +1,10 @@
 """The HTTP API: a light FastAPI ingress in front of the query replicas, on Ray Serve.
 
-    POST /query   {"question": ..., "mode"?: "navigate" | "research", "max_iterations"?,
-                   "system_prompt"?}                               -> ChatResult
-    POST /search  {"query": ..., "top_k"?, "mode": "hybrid"}         -> list[SearchHit]
-    GET  /tree                                                     -> DirectoryNode
-    POST /conversations/{id}/turns  {"speaker", "text", "timestamp"?}  -> TurnRecord
-    POST /conversations/{id}/recall {"query", "max_tokens"?}          -> RecallResult
-    POST /conversations/{id}/consolidate                  -> {"consolidated": N}
-    GET  /conversations/{id}                                       -> ConversationInfo
-    GET  /conversations                                            -> list of ids
-    GET  /tools                                  -> the store tools as OpenAI function schemas
     GET  /healthz                                                  -> {"status", "store_version"}
-    POST /sessions            {"task_goal": ...}                    -> InsightDoc (doc_id = id)
-    GET  /sessions/{id}                                            -> InsightDoc
-    POST /sessions/{id}/intercept {"context": ..., "task_type"?}   -> InterceptResult
-    GET  /sessions/{id}/prompt                          -> {"prompt": the enhanced prompt}
-    POST /sessions/{id}/close                                      -> SessionExport
-    GET  /memory/{id}          -> NodeDetail: a memory, its neighbours, history, raw entries
+    the JSON API (query, search, tree, files, memories, conversations, sessions, writes as
+    jobs)                                                          `actors/serve_routes.py`
+    /mcp: the MCP server over streamable HTTP                      `actors/serve_agents.py`
+    /v1/models, /v1/chat/completions (OpenAI-compatible)           `actors/serve_chat.py`
     GET  /ui/ (the page, no key needed), GET /browse/...   the page's views (actors/ui)
     GET  /docs, /openapi.json                                      (FastAPI defaults)
 
@@ -32,9 +20,12 @@ Two deployments (Serve model composition):
   with backoff, made throughput collapse. So health and tree never wait behind the model, and
   load is shed early.
 
-An API key, when given, is required as `Authorization: Bearer <key>` on every path but
-/healthz; only its SHA-256 reaches Ray. `memory-bank serve` refuses a non-loopback address
-without one.
+Every path but /healthz passes the HTTP guard (`actors/serve_access.py`): the Host and Origin
+allowlists, then the caller's key (`memory-bank keys`; required off loopback), whose permission
+and part of the store every route then keeps to (`memory_bank/agents/gateway.py`). A single
+`--api-key` still works as an admin key required everywhere; only its SHA-256 reaches Ray.
+`memory-bank serve` refuses a non-loopback address without a key. Then every body passes the
+size limits (`actors/request_guards.py`): the routes and guards are `actors/http_app.py`.
 
 Three ways to run it:
 - `memory-bank serve --store DIR` (`actors/serve_run.py`),
@@ -46,14 +37,11 @@ Three ways to run it:
 # outside this module, so FastAPI could not resolve string annotations and would take the
 # request models for query parameters.
 import hashlib
-import hmac
 import os
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.datastructures import Headers
-from fastapi.exceptions import RequestValidationError
+from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ray import serve
@@ -64,36 +52,15 @@ from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
 
 from actors.admission import AdmissionQueue, QueueFull
+from actors.http_app import http_app
 from actors.loopback import keep_replica_port_on_loopback
-from actors.request_guards import (
-    BodyTooLarge,
-    EscapedJSONResponse,
-    LimitRequestBody,
-    refused_body,
-    refused_validation,
-)
-from actors.serve_api import (
-    ERROR_RESPONSES,
-    Consolidated,
-    ErrorBody,
-    Health,
-    InterceptRequest,
-    Prompt,
-    QueryRequest,
-    RecallRequest,
-    SearchRequest,
-    SessionRequest,
-    TurnRequest,
-    error_status,
-)
+from actors.request_guards import EscapedJSONResponse
+from actors.serve_agents import wire_agents
+from actors.serve_api import ERROR_RESPONSES, ErrorBody, Health, error_status
 from actors.serve_model import MemoryBankModel
-from actors.ui import attach_browser, is_page_path
-from actors.ui import router as ui_router
+from actors.ui import attach_browser
 from memory_bank.config import AppConfig, ServeConfig, load_config
-from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.errors import ConfigError, MemoryBankError, StoreError
-from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
-from memory_bank.session.models import InsightDoc, InterceptResult, NodeDetail, SessionExport
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
 
@@ -103,8 +70,6 @@ APP_NAME = "memory-bank"
 # The ingress only awaits the replicas: thousands in flight cost it little, and its own queue
 # (at the proxy) should never be the one that fills first.
 INGRESS_MAX_ONGOING_REQUESTS = 1000
-# Paths answered without the API key: a load balancer's health probe carries none.
-OPEN_PATHS = frozenset({"/healthz"})
 
 
 class Overloaded(Exception):
@@ -115,20 +80,7 @@ class Overloaded(Exception):
         self.retry_after_s = retry_after_s
 
 
-app = FastAPI(
-    title="memory-bank",
-    summary="Ask and search a hierarchical memory store.",
-    version="0.1.0",
-    default_response_class=EscapedJSONResponse,
-)
-app.add_exception_handler(BodyTooLarge, refused_body)
-app.add_exception_handler(RequestValidationError, refused_validation)
-
-
-@app.exception_handler(MemoryBankError)
-async def _domain_error(_: Request, exc: MemoryBankError) -> JSONResponse:
-    body = ErrorBody(error=type(exc).__name__, detail=str(exc))
-    return EscapedJSONResponse(status_code=error_status(exc), content=body.model_dump())
+app = http_app()
 
 
 @app.exception_handler(Overloaded)
@@ -136,35 +88,6 @@ async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:
     body = ErrorBody(error="Overloaded", detail=str(exc))
     headers = {"Retry-After": str(exc.retry_after_s)}
     return EscapedJSONResponse(status_code=503, content=body.model_dump(), headers=headers)
-
-
-class _RequireApiKey:
-    """Pure ASGI (Starlette's BaseHTTPMiddleware costs about a millisecond per request): a
-    request without the key, on any path but OPEN_PATHS, is answered 401 here."""
-
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        # Set per replica by MemoryBankIngress.__init__; None means no key was configured.
-        expected = getattr(scope["app"].state, "api_key_sha256", None) if "app" in scope else None
-        path = scope.get("path", "")
-        if expected is None or scope["type"] != "http" or path in OPEN_PATHS or is_page_path(path):
-            return await self.app(scope, receive, send)
-        scheme, _, token = Headers(scope=scope).get("authorization", "").partition(" ")
-        presented = hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
-        if scheme.lower() == "bearer" and hmac.compare_digest(presented, expected):
-            return await self.app(scope, receive, send)
-        body = ErrorBody(error="Unauthorized", detail="a valid 'Authorization: Bearer <key>'")
-        refusal = JSONResponse(
-            status_code=401, content=body.model_dump(), headers={"WWW-Authenticate": "Bearer"}
-        )
-        await refusal(scope, receive, send)
-
-
-app.add_middleware(LimitRequestBody)
-app.add_middleware(_RequireApiKey)  # added last, so it runs first: no body is looked at before
-app.include_router(ui_router)  # the page at /ui/ and the /browse/ views it reads
 
 
 class _StoreView:
@@ -194,36 +117,36 @@ class MemoryBankIngress:
         config: dict[str, Any],
         api_key_sha256: str | None = None,
         model_capacity: int | None = None,
+        bound_host: str | None = None,
     ) -> None:
         keep_replica_port_on_loopback()
-        app.state.api_key_sha256 = api_key_sha256
         self._model = model
         self._store = store
-        self._config = AppConfig.model_validate(config)
-        app.state.max_body_bytes = self._config.limits.max_body_bytes
+        self.config = AppConfig.model_validate(config)
         self._view = _StoreView(store)
-        attach_browser(app, store, self._config)
+        attach_browser(app, store, self.config)
         self._keeper = None
-        settings = self._config.serve
+        settings = self.config.serve
         self._admission = AdmissionQueue(
             model_capacity or settings.max_ongoing_requests, settings.max_queued_requests
         )
+        wire_agents(app, self, store, bound_host, api_key_sha256)
 
-    async def _model_call(self, method: str, *args: Any) -> Any:
+    async def model_call(self, method: str, *args: Any) -> Any:
         try:
             async with self._admission.admitted():
                 return await getattr(self._model, method).remote(*args)
         except (QueueFull, BackPressureError):
             raise Overloaded(
                 "every query replica is busy and the queue before them is full; "
-                f"try again in {self._config.serve.retry_after_s} s",
-                self._config.serve.retry_after_s,
+                f"try again in {self.config.serve.retry_after_s} s",
+                self.config.serve.retry_after_s,
             ) from None
         except DeploymentUnavailableError:
             raise Overloaded(
                 "no query replica is available (starting, or being replaced); "
-                f"try again in {self._config.serve.retry_after_s} s",
-                self._config.serve.retry_after_s,
+                f"try again in {self.config.serve.retry_after_s} s",
+                self.config.serve.retry_after_s,
             ) from None
         except RayTaskError as exc:
             # The domain's own error, as raised in the replica (its class, a clear message).
@@ -231,113 +154,19 @@ class MemoryBankIngress:
                 raise exc.cause from None
             raise
 
-    @app.post("/query", response_model=ChatResult, responses=ERROR_RESPONSES)
-    async def query(self, request: QueryRequest) -> ChatResult:
-        return await self._model_call("query", request)
-
-    @app.post("/search", response_model=list[SearchHit], responses=ERROR_RESPONSES)
-    async def search(self, request: SearchRequest) -> list[SearchHit]:
-        return await self._model_call("search", request)
-
-    @app.post(
-        "/conversations/{conversation_id}/turns",
-        response_model=TurnRecord,
-        responses=ERROR_RESPONSES,
-    )
-    async def add_turn(self, conversation_id: str, request: TurnRequest) -> TurnRecord:
-        return await self._model_call("add_turn", conversation_id, request)
-
-    @app.post(
-        "/conversations/{conversation_id}/recall",
-        response_model=RecallResult,
-        responses=ERROR_RESPONSES,
-    )
-    async def recall(self, conversation_id: str, request: RecallRequest) -> RecallResult:
-        return await self._model_call("recall", conversation_id, request)
-
-    @app.post(
-        "/conversations/{conversation_id}/consolidate",
-        response_model=Consolidated,
-        responses=ERROR_RESPONSES,
-    )
-    async def consolidate(self, conversation_id: str) -> Consolidated:
-        return await self._model_call("consolidate", conversation_id)
-
-    @app.get(
-        "/conversations/{conversation_id}",
-        response_model=ConversationInfo,
-        responses=ERROR_RESPONSES,
-    )
-    async def conversation(self, conversation_id: str) -> ConversationInfo:
-        return await self._model_call("conversation", conversation_id)
-
-    @app.get("/conversations", response_model=list[str], responses=ERROR_RESPONSES)
-    async def conversations(self) -> list[str]:
-        return await self._model_call("conversation_ids")
-
     # --- answered here, never behind the model -------------------------------------------------
 
     @app.get("/healthz", response_model=Health, responses=ERROR_RESPONSES)
     def healthz(self) -> Health:
         return Health(store_version=self._view.reader().store_version)
 
-    @app.get("/tree", response_model=DirectoryNode, responses=ERROR_RESPONSES)
-    def tree(self) -> DirectoryNode:
-        return self._view.reader().tree()
-
-    @app.get("/tools")
-    def tools(self) -> list[dict]:
-        """The store tools as OpenAI function schemas, for an outside agent to drive the store."""
-        from memory_bank.llm.agent import TOOL_SCHEMAS
-
-        return TOOL_SCHEMAS
-
-    # --- the Memory Bank's session mode, for an outside agent ---------------------------------
-
-    def _graph(self):
+    def graph_keeper(self):
+        """The store's graph actor behind the keeper's interface (sessions, graph nodes)."""
         if self._keeper is None:
             from actors.graph import RemoteKeeper, graph_actor
 
-            self._keeper = RemoteKeeper(graph_actor(self._store, self._config))
+            self._keeper = RemoteKeeper(graph_actor(self._store, self.config))
         return self._keeper
-
-    @app.post("/sessions", response_model=InsightDoc, responses=ERROR_RESPONSES)
-    def open_session(self, request: SessionRequest) -> InsightDoc:
-        return self._graph().open_session(request.task_goal)
-
-    @app.get("/sessions/{session_id}", response_model=InsightDoc, responses=ERROR_RESPONSES)
-    def insight_doc(self, session_id: str) -> InsightDoc:
-        return self._graph().insight_doc(session_id)
-
-    @app.post(
-        "/sessions/{session_id}/intercept",
-        response_model=InterceptResult,
-        responses=ERROR_RESPONSES,
-    )
-    def intercept(self, session_id: str, request: InterceptRequest) -> InterceptResult:
-        from memory_bank.graph.model import Attachment
-
-        files = tuple(
-            Attachment(id=f"a{n}", type=kind, path=path)
-            for n, (kind, path) in enumerate(request.attachments, start=1)
-        )
-        return self._graph().intercept(
-            session_id, request.context, request.task_type, files, request.metadata
-        )
-
-    @app.get("/sessions/{session_id}/prompt", response_model=Prompt, responses=ERROR_RESPONSES)
-    def enhance(self, session_id: str) -> Prompt:
-        return Prompt(prompt=self._graph().enhance_prompt(session_id))
-
-    @app.post(
-        "/sessions/{session_id}/close", response_model=SessionExport, responses=ERROR_RESPONSES
-    )
-    def close_session(self, session_id: str) -> SessionExport:
-        return self._graph().close(session_id)
-
-    @app.get("/memory/{node_id}", response_model=NodeDetail, responses=ERROR_RESPONSES)
-    def memory(self, node_id: str) -> NodeDetail:
-        return self._graph().node(node_id)
 
 
 # --- building the application -------------------------------------------------------------------
@@ -376,9 +205,11 @@ def build_app_for(
     config: AppConfig,
     num_replicas: int | None = None,
     api_key: str | None = None,
+    bound_host: str | None = None,
 ) -> Application:
     """The ingress bound to the query replicas, configured by `config.serve`; `num_replicas`
-    (fixed) overrides its replicas or autoscaling."""
+    (fixed) overrides its replicas or autoscaling. `bound_host`, the address Serve's proxy
+    listens on, is a Host the guard lets in (with those of `config.agents`)."""
     # Replicas may run in another working directory (or on another node): hand them an
     # absolute path, and refuse a missing store here rather than in a crash-looping replica.
     # Not resolve(): the store path is a link that each commit moves to a new version.
@@ -412,6 +243,7 @@ def build_app_for(
         settings_json,
         key_digest,
         model_capacity(settings, num_replicas),
+        bound_host,
     )
 
 
@@ -439,5 +271,9 @@ def start(
     Ray must already be initialized (the caller owns it).
     """
     serve.start(http_options={"host": host, "port": port})
-    serve.run(build_app_for(store, config, num_replicas, api_key), name=APP_NAME, route_prefix="/")
+    serve.run(
+        build_app_for(store, config, num_replicas, api_key, bound_host=host),
+        name=APP_NAME,
+        route_prefix="/",
+    )
     return f"http://{host}:{port}"

@@ -59,12 +59,14 @@ class MemoryBankModel:
         self._thread = DomainThread(self._service.encode_queries, settings.serve.batch_size)
 
     async def query(self, request: QueryRequest) -> ChatResult:
+        scope = SearchScope(documents=tuple(request.within), directory=request.under)
         if request.mode == "research":
             return await self._thread.run_embedded(
                 request.question,
                 self._service.research,
                 request.question,
                 max_iterations=request.max_iterations,
+                scope=scope,
             )
         return await self._thread.run_embedded(
             request.question,
@@ -72,6 +74,7 @@ class MemoryBankModel:
             request.question,
             max_iterations=request.max_iterations,
             system_prompt=request.system_prompt,
+            scope=scope,
         )
 
     async def search(self, request: SearchRequest) -> list[SearchHit]:

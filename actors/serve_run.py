@@ -36,15 +36,16 @@ def is_loopback(host: str) -> bool:
         return False  # a host name other than localhost may resolve to anything
 
 
-def require_api_key_off_loopback(host: str, api_key: str | None) -> None:
+def require_api_key_off_loopback(host: str, api_key: str | None, has_keys: bool = False) -> None:
     """A server reachable from other machines must not answer strangers: refuse to bind a
-    non-loopback address without an API key."""
-    if api_key or is_loopback(host):
+    non-loopback address without an API key (`--api-key`, or keys made with `memory-bank
+    keys create`, which every request from off loopback must then carry)."""
+    if api_key or has_keys or is_loopback(host):
         return
     raise ConfigError(
         f"refusing to serve on {host}: it is not a loopback address, so anyone who can reach "
-        f"it could read the store. Give an API key (--api-key, or the {API_KEY_ENV} "
-        "environment variable), or bind 127.0.0.1."
+        f"it could read the store. Make a key (`memory-bank keys create`), give an API key "
+        f"(--api-key, or the {API_KEY_ENV} environment variable), or bind 127.0.0.1."
     )
 
 
@@ -82,7 +83,9 @@ def run_blocking(
     api_key: str | None = None,
 ) -> None:
     """Join or start Ray, serve the store, block until SIGTERM or Ctrl-C, then clean up."""
-    require_api_key_off_loopback(host, api_key)
+    from memory_bank.agents.keys import KeyRing
+
+    require_api_key_off_loopback(host, api_key, KeyRing(store).has_active_keys())
     config = config or load_config(config_path)
     import ray
     from ray import serve
@@ -97,7 +100,8 @@ def run_blocking(
             _catch_stop_signals()  # again: ray.init() put its own SIGTERM handler in place
             url = start(store, config, host, port, api_key=api_key)
             print(
-                f"memory-bank is serving {Path(store).absolute()} at {url} (API docs: {url}/docs)"
+                f"memory-bank is serving {Path(store).absolute()} at {url} (API docs: {url}/docs;"
+                f" MCP: {url}/mcp; OpenAI-compatible: {url}/v1)"
             )
             print("Press Ctrl-C to stop.", flush=True)
             threading.Event().wait()

@@ -19,17 +19,20 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
 from actors.graph import RemoteKeeper, graph_actor
 from actors.store_actors import NAMESPACE, store_actor_name, store_actor_options, store_path
 from memory_bank.config import AppConfig
+from memory_bank.errors import MemoryBankError
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
 from memory_bank.llm import backend_for
 from memory_bank.schemas import CommitResult
 from pipeline.runtime import encode_on_task, map_on_tasks
 
-__all__ = ["NAMESPACE", "StoreWriter", "store_writer", "writer_name"]
+__all__ = ["NAMESPACE", "StoreWriter", "commit_through_writer", "store_writer", "writer_name"]
 ROLE = "writer"
+COMMIT_ATTEMPTS = 3
 
 
 class StoreWriter:
@@ -63,6 +66,38 @@ def _committer(store: Path, config: AppConfig) -> StoreCommitter:
         map_calls=lambda function, calls: map_on_tasks(function, calls, resources.plan_task_cpus),
         graph=graph,
     )
+
+
+def commit_through_writer(store: Path, request: CommitRequest, config: AppConfig) -> CommitResult:
+    """Commit `request` through the store's writer actor, with `config`'s settings.
+
+    The actor is asked for by name each time: after its node died, the restarted actor (or a
+    new one) reloads the store and takes the same request again, which is safe: a commit
+    starts from the store as it is, and documents it already holds are not added twice.
+    """
+    settings = config.model_dump(mode="json")
+    try:
+        for attempt in Retrying(
+            retry=retry_if_exception(_lost_actor),
+            stop=stop_after_attempt(COMMIT_ATTEMPTS),
+            wait=wait_fixed(1.0),
+            reraise=True,
+        ):
+            with attempt:
+                return ray.get(store_writer(store).commit.remote(request, settings))
+    except ray.exceptions.RayTaskError as exc:
+        # The domain's own error (disk full, lock held, ...), its one line, not Ray's traceback.
+        if isinstance(exc.cause, MemoryBankError):
+            raise exc.cause from None
+        raise
+    raise AssertionError("unreachable: Retrying reraises the last error")
+
+
+def _lost_actor(error: BaseException) -> bool:
+    """The writer (or the graph actor it called) died with its process or node."""
+    if isinstance(error, ray.exceptions.RayTaskError):
+        error = error.cause
+    return isinstance(error, ray.exceptions.RayActorError | ray.exceptions.ActorUnavailableError)
 
 
 def writer_name(store: str | Path) -> str:

@@ -2,6 +2,7 @@
 
     python bench/conversation.py qmsum   [--meetings 8] [--store DIR] [--out DIR]
     python bench/conversation.py latency [--sizes 200,2000,20000] [--queries 50]
+    python bench/conversation.py locomo  [--budgets 1024,2048]
 
 qmsum: each QMSum val meeting (the first --meetings, by name) is replayed turn by turn through
 a fresh `ConversationMemory` with the default settings (working memory 4,000 tokens, summary
@@ -12,6 +13,13 @@ recall = share of the gold turns inside the context. Compared with hybrid search
 batch-ingested store of the same meetings (`jobs.evaluate`'s QMSum corpus: 30-turn parts),
 over all meetings as the harness runs it and restricted to the query's own meeting (the
 conversation memory only ever holds one meeting).
+
+locomo: each LoCoMo conversation (../shared/eval/locomo, the development five) is replayed turn
+by turn with its sessions' dates (a shared photo's caption in brackets after the turn's text),
+then every non-adversarial question is recalled within each budget (summary included):
+evidence recall = share of the gold evidence turns among the recalled ones, by question
+category; temporal answer-date recall = share of temporal questions whose gold answer names a
+date that the recalled text writes (either "7 May 2023" or "2023-05-07").
 
 latency: turns of the QMSum transcripts (real speech, cycled) go into one conversation up to
 each size; reported per size: eviction latency (summary update and atomic state write; the
@@ -44,6 +52,14 @@ from memory_bank.config import AppConfig, ConversationConfig  # noqa: E402
 from memory_bank.conversation.memory import ConversationMemory  # noqa: E402
 from memory_bank.evaluation import Passage, prepare_dataset, score_question  # noqa: E402
 from memory_bank.evaluation.dataset_files import development_eval_dir  # noqa: E402
+from memory_bank.evaluation.locomo import (  # noqa: E402
+    ADVERSARIAL,
+    TEMPORAL,
+    evidence_recall,
+    gold_date,
+    holds_date,
+    load_conversation,
+)
 from memory_bank.evaluation.metrics import latency_percentiles  # noqa: E402
 from memory_bank.index.embedding import Embedder  # noqa: E402
 from memory_bank.store.layout import is_store  # noqa: E402
@@ -173,6 +189,115 @@ def _score(dataset, question, passages, budget, elapsed):
     )
 
 
+# --- LoCoMo replay -----------------------------------------------------------------------------
+
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
+class CachedEncoder:
+    """The embedder behind a text -> vector cache kept in a file (iteration over one data set
+    re-embeds nothing it embedded before)."""
+
+    def __init__(self, encoder: Embedder, path: Path) -> None:
+        self.encoder, self.path = encoder, path
+        self.vectors: dict[str, np.ndarray] = {}
+        if path.exists():
+            stored = np.load(path, allow_pickle=False)
+            self.vectors = dict(zip(stored["texts"].tolist(), stored["vectors"], strict=True))
+        self.added = 0
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.vectors))
+        if missing:
+            for text, vector in zip(missing, self.encoder.encode(missing), strict=True):
+                self.vectors[text] = np.asarray(vector, dtype=np.float32)
+            self.added += len(missing)
+        return np.stack([self.vectors[t] for t in texts])
+
+    def save(self) -> None:
+        if self.added:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            texts = list(self.vectors)
+            np.savez(
+                self.path, texts=np.array(texts), vectors=np.stack([self.vectors[t] for t in texts])
+            )
+
+
+def locomo(args: argparse.Namespace) -> None:
+    encoder = CachedEncoder(Embedder(AppConfig().embedding), args.out / "locomo_vectors.npz")
+    budgets = [int(b) for b in args.budgets.split(",")]
+    rows: list[dict] = []
+    recall_seconds: list[float] = []
+    files = sorted((args.eval_dir / "locomo").glob("*.json"))
+    with tempfile.TemporaryDirectory() as scratch:
+        for path in files:
+            talk = load_conversation(path, captions=not args.no_captions)
+            memory = ConversationMemory(
+                Path(scratch) / talk.name, encoder, ConversationConfig(**args.config)
+            )
+            memory.add_turns([(t.speaker, t.text, t.timestamp) for t in talk.turns])
+            dia_of = {number: turn.dia_id for number, turn in enumerate(talk.turns)}
+            for question in talk.questions:
+                if question.category == ADVERSARIAL or not question.evidence:
+                    continue
+                row = {"category": question.category, "date": gold_date(question.answer)}
+                for budget in budgets:
+                    began = time.perf_counter()
+                    recalled = memory.recall(question.question, max_tokens=budget)
+                    recall_seconds.append(time.perf_counter() - began)
+                    returned = {dia_of[t.turn_id]: t.text for t in recalled.turns}
+                    row[budget] = evidence_recall(set(returned), question.evidence)
+                    if question.category == TEMPORAL and row["date"] is not None:
+                        row[("date", budget)] = holds_date(recalled.context(), row["date"])
+                        row[("evidence date", budget)] = any(
+                            holds_date(returned[d], row["date"])
+                            for d in question.evidence
+                            if d in returned
+                        )
+                rows.append(row)
+    encoder.save()
+    captions = "without" if args.no_captions else "with"
+    table = Table(
+        title=f"LoCoMo dev, {len(files)} conversations, {len(rows)} questions ({captions} "
+        "photo captions)"
+    )
+    table.add_column("questions")
+    for budget in budgets:
+        table.add_column(f"ER@{budget}", justify="right")
+        table.add_column(f"all@{budget}", justify="right")
+    for budget in budgets:
+        table.add_column(f"date@{budget}", justify="right")
+        table.add_column(f"in evidence@{budget}", justify="right")
+    groups = [("all", rows)] + [
+        (name, [r for r in rows if r["category"] == number])
+        for number, name in LOCOMO_CATEGORIES.items()
+    ]
+    groups.append(
+        (
+            "temporal, gold names a day",
+            [r for r in rows if r["date"] and r["date"].day and r["category"] == TEMPORAL],
+        )
+    )
+    for name, chosen in groups:
+        cells = []
+        for budget in budgets:
+            cells.append(f"{100 * np.mean([r[budget] for r in chosen]):.1f}")
+            cells.append(f"{100 * np.mean([r[budget] == 1.0 for r in chosen]):.1f}")
+        for budget in budgets:
+            for key in ("date", "evidence date"):
+                dated = [r[(key, budget)] for r in chosen if (key, budget) in r]
+                cells.append(f"{100 * np.mean(dated):.1f} ({len(dated)})" if dated else "")
+        table.add_row(f"{name} ({len(chosen)})", *cells)
+    Console(width=160).print(table)
+    print(
+        "ER: mean share of the gold evidence turns recalled; all: share of questions with every "
+        "gold turn recalled; date: the gold answer's date written in the recalled text; in "
+        "evidence: written in a recalled gold evidence turn"
+    )
+    p50 = latency_percentiles(recall_seconds)["p50"]
+    print(f"recall p50 {1000 * p50:.1f} ms (load {_load()}; embeddings cached)")
+
+
 # --- latency ------------------------------------------------------------------------------------
 
 
@@ -244,12 +369,21 @@ def latency(args: argparse.Namespace) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=("qmsum", "latency"))
+    parser.add_argument("part", choices=("qmsum", "latency", "locomo"))
     parser.add_argument("--eval-dir", type=Path, default=development_eval_dir(REPO))
     parser.add_argument("--out", type=Path, default=REPO / ".bench" / "conversation")
     parser.add_argument("--meetings", type=int, default=8)
     parser.add_argument("--store", type=Path, default=None, help="reuse this QMSum store")
     parser.add_argument("--sizes", default="200,2000,20000")
+    parser.add_argument("--budgets", default="1024,2048", help="locomo: recall budgets")
+    parser.add_argument("--no-captions", action="store_true", help="locomo: turns' text only")
+    parser.add_argument(
+        "--set",
+        dest="config",
+        type=lambda text: dict(json.loads(f"{{{text}}}")),
+        default={},
+        help="locomo: conversation settings, e.g. '\"context_turns\": 1'",
+    )
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--single-adds", type=int, default=20)
     parser.add_argument(
@@ -259,7 +393,7 @@ def main() -> int:
         help="episode widths to replay with (the default setting is 2)",
     )
     args = parser.parse_args()
-    qmsum(args) if args.part == "qmsum" else latency(args)
+    {"qmsum": qmsum, "latency": latency, "locomo": locomo}[args.part](args)
     return 0
 
 

@@ -561,6 +561,12 @@ class LimitsConfig(StrictModel):
         ge=1024,
         description="An HTTP request body; a larger one gets 413 before it is read whole.",
     )
+    max_upload_bytes: int = Field(
+        32 << 20,
+        ge=1024,
+        description="A file sent over HTTP to be added (`POST /documents/files/{name}`, in "
+        "place of `max_body_bytes`); a larger one gets 413 before it is read whole.",
+    )
     max_question_chars: int = Field(
         10_000,
         ge=100,
@@ -573,7 +579,61 @@ class LimitsConfig(StrictModel):
         "(`session.analysis_chars`), so its cost is linear in its length, and this bounds it.",
     )
     max_files: int = Field(
-        100, ge=1, description="Attachments of an intercept; documents a search is limited to."
+        100,
+        ge=1,
+        description="Attachments of an intercept; documents, files or folders one request "
+        "over HTTP or MCP names (a search's or question's `within`, an add, a remove); a key's "
+        "own part of the store is not counted.",
+    )
+
+
+class RouterConfig(StrictModel):
+    """The chat endpoint's router mode: requests for these models go to an OpenAI-compatible
+    endpoint with recalled memories injected (`memory_bank/agents/chat.py`, docs/agents.md)."""
+
+    base_url: str = Field(description="The upstream endpoint, e.g. http://127.0.0.1:11434/v1.")
+    models: list[str] = Field(
+        min_length=1,
+        description="Upstream models offered in /v1/models; requests for them are routed.",
+    )
+    api_key_env: str = Field(
+        "OPENAI_API_KEY",
+        description="Environment variable holding the upstream's key (read when the client is "
+        "made, never stored); local servers need none.",
+    )
+    inject_tokens: int = Field(
+        1024, ge=0, le=100_000, description="Budget (cl100k tokens) of the recalled memories."
+    )
+    top_k: int = Field(8, ge=1, le=100, description="Store memories considered for injection.")
+    timeout_seconds: float = Field(120.0, gt=0, description="Per upstream request.")
+
+
+class AgentsConfig(StrictModel):
+    """How agents reach the store over HTTP and MCP: the Host / Origin guard, keys on loopback,
+    writes over HTTP, the chat endpoint's router (docs/agents.md)."""
+
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description='Host headers answered besides loopback names and the bound address; "*": '
+        "any (keys, required off loopback, then protect it).",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Browser origins allowed besides those of the allowed hosts (any port).",
+    )
+    require_keys_on_loopback: bool = Field(
+        False, description="Ask for a key on loopback too (off loopback one is always required)."
+    )
+    add_roots: list[str] = Field(
+        default_factory=list,
+        description="Server directories whose files an add over HTTP or MCP may name; none: "
+        "uploads and text only.",
+    )
+    write_wait_seconds: float = Field(
+        120.0, ge=0, description="How long the MCP add / remove tools wait for their write job."
+    )
+    router: RouterConfig | None = Field(
+        None, description="The upstream of the chat endpoint's router mode; null: no router."
     )
 
 
@@ -594,6 +654,7 @@ class AppConfig(StrictModel):
     serve: ServeConfig = ServeConfig()
     session: SessionConfig = SessionConfig()
     limits: LimitsConfig = LimitsConfig()
+    agents: AgentsConfig = AgentsConfig()
 
 
 def user_cache_dir() -> Path:

@@ -58,7 +58,9 @@ class StorageError(MemoryBankError):
     The message is one line that names the path and says what to do (`memory_bank.store.disk`).
     """
 
-    def __init__(self, message: str, path: str, errno: int | None = None) -> None:
+    # `path` has a default so that the error survives pickling (a Ray actor's error reaches
+    # its caller pickled, rebuilt from the message, then given its attributes back).
+    def __init__(self, message: str, path: str = "", errno: int | None = None) -> None:
         super().__init__(message)
         self.path = path
         self.errno = errno
@@ -70,3 +72,8 @@ class StoreLockedError(StoreError):
 
 class InputTooLargeError(MemoryBankError):
     """A question, context or request is larger than the configured limits (`limits.*`)."""
+
+
+class AccessDenied(MemoryBankError):
+    """The caller's key lacks the permission an operation needs, or the operation reaches
+    beyond the part of the store the key is limited to."""

@@ -15,9 +15,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 import ray
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
-from actors.writer import store_writer
+from actors.writer import commit_through_writer
 from memory_bank.config import AppConfig
 from memory_bank.ingest.commit import CommitRequest
 from memory_bank.ingest.executor import BatchSink
@@ -34,7 +33,6 @@ from pipeline.stages import EmbedChunks, chunk_batch, decode_encoding, memorize_
 
 R = TypeVar("R")
 FILES_PER_READ_TASK = 16
-COMMIT_ATTEMPTS = 3
 
 
 class RayExecutor:
@@ -122,20 +120,7 @@ class RayExecutor:
 
     def commit(self, store: Path, request: CommitRequest) -> CommitResult:
         # One named actor per store serializes the commits of every driver on the cluster.
-        config = self.config.model_dump(mode="json")
-        for attempt in Retrying(
-            retry=retry_if_exception(_lost_actor),
-            stop=stop_after_attempt(COMMIT_ATTEMPTS),
-            wait=wait_fixed(1.0),
-            reraise=True,
-        ):
-            with attempt:
-                # Asked for by name each time: after its node died, the restarted actor (or a
-                # new one) reloads the store and takes the same request again, which is safe: a
-                # commit starts from the store as it is, and documents it already holds are
-                # not added twice.
-                return ray.get(store_writer(store).commit.remote(request, config))
-        raise AssertionError("unreachable: Retrying reraises the last error")
+        return commit_through_writer(store, request, self.config)
 
     def _embed_and_memorize(
         self,
@@ -223,13 +208,6 @@ def _total_bytes(paths: Sequence[Path]) -> int:
 
 def _text_bytes(documents: Sequence[Document]) -> int:
     return sum(len(document.text.encode("utf-8")) for document in documents)
-
-
-def _lost_actor(error: BaseException) -> bool:
-    """The writer (or the graph actor it called) died with its process or node."""
-    if isinstance(error, ray.exceptions.RayTaskError):
-        error = error.cause
-    return isinstance(error, ray.exceptions.RayActorError | ray.exceptions.ActorUnavailableError)
 
 
 def _blocks(rows: int, rows_per_block: int) -> int:

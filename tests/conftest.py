@@ -38,6 +38,19 @@ def python_store(tmp_path_factory, embedder):
 
 
 @pytest.fixture(scope="session")
+def team_store_template(tmp_path_factory, embedder):
+    """Two teams' notes (tests/agents_support.py) ingested once, in `<dir>/store` beside
+    `<dir>/notes`. Read-only: a test that writes takes a copy (`agents_support.copy_store`)."""
+    from memory_bank.app.bank import MemoryBank
+    from tests.agents_support import write_team_notes
+
+    root = tmp_path_factory.mktemp("teams")
+    notes = write_team_notes(root / "notes")
+    MemoryBank(root / "store", embedder=embedder).add(files=[notes])
+    return root / "store"
+
+
+@pytest.fixture(scope="session")
 def browse_bank(tmp_path_factory, embedder):
     """The store of tests/browse_store.py: a later document replaces a fact, a conversation
     beside it (read-only: the browsing views and the page in a browser read it)."""

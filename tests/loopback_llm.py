@@ -28,7 +28,7 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 Handler = Callable[[dict[str, Any], dict[str, Any]], "dict[str, Any] | str"]
 FAULT_KINDS = {
@@ -48,6 +48,7 @@ class LoopbackLLM:
         self.base_url = ""  # "http://127.0.0.1:PORT/v1" once serving
         self.latency_seconds = 0.0  # added to every request (benchmarks)
         self.handlers: dict[str, Handler] = {}
+        self.plain_roles: set[str] = set()
         self.reset()
         self._stopping = threading.Event()
         self.app = self._build_app()
@@ -62,9 +63,12 @@ class LoopbackLLM:
         self._call_ids = itertools.count(1)
         self._completion_ids = itertools.count(1)
 
-    def handle(self, role: str, function: Handler) -> None:
-        """`function(input_dict, request_body) -> dict | str` answers every request of `role`."""
+    def handle(self, role: str, function: Handler, plain: bool = False) -> None:
+        """`function(input_dict, request_body) -> dict | str` answers every request of `role`;
+        `plain`: a chat role whose messages hold no json block (the input dict is empty)."""
         self.handlers[role] = function
+        if plain:
+            self.plain_roles.add(role)
 
     def inject(self, kind: str, **options: Any) -> None:
         """Queue a fault; each request consumes one (FIFO) before normal handling."""
@@ -134,8 +138,6 @@ class LoopbackLLM:
         if rejected:
             message = f"response_format {format_type} is not supported by this model"
             return _error(400, message, "invalid_request_error", param="response_format")
-        if body.get("stream"):
-            return _error(400, "loopback: streaming is not supported", "invalid_request_error")
         if kind == "refuse":
             refusal = options.get("message", "I'm sorry, I can't help with that.")
             return self._completion(body, {"content": None, "refusal": refusal}, "stop")
@@ -145,7 +147,7 @@ class LoopbackLLM:
             known = sorted(self.handlers)
             return _error(500, f"loopback: no handler for role {role!r} (registered: {known})")
         try:
-            role_input = _role_input(body)
+            role_input = {} if role in self.plain_roles else _role_input(body)
         except ValueError as exc:
             return _error(400, f"loopback: {exc}", "invalid_request_error", param="messages")
         result = await run_in_threadpool(self.handlers[role], role_input, body)
@@ -180,32 +182,56 @@ class LoopbackLLM:
             },
         }
 
-    def _completion(self, body: dict, message: dict, finish_reason: str) -> JSONResponse:
+    def _completion(
+        self, body: dict, message: dict, finish_reason: str
+    ) -> JSONResponse | StreamingResponse:
         message = {"role": "assistant", "refusal": None, **message}
         produced = (message.get("content") or "") + json.dumps(message.get("tool_calls") or "")
         prompt_tokens = max(1, len(json.dumps(body.get("messages", []))) // 4)
         completion_tokens = max(1, len(produced) // 4)
-        return JSONResponse(
-            {
-                "id": f"chatcmpl-loopback-{next(self._completion_ids)}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "loopback"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": finish_reason,
-                        "logprobs": None,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
-            }
-        )
+        completion = {
+            "id": f"chatcmpl-loopback-{next(self._completion_ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "loopback"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": finish_reason,
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+        if body.get("stream"):
+            return StreamingResponse(_chunks(completion), media_type="text/event-stream")
+        return JSONResponse(completion)
+
+
+def _chunks(completion: dict[str, Any], piece: int = 16) -> Iterator[str]:
+    """A completion as the server-sent events of a streamed one: the content in pieces, then
+    the finish reason, then the usage."""
+    choice = completion["choices"][0]
+    content = choice["message"].get("content") or ""
+    head = {k: completion[k] for k in ("id", "created", "model")} | {
+        "object": "chat.completion.chunk"
+    }
+
+    def event(delta: dict[str, Any], finish: str | None = None) -> str:
+        chunk = head | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return f"data: {json.dumps(chunk)}\n\n"
+
+    yield event({"role": "assistant", "content": ""})
+    for start in range(0, len(content), piece):
+        yield event({"content": content[start : start + piece]})
+    yield event({}, choice["finish_reason"])
+    yield f"data: {json.dumps(head | {'choices': [], 'usage': completion['usage']})}\n\n"
+    yield "data: [DONE]\n\n"
 
 
 def _error(
@@ -294,28 +320,36 @@ def _corrupt(kind: str, result: Any, schema: dict | None, options: dict[str, Any
 def serve_loopback() -> Iterator[LoopbackLLM]:
     """A LoopbackLLM serving on a free 127.0.0.1 port for the duration of the block."""
     llm = LoopbackLLM()
+    try:
+        with serve_asgi(llm.app, "loopback-llm") as base_url:
+            llm.base_url = f"{base_url}/v1"
+            yield llm
+    finally:
+        llm._stopping.set()  # wakes sleeping "timeout"/latency requests so shutdown is quick
+
+
+@contextlib.contextmanager
+def serve_asgi(app: Any, name: str = "asgi") -> Iterator[str]:
+    """`app` served by uvicorn on a free 127.0.0.1 port for the duration of the block; yields
+    its base URL."""
     # Binding the socket here (port 0) picks a free port with no race against other servers.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     # A wide backlog: benchmarks open many connections at once.
-    config = uvicorn.Config(llm.app, log_level="warning", access_log=False, backlog=512)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, backlog=512)
     server = uvicorn.Server(config)  # signal handlers: uvicorn skips them off the main thread
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="loopback-llm", daemon=True
-    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=name, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the loopback LLM server did not start")
+            raise RuntimeError(f"the {name} server did not start")
         time.sleep(0.01)
-    llm.base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        yield llm
+        yield f"http://127.0.0.1:{port}"
     finally:
-        llm._stopping.set()  # wakes sleeping "timeout"/latency requests so shutdown is quick
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()

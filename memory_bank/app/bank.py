@@ -107,19 +107,38 @@ class MemoryBank:
         return self._runner().remove(self.store, list(sources))
 
     def request(
-        self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
+        self,
+        question: str,
+        max_iterations: int | None = None,
+        system_prompt: str | None = None,
+        within: Sequence[str] = (),
+        under: str | None = None,
     ) -> ChatResult:
         """Answer `question` from the store (at most `max_iterations` tool calls; default
-        `retrieval.max_iterations`); `system_prompt` adds instructions for an LLM backend."""
+        `retrieval.max_iterations`); `system_prompt` adds instructions for an LLM backend.
+        With `within` / `under` (as for `search`), the answer comes from that part of the
+        store alone (`query.scoped`)."""
         return self._query_service().ask(
-            question, max_iterations=max_iterations, system_prompt=system_prompt
+            question,
+            max_iterations=max_iterations,
+            system_prompt=system_prompt,
+            scope=_scope(within, under),
         )
 
-    def research(self, question: str, max_iterations: int | None = None) -> ChatResult:
+    def research(
+        self,
+        question: str,
+        max_iterations: int | None = None,
+        within: Sequence[str] = (),
+        under: str | None = None,
+    ) -> ChatResult:
         """Answer a multi-hop `question` by iterative research: plan, search, integrate the
         evidence, reflect on what is missing and search again, for at most `max_iterations`
-        rounds (default `research.max_iterations`). The trajectory shows each round."""
-        return self._query_service().research(question, max_iterations=max_iterations)
+        rounds (default `research.max_iterations`). The trajectory shows each round. With
+        `within` / `under`, from that part of the store alone."""
+        return self._query_service().research(
+            question, max_iterations=max_iterations, scope=_scope(within, under)
+        )
 
     def conversation(self, conversation_id: str) -> ConversationMemory:
         """A live conversation kept beside this store (created on first use): `add_turn`,
@@ -133,6 +152,17 @@ class MemoryBank:
             )
         return self._conversations.get(conversation_id)
 
+    def conversation_ids(self) -> list[str]:
+        """The ids of the conversations kept beside this store."""
+        from memory_bank.conversation.memory import CONVERSATION_ID, conversations_directory
+
+        directory = conversations_directory(self.store)
+        if not directory.is_dir():
+            return []
+        return sorted(
+            p.name for p in directory.iterdir() if p.is_dir() and CONVERSATION_ID.fullmatch(p.name)
+        )
+
     def search(
         self,
         query: str,
@@ -145,8 +175,9 @@ class MemoryBank:
         restricts them to some documents (named as for `remove`: source path, a folder holding
         them, or document id), `under` to one store directory's subtree ("/topic/sub"); in tree
         mode only the READMEs mostly about that part compete (`memory_bank.index.scope`)."""
-        scope = SearchScope(documents=tuple(within), directory=under)
-        return self._query_service().search(query, top_k=top_k, mode=mode, scope=scope)
+        return self._query_service().search(
+            query, top_k=top_k, mode=mode, scope=_scope(within, under)
+        )
 
     def descend(self, query: str, beam_width: int | None = None) -> list[SearchHit]:
         """The memories of the leaves reached from the root by reading READMEs alone, with a
@@ -258,3 +289,8 @@ class MemoryBank:
 
             self._query = QueryService(self.store, self.config, self._shared_embedder())
         return self._query
+
+
+def _scope(within: Sequence[str], under: str | None) -> SearchScope | None:
+    scope = SearchScope(documents=tuple(within), directory=under)
+    return None if scope.is_whole_store else scope

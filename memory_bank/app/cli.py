@@ -611,14 +611,16 @@ def serve(
             "--api-key",
             envvar="MEMORY_BANK_API_KEY",
             show_envvar=True,
-            help="Require 'Authorization: Bearer <key>' on every path but /healthz. Prefer the "
+            help="One admin key, required on every path but /healthz (also on loopback); "
+            "`memory-bank keys` makes keys with permissions and scopes instead. Prefer the "
             "environment variable: an option is visible to other users in the process list.",
         ),
     ] = None,
     config: ConfigOption = None,
     backend: BackendOption = None,
 ) -> None:
-    """Serve the store over HTTP with Ray Serve (POST /query, POST /search, GET /tree).
+    """Serve the store over HTTP with Ray Serve: the JSON API (/query, /search, /tree, writes
+    as jobs, ...), the MCP server at /mcp and the OpenAI-compatible /v1/chat/completions.
 
     SIGTERM or Ctrl-C stops it cleanly, with every Ray process it started."""
     from actors.serve_run import run_blocking
@@ -639,6 +641,15 @@ def prepare_model(config: ConfigOption = None) -> None:
         _out.print(f"{precision}: {exported_model(precision, cache)}", highlight=False)
 
 
+# The agents' commands (`mcp`, `keys`), defined beside this module with its helpers (which
+# they import from `memory_bank.app.cli`: run as `python -m`, this module is `__main__`, so the
+# command line is run from the package's module, below).
+if __name__ != "__main__":
+    from memory_bank.app.cli_agents import register
+
+    register(app)
+
+
 def _quiet_libraries() -> None:
     """Third-party loggers and progress bars that would drown the CLI's own output."""
     import bm25s  # noqa: F401 - it sets its own logger to DEBUG on import; undo that once here
@@ -657,4 +668,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from memory_bank.app.cli import main as package_main
+
+    package_main()

@@ -32,7 +32,7 @@ import numpy as np
 
 from memory_bank.config import ConversationConfig
 from memory_bank.conversation.log import TurnLog
-from memory_bank.conversation.recall import RecallWeights, TurnIndex
+from memory_bank.conversation.recall import RecallFocus, RecallWeights, TurnIndex
 from memory_bank.conversation.records import (
     ConversationInfo,
     ConversationState,
@@ -46,7 +46,12 @@ from memory_bank.conversation.summary import summary_text, update_summary
 from memory_bank.errors import ToolError
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.store.atomic import atomic_write_text
-from memory_bank.text.dates import parse_timestamp, resolve_relative_dates
+from memory_bank.text.dates import (
+    named_periods,
+    parse_timestamp,
+    period_of,
+    resolve_relative_dates,
+)
 from memory_bank.text.tokens import count_tokens
 
 EVICTION_TIMES_KEPT = 10_000
@@ -106,8 +111,7 @@ class ConversationMemory:
                 len(self.turns), self._log_bytes, self._embed
             )
             for record, vector in zip(records, vectors, strict=True):
-                self.turns.append(record)
-                self.index.add(record.text, vector)
+                self._append(record, vector)
         mtime = self.log.state_path.stat().st_mtime_ns if self.log.state_path.exists() else 0
         if mtime != self._state_mtime:
             self.state = self.log.read_state(self.conversation_id)
@@ -168,8 +172,7 @@ class ConversationMemory:
             if added:
                 self._log_bytes = self.log.append(added, np.asarray(vectors))
             for record, vector in zip(added, vectors, strict=True):
-                self.turns.append(record)
-                self.index.add(record.text, vector)
+                self._append(record, vector)
                 while (
                     self.working_tokens() > self.config.working_tokens and len(self.working()) > 1
                 ):
@@ -178,6 +181,12 @@ class ConversationMemory:
         if every and self.add_to_store and self.state.evicted - self.state.consolidated >= every:
             self.consolidate()
         return added
+
+    def _append(self, record: TurnRecord, vector: np.ndarray) -> None:
+        said = parse_timestamp(record.timestamp).date() if record.timestamp else None
+        periods = [period_of(note.value) for note in record.dates] + named_periods(record.text)
+        self.turns.append(record)
+        self.index.add(record.text, vector, record.speaker, said, periods)
 
     def _evict(self) -> None:
         """Move the oldest quarter of the working memory into the episodic tier and the
@@ -210,13 +219,14 @@ class ConversationMemory:
     def recall(
         self, query: str, max_tokens: int | None = None, include_working: bool = True
     ) -> RecallResult:
-        """The summary and the turns most relevant to `query` within `max_tokens` (default
-        `conversation.recall_tokens`; the summary counts against it).
+        """The turns most relevant to `query`, and the summary lines that stand for those that
+        do not fit, within `max_tokens` (default `conversation.recall_tokens`).
 
-        The summary takes at most `summary_share` of the budget (its lines closest to the query
-        when it must be cut, in the order said). Turns come as episodes: each hit, best first,
-        with the `context_turns` turns on each side of it (nearest first), as far as the budget
-        goes; `turns` lists them hit by hit, each hit before its neighbours."""
+        Summary and turns share the budget by relevance: turns come as episodes, each hit best
+        first with the `context_turns` turns on each side of it (nearest first), as far as the
+        budget goes; where a hit itself no longer fits, the summary's line extracted from it
+        (if the summary kept one) stands in for it, the summary taking at most `summary_share`
+        of the budget. `turns` lists them hit by hit, each hit before its neighbours."""
         if not query.strip():
             raise ToolError("the query must not be empty")
         budget = self.config.recall_tokens if max_tokens is None else max_tokens
@@ -224,48 +234,52 @@ class ConversationMemory:
             raise ToolError(f"max_tokens must be at least 1, got {budget}")
         self.sync()
         query_vector = self._embed([query])[0]
-        lines = self._summary_lines(query_vector, int(budget * self.config.summary_share))
-        used = sum(unit.tokens for unit in lines)
         limit = len(self.turns) if include_working else self.state.evicted
-        scores = self.index.scores(query, query_vector, self.weights)[:limit]
+        focus = RecallFocus.of(query, self.index.speakers)
+        scores = self.index.scores(query, query_vector, self.weights, focus)[:limit]
+        lines = {unit.turn_id: unit for unit in self.state.summary}
+        summary_budget = int(budget * self.config.summary_share)
         chosen: dict[int, RecalledTurn] = {}
+        stand_ins: list[SummaryUnit] = []
+        used = summary_used = 0
         for hit in _best_first(scores, MAX_CANDIDATES):
             hit = int(hit)
             if hit in chosen:
                 continue
+            line = lines.get(hit)
+            if (
+                used + self.turns[hit].tokens > budget
+                and line is not None
+                and summary_used + line.tokens <= summary_budget
+                and used + line.tokens <= budget
+            ):
+                stand_ins.append(line)
+                used += line.tokens
+                summary_used += line.tokens
             for turn_id in _episode(hit, self.config.context_turns, limit):
                 record = self.turns[turn_id]
                 if turn_id in chosen or used + record.tokens > budget:
                     continue
                 used += record.tokens
-                chosen[turn_id] = RecalledTurn(
-                    turn_id=turn_id,
-                    speaker=record.speaker,
-                    text=record.rendered(),
-                    timestamp=record.timestamp,
-                    score=round(float(scores[turn_id]), 6),
-                    tier="working" if turn_id >= self.state.evicted else "episodic",
-                    tokens=record.tokens,
-                )
+                chosen[turn_id] = self._recalled(turn_id, float(scores[turn_id]))
             if budget - used < MIN_USEFUL_TOKENS:
                 break
+        stand_ins.sort(key=lambda unit: unit.turn_id)
         return RecallResult(
-            query=query, summary=summary_text(lines), turns=list(chosen.values()), tokens=used
+            query=query, summary=summary_text(stand_ins), turns=list(chosen.values()), tokens=used
         )
 
-    def _summary_lines(self, query_vector: np.ndarray, budget: int) -> list[SummaryUnit]:
-        """The summary's lines within `budget` tokens: all of them when they fit, else those
-        closest to the query, in the order they were said."""
-        units = self.state.summary
-        if sum(unit.tokens for unit in units) <= budget:
-            return list(units)
-        closeness = [float(self.index.vector(unit.turn_id) @ query_vector) for unit in units]
-        kept, used = [], 0
-        for position in sorted(range(len(units)), key=lambda p: -closeness[p]):
-            if used + units[position].tokens <= budget:
-                kept.append(position)
-                used += units[position].tokens
-        return [units[position] for position in sorted(kept)]
+    def _recalled(self, turn_id: int, score: float) -> RecalledTurn:
+        record = self.turns[turn_id]
+        return RecalledTurn(
+            turn_id=turn_id,
+            speaker=record.speaker,
+            text=record.rendered(),
+            timestamp=record.timestamp,
+            score=round(score, 6),
+            tier="working" if turn_id >= self.state.evicted else "episodic",
+            tokens=record.tokens,
+        )
 
     # --- the semantic tier --------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ class DateNote(BaseModel):
     start: int  # character span in the turn's text
     end: int
     value: str
-    granularity: Literal["day", "week", "month", "year"]
+    granularity: Literal["day", "week", "month", "season", "year"]
 
 
 class TurnRecord(BaseModel):

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from memory_bank.text import tokens
+from memory_bank.text.lexicon import FUNCTION_WORDS
 
 TokenCounter = Callable[[str], int]
 
@@ -62,6 +63,28 @@ def answer_in_text(answers: Iterable[str], text: str) -> bool:
     """Whether any gold answer, normalized, occurs in the normalized text."""
     normalized_text = normalize_answer(text)
     return any(contains_phrase(normalized_text, normalize_answer(answer)) for answer in answers)
+
+
+def answer_words(text: str) -> set[str]:
+    """The content words of a normalized text: what an answer says (function words left out)."""
+    return {word for word in normalize_answer(text).split() if word not in FUNCTION_WORDS}
+
+
+def answer_word_scores(answer: str, golds: Iterable[str]) -> tuple[float, float] | None:
+    """(precision, recall) of an answer's content words against the best-matching gold answer:
+    precision = share of the answer's content words that are gold-answer words, recall = share
+    of the gold answer's content words the answer holds. None when neither has content words."""
+    said = answer_words(answer)
+    best: tuple[float, float] | None = None
+    for gold in golds:
+        wanted = answer_words(gold)
+        if not wanted:
+            continue
+        shared = len(said & wanted)
+        scores = (shared / len(said) if said else 0.0, shared / len(wanted))
+        if best is None or scores[1] > best[1] or (scores[1] == best[1] and scores[0] > best[0]):
+            best = scores
+    return best
 
 
 def answer_token_recall(answer: str, text: str) -> float:

@@ -38,6 +38,8 @@ class ModeSummary(BaseModel):
     answer_recall: dict[int, float]  # by token budget
     answer_token_recall: dict[int, float]  # by token budget
     answer_match: float | None
+    answer_precision: float | None = None  # mean share of the answer's words that are gold words
+    answer_word_recall: float | None = None  # mean share of the gold words the answer holds
     latency_ms: dict[str, float]  # "p50", "p95"
     scored: dict[str, int]  # questions counted by: "recall", "evidence", "answer", "answer_match"
 
@@ -80,6 +82,8 @@ def summarize_by_mode(results: Sequence[QuestionResult]) -> list[ModeSummary]:
 
 def _summarize(mode: str, results: list[QuestionResult]) -> ModeSummary:
     matches = [result.answer_match for result in results if result.answer_match is not None]
+    precisions = [r.answer_precision for r in results if r.answer_precision is not None]
+    word_recalls = [r.answer_word_recall for r in results if r.answer_word_recall is not None]
     hits = [result.hit for result in results if result.hit is not None]
     latency = latency_percentiles([result.latency_seconds for result in results])
     return ModeSummary(
@@ -93,6 +97,8 @@ def _summarize(mode: str, results: list[QuestionResult]) -> ModeSummary:
         answer_recall=_mean_by_key([result.answer_recall for result in results]),
         answer_token_recall=_mean_by_key([result.answer_token_recall for result in results]),
         answer_match=sum(matches) / len(matches) if matches else None,
+        answer_precision=sum(precisions) / len(precisions) if precisions else None,
+        answer_word_recall=sum(word_recalls) / len(word_recalls) if word_recalls else None,
         latency_ms={name: seconds * 1000.0 for name, seconds in latency.items()},
         scored={
             "recall": sum(1 for result in results if result.recall_at_k),
@@ -150,6 +156,9 @@ def build_table(
         columns.append((header, lambda s: s.answer_token_recall.get(answer_budget)))
     if has_answer_match:
         columns.append(("answer", lambda s: s.answer_match))
+    if any(summary.answer_precision is not None for summary in summaries):
+        columns.append(("answer P", lambda s: s.answer_precision))
+        columns.append(("answer R", lambda s: s.answer_word_recall))
 
     table = Table(title=title)
     table.add_column("mode")

@@ -18,6 +18,7 @@ from memory_bank.evaluation.metrics import (
     all_evidence_at_k,
     answer_in_text,
     answer_token_recall,
+    answer_word_scores,
     cut_to_budget,
     distinct_sources,
     normalize_answer,
@@ -50,6 +51,10 @@ class QuestionResult(BaseModel):
     answer_token_recall: dict[int, float]  # by token budget: best ROUGE-1 recall over gold answers
     context_tokens: dict[int, int]  # by token budget: tokens actually kept
     answer_match: bool | None = None  # a gold answer inside the generated answer (agent mode)
+    # The generated answer's content words against the gold answer's: the share that are gold
+    # words (precision) and the share of gold words it holds (recall).
+    answer_precision: float | None = None
+    answer_word_recall: float | None = None
 
 
 def passages_from_hits(hits: Iterable[SearchHit]) -> list[Passage]:
@@ -118,8 +123,10 @@ def score_question(
             )
 
     answer_match = None
+    words = None
     if generated_answer is not None and question.answer_scoreable and scoreable_answers:
         answer_match = answer_in_text(scoreable_answers, generated_answer)
+        words = answer_word_scores(generated_answer, scoreable_answers)
     return QuestionResult(
         qid=question.qid,
         mode=mode,
@@ -135,4 +142,6 @@ def score_question(
         answer_token_recall=token_recall,
         context_tokens=context_tokens,
         answer_match=answer_match,
+        answer_precision=words[0] if words else None,
+        answer_word_recall=words[1] if words else None,
     )

@@ -13,16 +13,17 @@ from pathlib import Path
 
 from memory_bank.config import AppConfig
 from memory_bank.conversation.memory import Conversations
-from memory_bank.errors import StoreError
+from memory_bank.errors import StoreError, ToolError
 from memory_bank.graph.view import GraphView
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.index.embedding import Embedder, build_embedder, check_store_embedder
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.index.scope import SearchScope
 from memory_bank.index.search import Searcher
-from memory_bank.limits import check_files, check_question
+from memory_bank.limits import check_question
 from memory_bank.llm import backend_for
 from memory_bank.query.currency import Currency
+from memory_bank.query.scoped import SCOPED_READS, answer_within
 from memory_bank.query.tools import StoreTools
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 from memory_bank.store.layout import META_FILE, is_store
@@ -49,6 +50,7 @@ class _OpenStore:
         self.tools = StoreTools(store, reader=self.reader, searcher=self.searcher)
         self.currency = Currency(graph, corpus, embedder)
         backend = backend_for(config.llm)
+        self.backend = backend
         self.agent = backend.navigator(self.tools, self.hybrid, embedder, config.retrieval)
         self.researcher = backend.researcher(self.hybrid, config.research, config.retrieval)
         if hasattr(self.agent, "currency"):
@@ -115,9 +117,17 @@ class QueryService:
             self._current().hybrid.encode_queries(texts)
 
     def ask(
-        self, question: str, max_iterations: int | None = None, system_prompt: str | None = None
+        self,
+        question: str,
+        max_iterations: int | None = None,
+        system_prompt: str | None = None,
+        scope: SearchScope | None = None,
     ) -> ChatResult:
+        """The navigation agent's answer; within a `scope` (part of the store), the answer
+        from that part's best memories alone (`query.scoped`)."""
         check_question(self.config.limits, question)
+        if scope is not None and not scope.is_whole_store:
+            return self._answer_within(question, scope, SCOPED_READS, system_prompt)
         iterations = max_iterations or self.config.retrieval.max_iterations
         opened = self._current()
         result = opened.agent.request(
@@ -125,12 +135,34 @@ class QueryService:
         )
         return _with_integrity_warnings(result, opened.reader)
 
-    def research(self, question: str, max_iterations: int | None = None) -> ChatResult:
+    def research(
+        self, question: str, max_iterations: int | None = None, scope: SearchScope | None = None
+    ) -> ChatResult:
         """The research loop (plan -> search -> integrate -> reflect) for at most
-        `max_iterations` rounds (default `research.max_iterations`)."""
+        `max_iterations` rounds (default `research.max_iterations`); within a `scope`, the
+        scoped answer from twice the memories of `ask`."""
         check_question(self.config.limits, question)
+        if scope is not None and not scope.is_whole_store:
+            return self._answer_within(question, scope, 2 * SCOPED_READS)
         opened = self._current()
         result = opened.researcher.research(question, max_iterations=max_iterations)
+        return _with_integrity_warnings(result, opened.reader)
+
+    def _answer_within(
+        self, question: str, scope: SearchScope, reads: int, system_prompt: str | None = None
+    ) -> ChatResult:
+        if not question.strip():
+            raise ToolError("the question must not be empty")
+        opened = self._current()
+        result = answer_within(
+            question,
+            scope,
+            opened.searcher,
+            opened.backend.answer,
+            currency=opened.currency,
+            reads=reads,
+            system_prompt=system_prompt,
+        )
         return _with_integrity_warnings(result, opened.reader)
 
     def search(
@@ -146,8 +178,6 @@ class QueryService:
         `scope` (`index.scope`), every hit is of the scope: a newer claim from elsewhere shows
         as the hit's history only, and session memories, of no document, are left out."""
         check_question(self.config.limits, query, "search text")
-        if scope is not None:
-            check_files(self.config.limits, len(scope.documents), "documents to search within")
         opened = self._current()
         hits = opened.searcher.search(query, top_k=top_k, mode=mode, scope=scope)
         hits = opened.currency.rerank(hits, query, opened.hybrid.corpus.chunk_hit)

@@ -40,8 +40,12 @@ _BUILD_PREFIX = ".building-"
 _OWNER_FILE = ".owner.lock"  # inside a build directory, locked by the process writing it
 _RENAME_EXCHANGE = 2  # linux/fs.h
 # What lies beside a store `<name>` as `.<name>.<kind>` (journal: memory_bank/ingest/journal.py;
-# conversations: memory_bank/conversation/memory.py), and the prefixes of its temporary links.
-_SIBLINGS = ("versions", "lock", "graph", "graph.lock", "journal", "conversations")
+# conversations: memory_bank/conversation/memory.py; keys, write jobs and uploads:
+# memory_bank/agents/), and the prefixes of its temporary links.
+_SIBLINGS = (
+    "versions", "lock", "graph", "graph.lock", "journal", "conversations",
+    "keys.json", "jobs", "uploads",
+)  # fmt: skip
 _SIBLING_PREFIXES = ("link-", "legacy-")
 
 

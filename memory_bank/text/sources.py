@@ -300,7 +300,9 @@ def _load_conversation(text: str, source: str, *, jsonl: bool) -> Document:
             length += len(blocks[-1]) + 2
         for turn in session_turns:
             prefix = f"[{turn.timestamp}] " if turn.timestamp else ""
-            blocks.append(f"{prefix}{turn.speaker}: {annotate_dates(turn.text, _turn_date(turn))}")
+            # The turn keeps the text the document holds, so its offset still points at it.
+            turn = turn.model_copy(update={"text": annotate_dates(turn.text, _turn_date(turn))})
+            blocks.append(f"{prefix}{turn.speaker}: {turn.text}")
             turns.append(turn)
             offsets.append(length)
             length += len(blocks[-1]) + 2

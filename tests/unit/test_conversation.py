@@ -71,7 +71,50 @@ def test_three_hundred_turns_stay_within_budget_and_turn_three_is_recalled(
     assert 3 in [turn.turn_id for turn in recalled.turns[:2]]
     fact = next(turn for turn in recalled.turns if turn.turn_id == 3)
     assert fact.tier == "episodic" and "Biscuit" in fact.text and fact.speaker == "Ben"
-    assert recalled.summary and recalled.summary in recalled.context()
+    # The summary speaks only for turns that did not fit: its lines are no recalled turn's.
+    recalled_ids = {turn.turn_id for turn in recalled.turns}
+    lines = {unit.text: unit.turn_id for unit in memory.state.summary}
+    assert all(lines[line] not in recalled_ids for line in recalled.summary.splitlines())
+
+
+def test_summary_lines_stand_in_for_hits_that_do_not_fit(tmp_path: Path) -> None:
+    config = ConversationConfig(working_tokens=200, summary_tokens=1000, summary_share=1.0)
+    memory = ConversationMemory(tmp_path / "talk", HashingEmbedder(), config)
+    long_fact = (
+        "The lighthouse keeper logged every ship that passed the reef. "
+        + "He kept the logbook in a drawer of the oak desk by the stairs. " * 6
+    )
+    memory.add_turn("Ana", long_fact, START)
+    for number in range(10):
+        memory.add_turn("Ben", f"{TOPICS[number % len(TOPICS)]} (note {number})", START)
+    line = next(unit for unit in memory.state.summary if unit.turn_id == 0)
+    assert memory.turns[0].tokens > 60 > line.tokens
+    recalled = memory.recall("Which ships did the lighthouse keeper log?", max_tokens=60)
+    assert 0 not in {turn.turn_id for turn in recalled.turns}  # the whole turn does not fit
+    assert line.text in recalled.summary and recalled.tokens <= 60
+
+
+def test_a_question_lifts_the_turns_that_can_answer_it(tmp_path: Path) -> None:
+    memory = ConversationMemory(tmp_path / "talk", HashingEmbedder())
+    said = [
+        ("Ana", "I finally tried the pottery class at the community centre.", START),
+        ("Ben", "Ana told me the pottery class was fun.", START),
+        ("Ben", "The pottery class was full when I asked in March.", datetime(2023, 3, 14)),
+        ("Ana", "We glazed the pottery bowls yesterday.", datetime(2023, 5, 20)),
+        ("Ben", "The pottery bowls came out of the kiln.", datetime(2023, 5, 20)),
+    ]
+    for speaker, text, when in said:
+        memory.add_turn(speaker, text, when)
+
+    def best(question: str) -> int:
+        return memory.recall(question, max_tokens=2000).turns[0].turn_id
+
+    # Whose: a question about Ana is answered by what Ana said.
+    assert best("What did Ana think of the pottery class at the community centre?") == 0
+    # When it was said: a question naming March 2023 by the turn said then.
+    assert best("Why was the pottery class a problem in March 2023?") == 2
+    # When: a "when" question by the turn that says when.
+    assert best("When were the pottery bowls glazed?") == 3
 
 
 def test_neighbouring_turns_of_a_hit_are_lifted(tmp_path: Path, embedder) -> None:

@@ -21,6 +21,7 @@ from actors.request_guards import (
 )
 from actors.serve_api import InterceptRequest, QueryRequest, SearchRequest, TurnRequest
 from memory_bank.app.bank import MemoryBank
+from memory_bank.config import LimitsConfig
 from memory_bank.store.verify import verify_store
 from tests.fuzz_inputs import (
     SUFFIXES,
@@ -78,7 +79,7 @@ def api() -> TestClient:
     """The request models and refusals of the HTTP API, as the ingress wires them, over
     handlers that echo what they received."""
     app = FastAPI(default_response_class=EscapedJSONResponse)
-    app.state.max_body_bytes = 1 << 20
+    app.state.limits = LimitsConfig()
     app.add_middleware(LimitRequestBody)
     app.add_exception_handler(BodyTooLarge, refused_body)
     app.add_exception_handler(RequestValidationError, refused_validation)

@@ -21,6 +21,7 @@ from actors.request_guards import (
     refused_validation,
 )
 from actors.serve_api import InterceptRequest, QueryRequest
+from memory_bank.config import LimitsConfig
 
 LIMIT = 4096
 
@@ -28,7 +29,7 @@ LIMIT = 4096
 @pytest.fixture
 def client() -> TestClient:
     app = FastAPI(default_response_class=EscapedJSONResponse)
-    app.state.max_body_bytes = LIMIT
+    app.state.limits = LimitsConfig(max_body_bytes=LIMIT)
     app.add_middleware(LimitRequestBody)
     app.add_exception_handler(BodyTooLarge, refused_body)
     app.add_exception_handler(RequestValidationError, refused_validation)

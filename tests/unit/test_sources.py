@@ -145,7 +145,7 @@ def test_conversation_list_of_turns(tmp_path):
     doc = load_file(write(tmp_path / "chat_log.json", json.dumps(TURNS)))
     check_turns(doc, ["Ann", "Bob"])
     assert doc.text == (
-        "[2024-05-01 09:00] Ann: Shall we meet on Monday?\n\nBob: Monday works.\n\nMorning is best."
+        "[2024-05-01 09:00] Ann: Shall we meet on Monday (2024-05-06)?\n\nBob: Monday works.\n\nMorning is best."
     )
     assert doc.title == "Chat log"
 
