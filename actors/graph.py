@@ -23,6 +23,7 @@ from typing import Any
 
 import ray
 
+from actors.runtime import encode_on_task, map_on_tasks, worker_llm
 from actors.store_actors import NAMESPACE, store_actor_name, store_actor_options, store_path
 from memory_bank.config import AppConfig
 from memory_bank.errors import MemoryBankError
@@ -41,7 +42,6 @@ from memory_bank.session.models import (
     TaskType,
 )
 from memory_bank.session.service import SessionService
-from pipeline.runtime import encode_on_task, map_on_tasks
 
 __all__ = ["NAMESPACE", "GraphActor", "RemoteKeeper", "graph_actor", "graph_name"]
 ROLE = "graph"
@@ -56,7 +56,7 @@ class GraphActor:
         self.store = store
         settings = AppConfig.model_validate(config)
         self.storage = GraphStorage(Path(store), settings.retrieval.alpha)
-        self.sessions = SessionService(self.storage, settings)
+        self.sessions = SessionService(self.storage, settings, llm=worker_llm(settings.llm))
         self.step = _graph_step(self.storage, settings)
 
     def ping(self) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
@@ -28,7 +28,21 @@ from memory_bank.index.scope import SearchScope
 from memory_bank.schemas import ChatResult, SearchHit
 
 if TYPE_CHECKING:
-    from actors.serve_app import MemoryBankIngress
+    from actors.graph import RemoteKeeper
+    from memory_bank.config import AppConfig
+
+
+class Ingress(Protocol):
+    """What the agents' port asks of an ingress replica (`serve_app.MemoryBankIngress`)."""
+
+    config: AppConfig
+
+    async def model_call(self, method: str, *args: Any) -> Any:
+        """`method` of the query replicas, through the ingress's admission queue."""
+
+    def graph_keeper(self) -> RemoteKeeper:
+        """The store's graph actor (sessions, graph nodes)."""
+
 
 MCP_PATH = "/mcp"
 
@@ -36,7 +50,7 @@ MCP_PATH = "/mcp"
 class ServeMemory:
     """`MemoryPort` of one ingress replica (see the module docstring)."""
 
-    def __init__(self, ingress: MemoryBankIngress, store: str) -> None:
+    def __init__(self, ingress: Ingress, store: str) -> None:
         self._ingress = ingress
         self.store = Path(store)
         self._jobs = None
@@ -171,7 +185,7 @@ def _valid(model, **fields):
 
 
 def wire_agents(
-    app, ingress: MemoryBankIngress, store: str, bound_host: str | None, legacy_key: str | None
+    app, ingress: Ingress, store: str, bound_host: str | None, legacy_key: str | None
 ) -> None:
     """Set up one ingress replica's gateway (over `ServeMemory`) and what hangs on it."""
     from memory_bank.agents.gateway import MemoryGateway

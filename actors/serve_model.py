@@ -15,6 +15,7 @@ from ray import serve
 
 from actors.domain_thread import DomainThread
 from actors.loopback import keep_replica_port_on_loopback
+from actors.runtime import worker_llm
 from actors.serve_api import (
     Consolidated,
     QueryRequest,
@@ -40,13 +41,14 @@ class MemoryBankModel:
 
     def __init__(self, store: str, config: dict[str, Any]) -> None:
         from memory_bank.app.bank import MemoryBank
-        from memory_bank.query.service import QueryService
+        from memory_bank.app.service import QueryService
 
         keep_replica_port_on_loopback()
         settings = AppConfig.model_validate(config)
         embedding = settings.embedding.model_copy(update={"num_threads": REPLICA_EMBEDDING_THREADS})
         settings = settings.model_copy(update={"embedding": embedding})
-        self._service = QueryService(Path(store), settings)
+        llm = worker_llm(settings.llm)
+        self._service = QueryService(Path(store), settings, llm=llm)
         self._service.warm_up()  # the model, every index and the grep corpus, before any traffic
         # No gc tuning here: once __init__ returns, Serve runs gc.collect() and gc.freeze()
         # (RAY_SERVE_FREEZE_GC_ON_STARTUP, on by default), so the many objects loaded above are
@@ -54,7 +56,7 @@ class MemoryBankModel:
         # (docs/benchmarks.md).
         # Evicted turns reach the store by the same add as any other source, embedded by the
         # replica's own model.
-        writer = MemoryBank(Path(store), config=settings, embedder=self._service.embedder)
+        writer = MemoryBank(Path(store), config=settings, embedder=self._service.embedder, llm=llm)
         self._conversations = self._service.conversations(lambda files: writer.add(files=files))
         self._thread = DomainThread(self._service.encode_queries, settings.serve.batch_size)
 

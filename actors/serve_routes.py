@@ -159,7 +159,7 @@ async def memory(node_id: str, request: Request) -> NodeDetail:
 @router.get("/tools")
 def tools() -> list[dict]:
     """The store tools as OpenAI function schemas, for an outside agent to drive the store."""
-    from memory_bank.llm.agent import TOOL_SCHEMAS
+    from memory_bank.query.toolbox import TOOL_SCHEMAS
 
     return TOOL_SCHEMAS
 

@@ -90,8 +90,8 @@ def run_blocking(
     import ray
     from ray import serve
 
+    from actors.runtime import ensure_ray
     from actors.serve_app import start
-    from pipeline.runtime import ensure_ray
 
     with _signals_interrupt():
         joined_before = ray.is_initialized()

@@ -19,6 +19,7 @@ from typing import Any
 
 import ray
 
+from actors.runtime import worker_llm
 from actors.store_actors import store_actor_options, store_path
 from actors.writer import commit_through_writer
 from memory_bank.agents.jobs import (
@@ -30,9 +31,10 @@ from memory_bank.agents.jobs import (
 )
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
-from memory_bank.index.embedding import build_embedder
+from memory_bank.index.embedders import build_embedder
 from memory_bank.ingest.commit import CommitRequest
 from memory_bank.ingest.executor import LocalExecutor
+from memory_bank.llm.seam import LLM
 from memory_bank.schemas import CommitResult
 
 ROLE = "jobs"
@@ -42,7 +44,8 @@ CONCURRENT_CALLS = 16  # status reads and waits beside the running job
 class _WriterCommits(LocalExecutor):
     """The in-process executor, committing through the store's writer actor."""
 
-    def commit(self, store: Path, request: CommitRequest) -> CommitResult:
+    def commit(self, store: Path, request: CommitRequest, llm: LLM | None) -> CommitResult:
+        # The writer actor asks its own LLM (the same settings, its own process).
         return commit_through_writer(store, request, self.config)
 
 
@@ -53,7 +56,10 @@ class WriteJobsActor:
         settings = AppConfig.model_validate(config)
         embedder = build_embedder(settings.embedding)  # loaded by the first job, kept after
         bank = MemoryBank(
-            store, config=settings, executor=lambda cfg: _WriterCommits(cfg, embedder)
+            store,
+            config=settings,
+            executor=lambda cfg: _WriterCommits(cfg, embedder),
+            llm=worker_llm(settings.llm),
         )
         self._jobs = WriteJobs(
             jobs_directory(store), lambda request, progress: run_write(bank, request, progress)

@@ -22,13 +22,12 @@ import ray
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
 from actors.graph import RemoteKeeper, graph_actor
+from actors.runtime import encode_on_task, map_on_tasks, worker_llm
 from actors.store_actors import NAMESPACE, store_actor_name, store_actor_options, store_path
 from memory_bank.config import AppConfig
 from memory_bank.errors import MemoryBankError
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
-from memory_bank.llm import backend_for
 from memory_bank.schemas import CommitResult
-from pipeline.runtime import encode_on_task, map_on_tasks
 
 __all__ = ["NAMESPACE", "StoreWriter", "commit_through_writer", "store_writer", "writer_name"]
 ROLE = "writer"
@@ -59,7 +58,7 @@ def _committer(store: Path, config: AppConfig) -> StoreCommitter:
     return StoreCommitter(
         store,
         config,
-        backend_for(config.llm),
+        worker_llm(config.llm),
         encode_texts=lambda texts: encode_on_task(
             texts, config.embedding, resources.embed.num_cpus
         ),

@@ -38,7 +38,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from memory_bank.config import EmbeddingConfig  # noqa: E402
 from memory_bank.evaluation.dataset_files import development_eval_dir  # noqa: E402
-from memory_bank.index.embedding import build_embedder  # noqa: E402
+from memory_bank.index.embedders import build_embedder  # noqa: E402
 from tests.load_client import free_port  # noqa: E402
 
 EVAL_DIR = development_eval_dir(REPO)

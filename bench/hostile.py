@@ -34,7 +34,7 @@ from memory_bank.config import AppConfig  # noqa: E402
 from tests.load_client import free_port  # noqa: E402
 
 SAMPLE = REPO / "data" / "sample"
-CLI = [sys.executable, "-m", "memory_bank.app.cli"]
+CLI = [sys.executable, "-m", "memory_bank.cli.main"]
 console = Console(width=150)
 
 

@@ -34,7 +34,7 @@ from memory_bank.config import AppConfig  # noqa: E402
 from memory_bank.ingest.stages import chunk_documents  # noqa: E402
 from memory_bank.text.sources import load_file  # noqa: E402
 
-CLI = [sys.executable, "-m", "memory_bank.app.cli"]
+CLI = [sys.executable, "-m", "memory_bank.cli.main"]
 WORDS = [
     "ferry",
     "harbour",

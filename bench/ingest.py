@@ -110,8 +110,8 @@ def run_ingest(corpus: Corpus, store: Path, config: AppConfig) -> IngestRun:
     """Ingest the corpus with Ray already up, so the rows time the ingest, not cluster start."""
     import ray
 
+    from actors.runtime import ensure_ray
     from pipeline.executor import ray_runner
-    from pipeline.runtime import ensure_ray
 
     fresh_store(store)
     started = time.perf_counter()

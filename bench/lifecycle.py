@@ -413,8 +413,8 @@ def main() -> None:
         stores = args.out / "stores"
         base = stores / "base"
         if args.runner == "ray":
+            from actors.runtime import ensure_ray
             from pipeline.executor import ray_runner
-            from pipeline.runtime import ensure_ray
 
             started_ray = ensure_ray(config.ray)
             runner = ray_runner(config)

@@ -2,10 +2,12 @@
 build of the same corpus.
 
     python bench/llm.py [--latency 0.3] [--runner local|ray|both] [--passages 100]
-                        [--corpus sample|hotpotqa|both] [--set llm.max_concurrency=8 ...]
+                        [--corpus sample|hotpotqa|stories|all] [--set llm.max_concurrency=8 ...]
 
-For each corpus (data/sample, and the first `--passages` HotpotQA dev passages as text files)
-and runner, it times:
+For each corpus (data/sample: two dozen documents of 600-1,400 words; the first `--passages`
+HotpotQA dev passages as text files; `bench/data/short_stories`: a dozen short stories of about
+850 words, written for this benchmark, most a little longer than one chunk, so that the split
+role has a section to cut in nearly every document) and runner, it times:
 
 - `offline`: a full build with the offline backend (the default), into a fresh store;
 - `openai full build`: the same sources with `--backend openai` against a loopback
@@ -20,12 +22,14 @@ and runner, it times:
 `same paths` is the share of memories whose file path equals the offline store's: the loopback
 model answers like the offline roles, so a build through the protocol should give the same store.
 
-The endpoint's own compute is not on this machine's CPUs: the loopback model looks its answers
-up in the offline store of the same sources (built in the `offline` row), so the injected
-latency is the whole cost of a call, as with a remote endpoint. The embedding model is loaded
-once, before any timing (in-process runner); on Ray every build starts its own actors.
-Targets: <= 0.3 calls per chunk for a full build, 0 for a re-ingest, and with 300 ms per call
-the full build within 2x the offline build's wall time.
+`first/chunk` counts first attempts only (requests less the re-prompts after an invalid reply),
+and `by role` splits them by role. The endpoint's own compute is not on this machine's CPUs:
+the loopback model looks its answers up in the offline store of the same sources (built in the
+`offline` row), so the injected latency is the whole cost of a call, as with a remote endpoint.
+The embedding model is loaded once, before any timing (in-process runner); on Ray every build
+starts its own actors. Targets: <= 0.3 first-attempt requests per chunk for a full build, on
+short documents as on long ones, 0 for a re-ingest, and with 300 ms per call the full build
+within 2x the offline build's wall time.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,6 +63,7 @@ from memory_bank.evaluation.dataset_files import (  # noqa: E402
 from memory_bank.index.embedding import Embedder  # noqa: E402
 from memory_bank.ingest.executor import LocalExecutor  # noqa: E402
 from memory_bank.ingest.runner import IngestRunner  # noqa: E402
+from memory_bank.llm import open_llm  # noqa: E402
 from memory_bank.llm.ledger import LedgerSummary  # noqa: E402
 from memory_bank.schemas import IngestSummary  # noqa: E402
 from tests.llm_offline_model import OfflineModel  # noqa: E402
@@ -66,6 +71,7 @@ from tests.loopback_llm import serve_loopback  # noqa: E402
 
 OUT = REPO / "bench" / "out" / "llm"
 SAMPLE = REPO / "data" / "sample"
+STORIES = REPO / "bench" / "data" / "short_stories"
 TARGET_CALLS_PER_CHUNK = 0.3
 TARGET_WALL_RATIO = 2.0
 
@@ -84,7 +90,12 @@ class Row:
     offline_seconds: float | None = None
     fallbacks: int = 0
     repairs: int = 0
+    first_by_role: dict[str, int] = field(default_factory=dict)  # first-attempt requests
     same_paths: float | None = None  # share of memories at the offline store's path
+
+    @property
+    def first_attempts(self) -> int:
+        return self.calls - self.repairs
 
 
 def hotpot_passages(count: int) -> Path:
@@ -136,13 +147,13 @@ class Runners:
 
     def runner(self, config: AppConfig) -> IngestRunner:
         if self.kind == "local":
-            return IngestRunner(config, LocalExecutor(config, self.embedder))
-        from pipeline.executor import RayExecutor
-        from pipeline.runtime import ensure_ray
+            return IngestRunner(config, LocalExecutor(config, self.embedder), open_llm(config.llm))
+        from actors.runtime import ensure_ray
+        from pipeline.executor import ray_runner
 
         if not self._ray_started:
             self._ray_started = ensure_ray(config.ray, config.llm) or True
-        return IngestRunner(config, RayExecutor(config))
+        return ray_runner(config)
 
     def close(self) -> None:
         if self.kind == "ray" and self._ray_started:
@@ -170,6 +181,9 @@ def row(corpus: str, runner: str, run: str, chunks: int, summary: IngestSummary,
         seconds=seconds,
         fallbacks=sum(u.fallbacks for u in roles),
         repairs=sum(u.repairs for u in roles),
+        first_by_role={
+            role: u.calls - u.repairs for role, u in ledger.roles.items() if u.calls - u.repairs
+        },
     )
 
 
@@ -231,8 +245,8 @@ def bench_corpus(
 def print_table(rows: list[Row], latency: float) -> None:
     header = (
         f"{'corpus':<10} {'runner':<6} {'run':<24} {'chunks':>6} {'calls':>6} {'cached':>6} "
-        f"{'calls/chunk':>11} {'prompt tok/chunk':>16} {'compl. tok/chunk':>16} "
-        f"{'wall s':>7} {'ms/chunk':>8} {'vs offline':>10} {'same paths':>10}"
+        f"{'first/chunk':>11} {'prompt tok/chunk':>16} {'compl. tok/chunk':>16} "
+        f"{'wall s':>7} {'ms/chunk':>8} {'vs offline':>10} {'same paths':>10}  by role"
     )
     print(f"\nLoopback endpoint: {latency * 1000:.0f} ms per request\n")
     print(header)
@@ -241,19 +255,21 @@ def print_table(rows: list[Row], latency: float) -> None:
         per = max(r.chunks, 1)
         ratio = f"{r.seconds / r.offline_seconds:.2f}x" if r.offline_seconds else ""
         same = f"{r.same_paths:.0%}" if r.same_paths is not None else ""
+        by_role = ", ".join(f"{role} {n}" for role, n in sorted(r.first_by_role.items()))
         print(
             f"{r.corpus:<10} {r.runner:<6} {r.run:<24} {r.chunks:>6} {r.calls:>6} {r.cached:>6} "
-            f"{r.calls / per:>11.3f} {r.prompt_tokens / per:>16.0f} "
+            f"{r.first_attempts / per:>11.3f} {r.prompt_tokens / per:>16.0f} "
             f"{r.completion_tokens / per:>16.0f} {r.seconds:>7.1f} "
-            f"{1000 * r.seconds / per:>8.0f} {ratio:>10} {same:>10}"
+            f"{1000 * r.seconds / per:>8.0f} {ratio:>10} {same:>10}  {by_role}"
         )
     print()
     for r in rows:
         if r.run == "openai full build":
-            calls_ok = r.calls / max(r.chunks, 1) <= TARGET_CALLS_PER_CHUNK
+            calls_ok = r.first_attempts / max(r.chunks, 1) <= TARGET_CALLS_PER_CHUNK
             wall_ok = r.offline_seconds and r.seconds <= TARGET_WALL_RATIO * r.offline_seconds
             print(
-                f"{r.corpus}/{r.runner}: calls/chunk {'ok' if calls_ok else 'MISSED'} "
+                f"{r.corpus}/{r.runner}: first-attempt requests/chunk "
+                f"{'ok' if calls_ok else 'MISSED'} "
                 f"(<= {TARGET_CALLS_PER_CHUNK}), wall {'ok' if wall_ok else 'MISSED'} "
                 f"(<= {TARGET_WALL_RATIO}x offline), fallbacks {r.fallbacks}, repairs {r.repairs}"
             )
@@ -265,16 +281,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=0.3)
     parser.add_argument("--runner", choices=["local", "ray", "both"], default="local")
-    parser.add_argument("--corpus", choices=["sample", "hotpotqa", "both"], default="both")
+    parser.add_argument("--corpus", choices=["sample", "hotpotqa", "stories", "all"], default="all")
     parser.add_argument("--passages", type=int, default=100)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
 
     corpora = []
-    if args.corpus in ("sample", "both"):
+    if args.corpus in ("sample", "all"):
         corpora.append(("sample", SAMPLE))
-    if args.corpus in ("hotpotqa", "both"):
+    if args.corpus in ("hotpotqa", "all"):
         corpora.append((f"hotpot{args.passages}", hotpot_passages(args.passages)))
+    if args.corpus in ("stories", "all"):
+        corpora.append(("stories", STORIES))
     base = settings(args.set)
     kinds = ["local", "ray"] if args.runner == "both" else [args.runner]
     embedder = None

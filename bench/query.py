@@ -129,7 +129,6 @@ def synthesize_store(
         embed_readmes,
         ensure_valid_tree,
     )
-    from memory_bank.llm.offline import OfflineBackend
     from memory_bank.memorize.extractive import memorize_offline
     from memory_bank.store.files import assign_chunk_paths
     from memory_bank.store.snapshot import StoreSnapshot
@@ -188,7 +187,7 @@ def synthesize_store(
         parts.memories,
         assign_chunk_paths(tree, parts.memories),
         config.taxonomy,
-        OfflineBackend(),
+        None,  # the offline roles
     )
     readme_vectors = None
     if size <= README_VECTORS_LIMIT:

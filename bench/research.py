@@ -34,12 +34,12 @@ from rich.table import Table  # noqa: E402
 
 from jobs.evaluate import StoreIndex, corpus_sources_by_document  # noqa: E402
 from memory_bank.app.bank import MemoryBank  # noqa: E402
+from memory_bank.app.service import QueryService  # noqa: E402
 from memory_bank.config import AppConfig  # noqa: E402
 from memory_bank.evaluation import Passage, prepare_dataset, score_question  # noqa: E402
 from memory_bank.evaluation.dataset_files import development_eval_dir  # noqa: E402
 from memory_bank.evaluation.metrics import latency_percentiles, whitespace_token_count  # noqa: E402
 from memory_bank.index.embedding import Embedder  # noqa: E402
-from memory_bank.query.service import QueryService  # noqa: E402
 from memory_bank.store.layout import is_store  # noqa: E402
 
 MODES = ("hybrid", "hybrid-no-links", "ask", "research")

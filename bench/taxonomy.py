@@ -80,7 +80,6 @@ from memory_bank.evaluation.tree_metrics import (  # noqa: E402
     top_level_of,
 )
 from memory_bank.ingest.stages import compose_readmes, plan_tree  # noqa: E402
-from memory_bank.llm.offline import OfflineBackend  # noqa: E402
 from memory_bank.schemas import DirectoryNode, MemorizedChunk  # noqa: E402
 from memory_bank.store.files import assign_chunk_paths  # noqa: E402
 from memory_bank.store.reader import StoreReader  # noqa: E402
@@ -140,12 +139,11 @@ def timed_plan(
 ) -> tuple[DirectoryNode, float, float]:
     """The tree of `memories` and its READMEs as an ingest makes them (offline backend);
     returns the tree, planning seconds and README seconds (no embedding)."""
-    backend = OfflineBackend()
     began = time.perf_counter()
-    tree = plan_tree(memories, vectors, config.taxonomy, backend)
+    tree = plan_tree(memories, vectors, config.taxonomy, None)
     planned = time.perf_counter()
     paths = assign_chunk_paths(tree, memories)
-    compose_readmes(tree, memories, paths, config.taxonomy, backend, vectors=vectors)
+    compose_readmes(tree, memories, paths, config.taxonomy, None, vectors=vectors)
     return tree, planned - began, time.perf_counter() - planned
 
 

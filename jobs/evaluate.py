@@ -44,7 +44,7 @@ from typing import Literal, get_args
 from rich.console import Console
 
 from memory_bank.app.bank import MemoryBank
-from memory_bank.app.progress_display import IngestProgress
+from memory_bank.cli.progress_display import IngestProgress
 from memory_bank.config import load_config
 from memory_bank.errors import ConfigError, MemoryBankError
 from memory_bank.evaluation import (
@@ -273,7 +273,10 @@ def executor_factory(runner: Runner):
 
 def remove_old_store(store: Path) -> None:
     """Clear the default store location for a fresh build; refuse to delete anything but a store."""
-    if is_store(store):
+    if store.is_symlink():
+        # A link the user made to a store elsewhere: drop the link, never the store behind it.
+        store.unlink()
+    elif is_store(store):
         shutil.rmtree(store)
     elif store.exists() and any(store.iterdir()):
         raise ConfigError(f"{store} exists and is not a memory store; remove it or pass --store")

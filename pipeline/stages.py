@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from actors.runtime import worker_llm
 from memory_bank.config import ChunkConfig, EmbeddingConfig, LLMConfig, MemorizeConfig
-from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding, build_embedder
+from memory_bank.index.embedders import build_embedder
+from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding
 from memory_bank.ingest.stages import chunk_documents
-from memory_bank.llm import backend_for
 from memory_bank.llm.ledger import take_usage
-from memory_bank.llm.roles import MemorizeRequest
+from memory_bank.memorize.role import MemorizeRequest, memorize
 from memory_bank.schemas import Chunk, Document
 from memory_bank.text.sentences import Span
 
@@ -29,20 +30,23 @@ def _strings(column: Any) -> list[str]:
     return [str(value) for value in column]
 
 
-def chunk_batch(batch: Batch, config: ChunkConfig, llm: LLMConfig | None = None) -> Batch:
+def chunk_batch(batch: Batch, config: ChunkConfig, llm: LLMConfig) -> Batch:
     """Documents -> chunks; output rows keep the document's order for a deterministic merge.
-    Overlong sections are split where the backend's split role says (an LLM backend only)."""
+    Overlong sections are split where the split role says, asked once for the batch."""
     started = time.perf_counter()
-    backend = backend_for(llm) if llm is not None and llm.backend != "offline" else None
+    model = worker_llm(llm)
+    documents = [Document.model_validate_json(text) for text in _strings(batch["document"])]
+    # Document ids are content hashes, distinct within an ingest.
+    order_of = {
+        doc.document_id: int(order) for doc, order in zip(documents, batch["order"], strict=True)
+    }
     orders, chunks = [], []
-    for order, document_json in zip(batch["order"], _strings(batch["document"]), strict=True):
-        document = Document.model_validate_json(document_json)
-        for chunk in chunk_documents([document], config, backend):
-            orders.append(int(order))
-            chunks.append(chunk.model_dump_json())
+    for chunk in chunk_documents(documents, config, model):
+        orders.append(order_of[chunk.document_id])
+        chunks.append(chunk.model_dump_json())
     usages = [""] * len(chunks)
-    if backend is not None and chunks:  # no chunks: no section to split, no request
-        usages[0] = take_usage(backend).model_dump_json()
+    if model is not None and chunks:  # no chunks: no section to split, no request
+        usages[0] = take_usage(model).model_dump_json()
     return {
         "order": np.array(orders, dtype=np.int64),
         "chunk": np.array(chunks, dtype=object),
@@ -92,13 +96,13 @@ def decode_encoding(vector: np.ndarray, spans: bytes, sentence_vectors: bytes) -
 
 
 def memorize_batch(batch: Batch, config: MemorizeConfig, llm: LLMConfig) -> Batch:
-    """Embedded chunks -> memories (JSON) from the backend's memorize role, vectors passed on.
+    """Embedded chunks -> memories (JSON) from the memorize role, vectors passed on.
 
     Rows are memorized in runs of consecutive memory indices (a batch may join blocks that are
-    not adjacent), one role request per run, so a backend can take several chunks per call.
+    not adjacent), one role request per run, so a model can take several chunks per call.
     """
     started = time.perf_counter()
-    backend = backend_for(llm)
+    model = worker_llm(llm)
     indices = [int(index) for index in batch["index"]]
     chunks = [Chunk.model_validate_json(text) for text in _strings(batch["chunk"])]
     encodings = [
@@ -115,7 +119,7 @@ def memorize_batch(batch: Batch, config: MemorizeConfig, llm: LLMConfig) -> Batc
             config=config,
             encodings=[encodings[row] for row in run],
         )
-        for memory in backend.memorize(request).memories:
+        for memory in memorize(request, model):
             memory_of[memory.index] = memory.model_dump_json()
     memories = [memory_of[index] for index in indices]
     return {
@@ -129,7 +133,7 @@ def memorize_batch(batch: Batch, config: MemorizeConfig, llm: LLMConfig) -> Batc
         "memorize_s": _per_row(started, len(memories)),
         # The batch's LLM usage, on its first row (the driver sums them).
         "llm_usage": np.array(
-            [take_usage(backend).model_dump_json()] + [""] * (len(memories) - 1), dtype=object
+            [take_usage(model).model_dump_json()] + [""] * (len(memories) - 1), dtype=object
         ),
     }
 

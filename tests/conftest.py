@@ -63,7 +63,7 @@ def browse_bank(tmp_path_factory, embedder):
 def ray_cluster():
     import ray
 
-    from pipeline.runtime import _quiet_ray_data
+    from actors.runtime import _quiet_ray_data
 
     ray.init(
         num_cpus=2,

@@ -60,6 +60,7 @@ class LoopbackLLM:
         self.most_in_flight = 0  # the most at once since the last reset
         self.faults: deque[tuple[str, dict[str, Any]]] = deque()
         self.rejected_response_formats: set[str] = set()
+        self.rejects_tools = False
         self._call_ids = itertools.count(1)
         self._completion_ids = itertools.count(1)
 
@@ -79,6 +80,10 @@ class LoopbackLLM:
     def reject_response_format_always(self, types: set[str] | None = None) -> None:
         """Answer 400 to every request whose response_format type is in `types` (empty: off)."""
         self.rejected_response_formats = set({"json_schema"} if types is None else types)
+
+    def reject_tools_always(self) -> None:
+        """Answer 400 to every request that offers tools (a model without tool calling)."""
+        self.rejects_tools = True
 
     def requests_for(self, role: str) -> list[dict[str, Any]]:
         return [record for record in self.requests if record["role"] == role]
@@ -138,6 +143,9 @@ class LoopbackLLM:
         if rejected:
             message = f"response_format {format_type} is not supported by this model"
             return _error(400, message, "invalid_request_error", param="response_format")
+        if self.rejects_tools and body.get("tools"):
+            message = "tools are not supported by this model"
+            return _error(400, message, "invalid_request_error", param="tools")
         if kind == "refuse":
             refusal = options.get("message", "I'm sorry, I can't help with that.")
             return self._completion(body, {"content": None, "refusal": refusal}, "stop")

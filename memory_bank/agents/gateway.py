@@ -28,7 +28,7 @@ from memory_bank.conversation.memory import check_conversation_id
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.errors import AccessDenied, ToolError
 from memory_bank.limits import check_files
-from memory_bank.query.navigation import NOT_FOUND_ANSWER
+from memory_bank.query.descent_policy import NOT_FOUND_ANSWER
 from memory_bank.query.tools import Entry, GrepMatch
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 from memory_bank.session.models import InsightDoc, InterceptResult, NodeDetail, SessionExport

@@ -1,1 +1,2 @@
-"""The user-facing edge: the `MemoryBank` facade, the `memory-bank` command line and its display."""
+"""The facades a process holds: `MemoryBank` (a store: add, ask, research, sessions) and
+`QueryService` (a store's read side, which a Serve replica holds)."""

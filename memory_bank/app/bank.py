@@ -2,6 +2,8 @@
 
 Ingests run on an executor the caller chooses: in-process by default, or any factory such as
 `pipeline.executor.RayExecutor` (the Ray layer is never imported here). Queries run in-process.
+The bank is the root of its process: it opens the one LLM (none for the offline backend) and
+hands it to everything it makes.
 """
 
 from __future__ import annotations
@@ -13,14 +15,18 @@ from typing import TYPE_CHECKING
 from memory_bank.config import AppConfig
 from memory_bank.conversation.memory import ConversationMemory, Conversations
 from memory_bank.errors import StoreError
-from memory_bank.index.embedding import Embedder, build_embedder
+from memory_bank.index.embedders import build_embedder
+from memory_bank.index.embedding import Embedder
 from memory_bank.index.scope import SearchScope
 from memory_bank.ingest.executor import Executor, LocalExecutor
 from memory_bank.ingest.progress import ProgressSink
 from memory_bank.ingest.runner import ExecutorFactory, IngestRunner
+from memory_bank.llm import open_llm
+from memory_bank.llm.seam import LLM
 from memory_bank.schemas import ChatResult, CommitResult, DirectoryNode, IngestSummary, SearchHit
 
 if TYPE_CHECKING:
+    from memory_bank.app.service import QueryService
     from memory_bank.graph.storage import GraphStorage
     from memory_bank.ingest.graph_step import IngestGraphStep
     from memory_bank.session.service import SessionService
@@ -67,12 +73,16 @@ class MemoryBank:
         config: AppConfig | None = None,
         executor: ExecutorFactory | None = None,
         embedder: Embedder | None = None,
+        llm: LLM | None = None,
     ) -> None:
-        """`embedder`: an embedding model to share (else one is loaded on first use)."""
+        """`embedder`: an embedding model to share (else one is loaded on first use). `llm`:
+        the process's LLM where the caller holds it already (a Serve replica); else the bank
+        opens the one `config.llm` names."""
         self.store = Path(store)
         self.config = config or AppConfig()
+        self.llm = llm if llm is not None else open_llm(self.config.llm)
         self._executor_factory = executor
-        self._query = None
+        self._query: QueryService | None = None
         self._embedder: Embedder | None = embedder
         self._conversations: Conversations | None = None
         self._graph_storage: GraphStorage | None = None
@@ -217,7 +227,7 @@ class MemoryBank:
         `visit` (files under `roots`, default the working directory) and `deep_retrieval`; the
         model is the configured OpenAI-compatible endpoint, or an offline policy (search the
         pending task, answer with the best passage)."""
-        from memory_bank.session.react import ReactAgent, offline_chat, openai_chat
+        from memory_bank.session.react import ReactAgent
         from memory_bank.session.session import session_tools
 
         tools = session_tools(
@@ -225,12 +235,9 @@ class MemoryBank:
             self.session_service(),
             [Path(r) for r in roots] or [Path.cwd()],
         )
-        chat = (
-            openai_chat(self.config.llm)
-            if self.config.llm.backend == "openai"
-            else offline_chat(lambda query: tools["search"]({"query": query}))
+        return ReactAgent(
+            self.llm, tools, max_calls=max_calls, max_context_tokens=max_context_tokens
         )
-        return ReactAgent(chat, tools, max_calls=max_calls, max_context_tokens=max_context_tokens)
 
     def session_service(self) -> SessionService:
         """The sessions of the store's graph in this process (on the graph this bank's commits
@@ -239,7 +246,10 @@ class MemoryBank:
             from memory_bank.session.service import SessionService
 
             self._sessions = SessionService(
-                self._graph_storage_of(self.store), self.config, self._shared_embedder()
+                self._graph_storage_of(self.store),
+                self.config,
+                self._shared_embedder(),
+                llm=self.llm,
             )
         return self._sessions
 
@@ -259,7 +269,7 @@ class MemoryBank:
             executor = LocalExecutor(self.config, self._shared_embedder(), graph=self._graph_step)
         else:
             executor = self._executor_factory(self.config)
-        return IngestRunner(self.config, executor)
+        return IngestRunner(self.config, executor, self.llm)
 
     def _graph_step(self, store: Path) -> IngestGraphStep:
         from memory_bank.ingest.graph_step import IngestGraphStep
@@ -283,11 +293,13 @@ class MemoryBank:
             self._embedder = build_embedder(self.config.embedding)
         return self._embedder
 
-    def _query_service(self):
+    def _query_service(self) -> QueryService:
         if self._query is None:
-            from memory_bank.query.service import QueryService
+            from memory_bank.app.service import QueryService
 
-            self._query = QueryService(self.store, self.config, self._shared_embedder())
+            self._query = QueryService(
+                self.store, self.config, self._shared_embedder(), llm=self.llm
+            )
         return self._query
 
 

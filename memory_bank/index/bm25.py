@@ -36,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 # Bump when tokenization or the on-disk layout changes: older persisted indexes get rebuilt.
 INDEX_FORMAT = 4  # 4: CJK words, stems in the text's language
+# What each memory's BM25 document is made of (`index.corpus`); part of the persisted stamp.
+BM25_RECIPE = "title+keywords+memory+chunk"
 _STAMP_FILE = "stamp.json"
 _LANGUAGES_FILE = "languages.json"
 

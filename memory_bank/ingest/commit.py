@@ -49,7 +49,7 @@ from memory_bank.ingest.commit_version import (
 from memory_bank.ingest.graph_step import GraphStep, GraphUpdate, graph_commit, graph_stage
 from memory_bank.ingest.stages import embed_readmes
 from memory_bank.llm.ledger import take_usage
-from memory_bank.llm.roles import LLMBackend
+from memory_bank.llm.seam import LLM
 from memory_bank.schemas import CommitResult
 from memory_bank.store import layout
 from memory_bank.store.location import StoreLocation
@@ -80,7 +80,7 @@ class StoreCommitter:
         self,
         store: Path,
         config: AppConfig,
-        backend: LLMBackend,
+        llm: LLM | None,
         encode_texts: Callable[[list[str]], np.ndarray],
         map_calls: TaskMap = run_serially,
         graph: GraphStep | None = None,
@@ -89,7 +89,7 @@ class StoreCommitter:
         self.location = StoreLocation(store)
         self.graph = graph
         self.config = config
-        self.backend = backend
+        self.llm = llm
         self.encode_texts = encode_texts
         self.map_calls = map_calls
         self._snapshot: StoreSnapshot | None = None
@@ -108,7 +108,7 @@ class StoreCommitter:
             try:
                 result = self._commit(request, live, clock)
             finally:
-                usage = take_usage(self.backend)
+                usage = take_usage(self.llm)
         result.stage_seconds = clock.seconds
         result.llm = usage.model_dump(mode="json")
         return result
@@ -131,9 +131,9 @@ class StoreCommitter:
             result.directories = count_directories(live.tree) if live else 0
             return result
         check_change(change, self.config, str(self.store))
-        plan = plan_tree_stage(change, request.replan, self.config, self.backend, self.map_calls)
+        plan = plan_tree_stage(change, request.replan, self.config, self.llm, self.map_calls)
         clock.lap("plan")
-        readmes = readme_stage(change, plan, self.config.taxonomy, self.backend, self.map_calls)
+        readmes = readme_stage(change, plan, self.config.taxonomy, self.llm, self.map_calls)
         clock.lap("readme")
         known = change.before.readme_vectors_by_text() if change.before else {}
         readme_vectors = embed_readmes(readmes.texts, known, self.encode_texts)
@@ -148,7 +148,7 @@ class StoreCommitter:
             chunk_paths=plan.chunk_paths,
             readme_vectors=readme_vectors,
             bank_json=bank_logs(
-                live, plan.reorganization, ledger_after(live, request.llm_usage, self.backend)
+                live, plan.reorganization, ledger_after(live, request.llm_usage, self.llm)
             ),
             graph=graph.snapshot if graph else None,
         )

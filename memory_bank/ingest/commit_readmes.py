@@ -10,9 +10,11 @@ from memory_bank.ingest.commit_change import Change
 from memory_bank.ingest.commit_tree import TreePlan
 from memory_bank.ingest.stages import compose_readmes, subtree_summaries
 from memory_bank.ingest.tree_changes import readme_file_entry, readme_signatures
-from memory_bank.llm.roles import LLMBackend, ReadmeRequest
+from memory_bank.llm.seam import LLM
 from memory_bank.tasks import TaskMap, run_serially
+from memory_bank.taxonomy import readme_role
 from memory_bank.taxonomy.readme import README_FORMAT
+from memory_bank.taxonomy.roles import ReadmeRequest
 
 
 @dataclass(frozen=True)
@@ -43,11 +45,12 @@ def readme_stage(
     change: Change,
     plan: TreePlan,
     config: TaxonomyConfig,
-    backend: LLMBackend,
+    llm: LLM | None,
     map_calls: TaskMap = run_serially,
 ) -> ReadmeSet:
     """Every directory's README: `before`'s text where its inputs did not change, else the
-    backend's readme role (a whole tree composed anew fans its subtrees out by `map_calls`)."""
+    readme role, asking `llm` (a whole tree composed anew fans its subtrees out by
+    `map_calls`)."""
     before, parts, tree = change.before, change.parts, plan.tree
     stale = stale_directories(change, plan)
     directories = {node.path: node for node in tree.iter_nodes()}
@@ -57,7 +60,7 @@ def readme_stage(
             parts.memories,
             plan.chunk_paths,
             config,
-            backend,
+            llm,
             map_calls,
             vectors=parts.memory_vectors,
         )
@@ -77,6 +80,6 @@ def readme_stage(
         )
         for path in stale
     ]
-    for path, result in zip(stale, backend.readmes(requests), strict=True):
-        texts[path] = result.text
+    for path, text in zip(stale, readme_role.readmes(requests, llm), strict=True):
+        texts[path] = text
     return ReadmeSet(texts=texts, stale=stale)

@@ -16,12 +16,14 @@ from memory_bank.config import AppConfig
 from memory_bank.ingest.commit_change import Change
 from memory_bank.ingest.stages import plan_tree, taxonomy_items
 from memory_bank.ingest.tree_changes import mean_leaf_cohesion, remap_tree, reorganization
-from memory_bank.llm.roles import LLMBackend, PlaceRequest
+from memory_bank.llm.seam import LLM
 from memory_bank.schemas import DirectoryNode, ReorganizeOperation
 from memory_bank.store.files import assign_chunk_paths
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import validate_taxonomy
+from memory_bank.taxonomy.place_role import place
 from memory_bank.taxonomy.placement import should_place
+from memory_bank.taxonomy.roles import PlaceRequest
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ def plan_tree_stage(
     change: Change,
     replan: bool,
     config: AppConfig,
-    backend: LLMBackend,
+    llm: LLM | None,
     map_calls: TaskMap = run_serially,
 ) -> TreePlan:
     """The tree after `change`: kept or placed into where it can be, else planned anew (with
@@ -50,7 +52,7 @@ def plan_tree_stage(
     if replan:
         tree, reason = None, "rebuild"
     else:
-        tree, reason = _kept_or_placed(change, old_tree, config, backend)
+        tree, reason = _kept_or_placed(change, old_tree, config, llm)
     previous = (before.meta.get("taxonomy") if before else None) or {}
     placed = tree is not None and bool(change.added.memories)
     adds = int(previous.get("adds_since_plan", 0)) + int(placed)
@@ -62,7 +64,7 @@ def plan_tree_stage(
             tree, reason = None, drift
     if tree is None:
         memories = change.parts.memories
-        tree = plan_tree(memories, vectors, config.taxonomy, backend, map_calls)
+        tree = plan_tree(memories, vectors, config.taxonomy, llm, map_calls)
         adds, planned_cohesion = 0, mean_leaf_cohesion(tree, vectors)
     old_paths = (
         {change.kept_index[i]: p for i, p in before.chunk_paths.items() if i in change.kept_index}
@@ -89,7 +91,7 @@ def plan_tree_stage(
 
 
 def _kept_or_placed(
-    change: Change, old_tree: DirectoryNode | None, config: AppConfig, backend: LLMBackend
+    change: Change, old_tree: DirectoryNode | None, config: AppConfig, llm: LLM | None
 ) -> tuple[DirectoryNode | None, str | None]:
     """The stored tree holding the change (None, and why not, when it cannot)."""
     kept, added = change.kept, len(change.added.memories)
@@ -109,7 +111,7 @@ def _kept_or_placed(
         new_indices=list(range(kept, total)),
         config=config.taxonomy,
     )
-    tree = backend.place(request).tree
+    tree = place(request, llm).tree
     if tree is None or validate_taxonomy(tree, total, config.taxonomy):
         return None, "the stored tree could not take the new memories"
     return tree, None

@@ -11,7 +11,7 @@ from memory_bank.ingest.commit_change import Change
 from memory_bank.ingest.commit_tree import TreePlan
 from memory_bank.ingest.work import memory_recipe
 from memory_bank.llm.ledger import LedgerSummary
-from memory_bank.llm.roles import LLMBackend
+from memory_bank.llm.seam import LLM
 from memory_bank.schemas import ReorganizeOperation
 from memory_bank.store.files import readme_relative_path
 from memory_bank.store.snapshot import StoreSnapshot
@@ -54,17 +54,16 @@ def bank_logs(
 
 
 def ledger_after(
-    live: StoreSnapshot | None, work_usage: dict[str, Any], backend: LLMBackend
+    live: StoreSnapshot | None, work_usage: dict[str, Any], llm: LLM | None
 ) -> dict[str, Any]:
     """The store's LLM ledger with this ingest's requests added (`work_usage`: the work before
-    the commit; then the commit's own calls so far, not yet taken from the backend). Usage
+    the commit; then the commit's own calls so far, not yet taken from `llm`'s ledger). Usage
     that made no request (cache hits only) leaves it as it was, so an unchanged rebuild stays
     a no-op."""
     previous = LedgerSummary.model_validate(live.bank_json.get(LEDGER_FILE, {}) if live else {})
     added = LedgerSummary.model_validate(work_usage or {})
-    ledger = getattr(backend, "ledger", None)
-    if ledger is not None:
-        added.merge(ledger.peek())
+    if llm is not None:
+        added.merge(llm.ledger.peek())
     if not added.calls and not any(u.fallbacks for u in added.roles.values()):
         return previous.model_dump(mode="json") if previous.roles else {}
     previous.merge(added)

@@ -19,13 +19,13 @@ import numpy as np
 
 from memory_bank.config import AppConfig
 from memory_bank.graph.storage import GraphStorage
-from memory_bank.index.embedding import Embedder, build_embedder
+from memory_bank.index.embedders import build_embedder
+from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
 from memory_bank.ingest.graph_step import GraphStep, IngestGraphStep
 from memory_bank.ingest.progress import StageTimer
 from memory_bank.ingest.stages import memorize_encoded, stream_chunks
-from memory_bank.llm import backend_for
-from memory_bank.llm.roles import LLMBackend
+from memory_bank.llm.seam import LLM
 from memory_bank.schemas import Chunk, CommitResult, Document
 from memory_bank.store.snapshot import MemoryParts, join_parts
 from memory_bank.tasks import run_serially
@@ -50,15 +50,15 @@ class Executor(Protocol):
         documents: list[Document],
         first_index: int,
         timer: StageTimer,
-        backend: LLMBackend,
+        llm: LLM | None,
         on_batch: BatchSink | None = None,
         done_chunks: frozenset[str] = frozenset(),
     ) -> MemoryParts:
-        """Chunk, embed and memorize `documents` (memorize: the backend's role); memory indices
-        start at `first_index`. `on_batch` gets parts as they finish, about
-        `store.journal_tokens` chunk tokens at a time (`MemoryParts.partial_documents` names
-        the documents a part holds only some chunks of). Chunks in `done_chunks` (journaled by
-        an earlier run) are not made again."""
+        """Chunk, embed and memorize `documents` (the split and memorize roles; usage recorded
+        elsewhere is added to `llm`'s ledger); memory indices start at `first_index`.
+        `on_batch` gets parts as they finish, about `store.journal_tokens` chunk tokens at a
+        time (`MemoryParts.partial_documents` names the documents a part holds only some
+        chunks of). Chunks in `done_chunks` (journaled by an earlier run) are not made again."""
 
     def map(self, function: Callable[..., R], calls: Sequence[tuple[Any, ...]]) -> list[R]:
         """Independent calls (planning groups, README subtrees); results in call order."""
@@ -67,8 +67,9 @@ class Executor(Protocol):
         """Embed short passages (READMEs) like `Embedder.encode_passages`: (len(texts), 384)
         float32."""
 
-    def commit(self, store: Path, request: CommitRequest) -> CommitResult:
-        """Apply `request` to the store, serialized with every other writer of it."""
+    def commit(self, store: Path, request: CommitRequest, llm: LLM | None) -> CommitResult:
+        """Apply `request` to the store, serialized with every other writer of it (the roles
+        of an in-process commit ask `llm`)."""
 
 
 class LocalExecutor:
@@ -101,7 +102,7 @@ class LocalExecutor:
         documents: list[Document],
         first_index: int,
         timer: StageTimer,
-        backend: LLMBackend,
+        llm: LLM | None,
         on_batch: BatchSink | None = None,
         done_chunks: frozenset[str] = frozenset(),
     ) -> MemoryParts:
@@ -112,12 +113,12 @@ class LocalExecutor:
         pieces: list[MemoryParts] = []
         made = first_index
         with timer.stage("embed+memorize"):
-            for batch, partial in self._batches(documents, backend, done_chunks, timer):
+            for batch, partial in self._batches(documents, llm, done_chunks, timer):
                 started = time.perf_counter()
                 encodings = self.embedder.encode_chunks([chunk.text for chunk in batch])
                 timer.add("embed busy", time.perf_counter() - started)
                 started = time.perf_counter()
-                part = memorize_encoded(batch, encodings, made, self.config.memorize, backend)
+                part = memorize_encoded(batch, encodings, made, self.config.memorize, llm)
                 timer.add("memorize busy", time.perf_counter() - started)
                 part.partial_documents = partial
                 if on_batch is not None:
@@ -130,13 +131,13 @@ class LocalExecutor:
     def _batches(
         self,
         documents: list[Document],
-        backend: LLMBackend,
+        llm: LLM | None,
         done_chunks: frozenset[str],
         timer: StageTimer,
     ) -> Iterator[tuple[list[Chunk], set[str]]]:
         """Batches of about `store.journal_tokens` chunk tokens, cut anywhere, each with the
         documents it leaves unfinished; chunks in `done_chunks` are passed over."""
-        stream = stream_chunks(documents, self.config.chunking, backend)
+        stream = stream_chunks(documents, self.config.chunking, llm)
         batch: list[Chunk] = []
         tokens = 0
         ended: set[str] = set()
@@ -165,13 +166,12 @@ class LocalExecutor:
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode_passages(texts)
 
-    def commit(self, store: Path, request: CommitRequest) -> CommitResult:
+    def commit(self, store: Path, request: CommitRequest, llm: LLM | None) -> CommitResult:
         key = Path(store).expanduser().absolute()
         committer = self._committers.get(key)
-        if committer is None:
-            backend = backend_for(self.config.llm)
+        if committer is None or committer.llm is not llm:
             committer = StoreCommitter(
-                key, self.config, backend, self.encode_texts, self.map, graph=self._graph(key)
+                key, self.config, llm, self.encode_texts, self.map, graph=self._graph(key)
             )
             self._committers[key] = committer
         return committer.commit(request)

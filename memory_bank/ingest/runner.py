@@ -24,8 +24,9 @@ from memory_bank.ingest.journal import IngestJournal, ordered_by_documents
 from memory_bank.ingest.progress import NullProgress, ProgressSink, StageTimer
 from memory_bank.ingest.stages import read_inputs, require_something
 from memory_bank.ingest.work import memory_recipe, plan_work
-from memory_bank.llm import backend_for
+from memory_bank.llm import check_llm
 from memory_bank.llm.ledger import take_usage
+from memory_bank.llm.seam import LLM
 from memory_bank.schemas import CommitResult, Document, IngestSummary
 from memory_bank.store.layout import is_store
 from memory_bank.store.location import StoreLocation
@@ -41,10 +42,12 @@ ExecutorFactory = Callable[[AppConfig], Executor]
 class IngestRunner:
     """Adds sources to a store, re-plans it, or removes documents from it."""
 
-    def __init__(self, config: AppConfig, executor: Executor) -> None:
+    def __init__(self, config: AppConfig, executor: Executor, llm: LLM | None) -> None:
+        """`llm`: the process's LLM (None: the offline roles), for the work in this process
+        and an in-process commit."""
         self.config = config
         self.executor = executor
-        self.backend = backend_for(config.llm)
+        self.llm = check_llm(config.llm, llm)
 
     def run(
         self,
@@ -113,7 +116,7 @@ class IngestRunner:
         )
         added = self._memorize(journal, work.documents, timer, summary)
         if added.memories or work.replace_all or (replan and is_store(store)):
-            work_usage = take_usage(self.backend)
+            work_usage = take_usage(self.llm)
             request = CommitRequest(
                 added=added,
                 replan=replan,
@@ -122,7 +125,7 @@ class IngestRunner:
                 llm_usage=work_usage.model_dump(mode="json"),
             )
             with timer.stage("commit"):
-                result = self.executor.commit(store, request)
+                result = self.executor.commit(store, request, self.llm)
             journal.forget(doc.document_id for doc in added.documents)
             _record(summary, result)
             for step, seconds in result.stage_seconds.items():
@@ -141,7 +144,7 @@ class IngestRunner:
         stored = documents_from_table(StoreReader(Path(store).resolve()).documents())
         source_of = {document.document_id: document.source for document in stored}
         return self.executor.commit(
-            store, CommitRequest(remove=resolve_documents(source_of, sources))
+            store, CommitRequest(remove=resolve_documents(source_of, sources)), self.llm
         )
 
     def _memorize(
@@ -171,7 +174,7 @@ class IngestRunner:
                 todo,
                 0,
                 timer,
-                self.backend,
+                self.llm,
                 on_batch=journal.save,
                 done_chunks=frozenset(chunk.chunk_id for chunk in resumed.chunks),
             )
@@ -188,6 +191,8 @@ def _record(summary: IngestSummary, result: CommitResult) -> None:
     summary.unchanged_documents += result.duplicate_documents
 
 
-def local_runner(config: AppConfig, embedder: Embedder | None = None) -> IngestRunner:
-    """An in-process runner (tests, small inputs, `memory-bank ingest --local`)."""
-    return IngestRunner(config, LocalExecutor(config, embedder))
+def local_runner(
+    config: AppConfig, embedder: Embedder | None = None, llm: LLM | None = None
+) -> IngestRunner:
+    """An in-process runner (tests, benchmarks) with the offline roles unless given an `llm`."""
+    return IngestRunner(config, LocalExecutor(config, embedder), llm)

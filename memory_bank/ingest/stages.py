@@ -19,35 +19,33 @@ from memory_bank.config import ChunkConfig, MemorizeConfig, TaxonomyConfig
 from memory_bank.errors import NothingToIngestError
 from memory_bank.index.embedding import ChunkEncoding
 from memory_bank.llm.ledger import add_usage, take_usage
-from memory_bank.llm.roles import (
-    LLMBackend,
-    MemorizeRequest,
-    OrganizeRequest,
-    ReadmeRequest,
-    SplitRequest,
-    SplitSection,
-    readme_requests,
-)
+from memory_bank.llm.seam import LLM
+from memory_bank.memorize.role import MemorizeRequest, memorize
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.tables import SentenceRecord
 from memory_bank.tasks import TaskMap, run_serially
 from memory_bank.taxonomy import TaxonomyItem, flat_fallback, validate_taxonomy
+from memory_bank.taxonomy.organize_role import organize
 from memory_bank.taxonomy.readme import (
     NO_SUMMARY,
     ReadmeFileEntry,
     ReadmeHighlight,
     SubtreeSummary,
 )
+from memory_bank.taxonomy.readme_role import readmes
+from memory_bank.taxonomy.roles import OrganizeRequest, ReadmeRequest, readme_requests
 from memory_bank.taxonomy.summary import (
     index_text,
     subtree_highlights,
     subtree_index_terms,
     subtree_key_terms,
 )
-from memory_bank.text.chunking import SectionSplit, SplitChooser, chunk_document
+from memory_bank.text import chunking
+from memory_bank.text.chunking import SplitChooser
 from memory_bank.text.inputs import SourceLoad, load_sources
 from memory_bank.text.sources import FileReader, document_from_text
+from memory_bank.text.split_role import split_chooser
 
 
 def read_inputs(
@@ -72,37 +70,59 @@ def require_something(loaded: SourceLoad, files_given: bool) -> None:
 
 
 def chunk_documents(
-    documents: Sequence[Document], config: ChunkConfig, backend: LLMBackend | None = None
+    documents: Sequence[Document], config: ChunkConfig, llm: LLM | None = None
 ) -> list[Chunk]:
     """Chunks of every document (as `stream_chunks` makes them, all at once); overlong sections
-    split where the backend's split role says."""
-    return [chunk for chunk, _ in stream_chunks(documents, config, backend)]
+    split where the split role says (offline, the chunker's own cuts)."""
+    return [chunk for chunk, _ in stream_chunks(documents, config, llm)]
 
 
 # A document longer than this is chunked one window at a time (cut between paragraphs), so a
-# huge file's first memories are made, journaled and shown while the rest is still being cut.
+# huge file's first memories are made, journaled and shown while the rest is still being cut;
+# shorter ones are chunked together up to this many characters (one split request for them).
 STREAM_WINDOW_CHARS = 1 << 20
 
 
 def stream_chunks(
-    documents: Sequence[Document], config: ChunkConfig, backend: LLMBackend | None = None
+    documents: Sequence[Document], config: ChunkConfig, llm: LLM | None = None
 ) -> Iterator[tuple[Chunk, bool]]:
     """Every document's chunks, in order, each with whether it is its document's last. A long
     document (not a conversation, whose chunks follow its turns) is cut window by window, at
     the same places every run, so a resumed ingest finds the same chunks."""
-    choose = split_chooser(backend, config) if backend is not None else None
-    for doc in documents:
-        if doc.turns or len(doc.text) <= STREAM_WINDOW_CHARS:
-            chunks: Iterable[Chunk] = chunk_document(doc, config, choose)
+    choose = split_chooser(llm, config)
+    for group, windowed in _stream_groups(documents):
+        if windowed:
+            chunks: Iterable[Chunk] = _windowed_chunks(group[0], config, choose)
         else:
-            chunks = _windowed_chunks(doc, config, choose)
+            chunks = chunking.chunk_documents(group, config, choose)
         previous: Chunk | None = None
         for chunk in chunks:
             if previous is not None:
-                yield previous, False
+                yield previous, chunk.document_id != previous.document_id
             previous = chunk
         if previous is not None:
             yield previous, True
+
+
+def _stream_groups(documents: Sequence[Document]) -> Iterator[tuple[list[Document], bool]]:
+    """Consecutive documents of at most `STREAM_WINDOW_CHARS` together; a longer one alone,
+    marked to be windowed."""
+    group: list[Document] = []
+    size = 0
+    for doc in documents:
+        if not doc.turns and len(doc.text) > STREAM_WINDOW_CHARS:
+            if group:
+                yield group, False
+                group, size = [], 0
+            yield [doc], True
+            continue
+        if group and size + len(doc.text) > STREAM_WINDOW_CHARS:
+            yield group, False
+            group, size = [], 0
+        group.append(doc)
+        size += len(doc.text)
+    if group:
+        yield group, False
 
 
 def _windowed_chunks(
@@ -115,7 +135,7 @@ def _windowed_chunks(
             cut = doc.text.rfind("\n\n", start + 1, start + STREAM_WINDOW_CHARS)
             end = cut if cut > start else start + STREAM_WINDOW_CHARS
         window = doc.model_copy(update={"text": doc.text[start:end]})
-        for chunk in chunk_document(window, config, choose):
+        for chunk in chunking.chunk_document(window, config, choose):
             yield chunk.model_copy(
                 update={
                     "chunk_id": f"{doc.document_id}-{position:05d}",
@@ -128,45 +148,19 @@ def _windowed_chunks(
         start = end
 
 
-def split_chooser(backend: LLMBackend, config: ChunkConfig) -> SplitChooser | None:
-    """The backend's split role as the chunker's chooser of cuts in overlong sections. None for
-    the offline backend: its split is the chunker's own choice, so it is not asked (and the
-    offline ingest does no work for it)."""
-    if backend.name == "offline":
-        return None
-
-    def choose(doc: Document, sections: list[SectionSplit]) -> list[list[int]]:
-        request = SplitRequest(
-            source=doc.source,
-            sections=[
-                SplitSection(
-                    pieces=[doc.text[start:end] for start, end, _ in section.pieces],
-                    tokens=[tokens for _, _, tokens in section.pieces],
-                    own_cuts=list(section.own_cuts),
-                )
-                for section in sections
-            ],
-            min_tokens=config.min_tokens,
-            max_tokens=config.max_tokens,
-        )
-        return backend.split(request).cuts
-
-    return choose
-
-
 def memorize_encoded(
     chunks: Sequence[Chunk],
     encodings: Sequence[ChunkEncoding],
     first_index: int,
     config: MemorizeConfig,
-    backend: LLMBackend,
+    llm: LLM | None,
 ) -> MemoryParts:
-    """Memorize embedded chunks with the backend's memorize role; memory indices start at
+    """Memorize embedded chunks with the memorize role; memory indices start at
     `first_index`, in chunk order."""
     request = MemorizeRequest(
         chunks=list(chunks), first_index=first_index, config=config, encodings=list(encodings)
     )
-    return assemble_parts(chunks, encodings, backend.memorize(request).memories)
+    return assemble_parts(chunks, encodings, memorize(request, llm))
 
 
 def assemble_parts(
@@ -202,13 +196,13 @@ def plan_tree(
     memories: Sequence[MemorizedChunk],
     vectors: np.ndarray,
     config: TaxonomyConfig,
-    backend: LLMBackend,
+    llm: LLM | None,
     map_groups: TaskMap = run_serially,
 ) -> DirectoryNode:
-    """Plan the whole tree with the backend's organize role (independent groups through
-    `map_groups`); a plan that still fails validation is replaced by the flat fallback."""
+    """Plan the whole tree with the organize role (independent groups through `map_groups`);
+    a plan that still fails validation is replaced by the flat fallback."""
     request = OrganizeRequest(items=taxonomy_items(memories), vectors=vectors, config=config)
-    tree = backend.organize(request, map_groups).tree
+    tree = organize(request, llm, map_groups).tree
     return ensure_valid_tree(tree, [memory.index for memory in memories], config)
 
 
@@ -266,7 +260,7 @@ def compose_readmes(
     memories: Sequence[MemorizedChunk],
     chunk_paths: Mapping[int, str],
     config: TaxonomyConfig,
-    backend: LLMBackend,
+    llm: LLM | None,
     map_subtrees: TaskMap = run_serially,
     vectors: np.ndarray | None = None,
 ) -> dict[str, str]:
@@ -282,7 +276,7 @@ def compose_readmes(
         subtree_summaries(tree, memories, vectors, chunk_paths) if vectors is not None else {}
     )
     if len(memories) <= config.coarse_threshold:
-        return compose_subtree_readmes(tree, memories, chunk_paths, backend, subtrees)
+        return compose_subtree_readmes(tree, memories, chunk_paths, llm, subtrees)
     by_index = {memory.index: memory for memory in memories}
     calls = []
     for subtree in tree.children:
@@ -292,43 +286,43 @@ def compose_readmes(
             node.path: subtrees[node.path] for node in subtree.iter_nodes() if node.path in subtrees
         }
         paths = {i: chunk_paths[i] for i in indices}
-        calls.append((subtree, part, paths, backend, part_subtrees))
-    readmes: dict[str, str] = {}
+        calls.append((subtree, part, paths, llm, part_subtrees))
+    texts: dict[str, str] = {}
     for part, usage in map_subtrees(_subtree_readmes_and_usage, calls):
-        readmes.update(part)
-        add_usage(backend, usage)
+        texts.update(part)
+        add_usage(llm, usage)
     root = ReadmeRequest(
         node=tree,
         child_dirs=list(tree.children),
         files=[],
         subtree=subtrees.get("/", NO_SUMMARY),
     )
-    readmes["/"] = backend.readme(root).text
-    return readmes
+    texts["/"] = readmes([root], llm)[0]
+    return texts
 
 
 def _subtree_readmes_and_usage(
     node: DirectoryNode,
     memories: Sequence[MemorizedChunk],
     chunk_paths: Mapping[int, str],
-    backend: LLMBackend,
+    llm: LLM | None,
     subtrees: Mapping[str, SubtreeSummary],
 ) -> tuple[dict[str, str], dict]:
-    """`compose_subtree_readmes` and the LLM usage it recorded: on Ray the backend is a copy in
-    a task, whose ledger would be lost (in this process, taking and adding it back is a no-op)."""
-    readmes = compose_subtree_readmes(node, memories, chunk_paths, backend, subtrees)
-    return readmes, take_usage(backend).model_dump(mode="json")
+    """`compose_subtree_readmes` and the LLM usage it recorded: on Ray the LLM is a copy in a
+    task, whose ledger would be lost (in this process, taking and adding it back is a no-op)."""
+    texts = compose_subtree_readmes(node, memories, chunk_paths, llm, subtrees)
+    return texts, take_usage(llm).model_dump(mode="json")
 
 
 def compose_subtree_readmes(
     node: DirectoryNode,
     memories: Sequence[MemorizedChunk],
     chunk_paths: Mapping[int, str],
-    backend: LLMBackend,
+    llm: LLM | None,
     subtrees: Mapping[str, SubtreeSummary] | None = None,
 ) -> dict[str, str]:
     """README text for `node` and every directory below it (tree path -> text), each from the
-    backend's readme role."""
+    readme role."""
     by_index = {memory.index: memory for memory in memories}
     files_by_directory = {
         directory.path: [
@@ -342,9 +336,9 @@ def compose_subtree_readmes(
         for directory in node.iter_nodes()
     }
     requests = readme_requests(node, files_by_directory, subtrees)
-    results = backend.readmes(requests)
     return {
-        request.node.path: result.text for request, result in zip(requests, results, strict=True)
+        request.node.path: text
+        for request, text in zip(requests, readmes(requests, llm), strict=True)
     }
 
 

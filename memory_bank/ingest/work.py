@@ -13,13 +13,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_bank.config import AppConfig
-from memory_bank.index.embedding import (
+from memory_bank.config import (
     EMBEDDING_MODEL_NAME,
     LOCAL_EMBEDDER,
-    check_store_embedder,
+    AppConfig,
     embedder_identity,
 )
+from memory_bank.index.embedders import check_store_embedder
 from memory_bank.schemas import Document
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader

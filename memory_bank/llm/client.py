@@ -1,5 +1,7 @@
 """`ChatClient`: structured, repaired, retried, cached and accounted calls to an
-OpenAI-compatible chat-completions endpoint (the real `openai` client underneath).
+OpenAI-compatible chat-completions endpoint (the real `openai` client underneath); the transport
+of `endpoint.OpenAICompatible`, and of embeddings requests (`embed`, for
+`index.remote_embedding`) on the same retries, concurrency limit, cache and ledger.
 
 Structured output: each role asks for its pydantic result model as a JSON schema
 (`response_format` json_schema). A server that refuses that format is asked again in JSON mode,
@@ -7,7 +9,7 @@ then in plain text; the client remembers the downgrade. A reply is parsed lenien
 (`json_text.parse_json_reply`, with `json-repair`: code fences, prose around the object,
 Python literals, trailing commas, a reply cut off mid-object) and validated; a reply that still does not fit is answered with the
 validation error and asked again, `repair_attempts` times, before the role gives up with
-`LLMReplyError` (the backend then uses the role's documented fallback).
+`LLMReplyError` (the capability then uses the role's documented fallback).
 
 Transport: 429, 5xx, timeouts and dropped connections are retried with exponential backoff and
 jitter (tenacity), waiting at least what a `Retry-After` header asks; at most `max_concurrency`
@@ -21,9 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,7 +43,6 @@ from memory_bank.config import LLMConfig, user_cache_dir
 from memory_bank.errors import LLMError
 from memory_bank.llm.json_text import parse_json_reply
 from memory_bank.llm.ledger import Ledger
-from memory_bank.store.atomic import atomic_write_text
 
 M = TypeVar("M", bound=BaseModel)
 _FORMATS = ("json_schema", "json_object", "text")
@@ -53,8 +55,12 @@ class LLMReplyError(LLMError):
     """The endpoint kept answering something that does not fit the role's result model."""
 
 
+class RequestRefused(LLMError):
+    """The endpoint refused the request as malformed (HTTP 400): an option it does not take."""
+
+
 class ChatClient:
-    """One endpoint, shared by every role of a backend (thread-safe)."""
+    """One endpoint, shared by every role (thread-safe)."""
 
     def __init__(self, config: LLMConfig, ledger: Ledger | None = None) -> None:
         import openai  # imported here: the offline default never needs it
@@ -155,29 +161,28 @@ class ChatClient:
                 request["response_format"] = {"type": "json_object"}
             try:
                 message = self.complete(role, request)
-            except self._openai.BadRequestError as exc:
+            except RequestRefused as exc:
                 if "response_format" in str(exc) and level + 1 < len(_FORMATS):
                     with _FORMAT_LOCK:  # this server does not take it: ask less of it, always
                         if _FORMAT_LEVEL.get(self._endpoint, 0) == level:
                             _FORMAT_LEVEL[self._endpoint] = level + 1
                             self.ledger.count(role, "format_downgrades")
                     continue
-                raise LLMError(
-                    f"{role}: the endpoint refused the request: {_short(str(exc))}"
-                ) from exc
-            if getattr(message, "refusal", None):
+                raise
+            if message.get("refusal"):
                 return ""  # an empty reply: validation fails and the role re-prompts
-            return message.content or ""
+            return message.get("content") or ""
 
     # --- raw completions --------------------------------------------------------------------
 
-    def complete(self, role: str, request: dict[str, Any]) -> Any:
-        """One chat completion (cached, retried, accounted); returns the assistant message."""
+    def complete(self, role: str, request: dict[str, Any]) -> dict[str, Any]:
+        """One chat completion (cached, retried, accounted): the assistant message as JSON
+        (content, refusal, tool_calls). `RequestRefused` when the endpoint answers 400."""
         key = _cache_key(request)
         cached = self._cache_get(key)
         if cached is not None:
             self.ledger.record(role, cached=True)
-            return _Message(cached)
+            return cached
         started = time.perf_counter()
         response = self._send(role, lambda: self._client.chat.completions.create(**request))
         usage = response.usage
@@ -187,10 +192,9 @@ class ChatClient:
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             seconds=time.perf_counter() - started,
         )
-        message = response.choices[0].message
-        stored = message.model_dump(mode="json", exclude_none=True)
-        if not stored.get("refusal"):
-            self._cache_put(key, stored)
+        message = response.choices[0].message.model_dump(mode="json", exclude_none=True)
+        if not message.get("refusal"):
+            self._cache_put(key, message)
         return message
 
     def embed(self, role: str, request: dict[str, Any]) -> list[list[float]]:
@@ -201,10 +205,7 @@ class ChatClient:
             self.ledger.record(role, cached=True)
             return cached["vectors"]
         started = time.perf_counter()
-        try:
-            response = self._send(role, lambda: self._client.embeddings.create(**request))
-        except self._openai.BadRequestError as exc:
-            raise LLMError(f"{role}: the endpoint refused the request: {_short(str(exc))}") from exc
+        response = self._send(role, lambda: self._client.embeddings.create(**request))
         self.ledger.record(
             role,
             prompt_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
@@ -215,7 +216,8 @@ class ChatClient:
         return vectors
 
     def _send(self, role: str, create: Callable[[], Any]) -> Any:
-        """`create()` within the concurrency limit, transient failures retried with backoff."""
+        """`create()` within the concurrency limit, transient failures retried with backoff;
+        `RequestRefused` when the endpoint answers 400, `LLMError` for any other failure."""
 
         @retry(
             retry=retry_if_exception(self._is_transient),
@@ -230,9 +232,11 @@ class ChatClient:
 
         try:
             return send()
+        except self._openai.BadRequestError as exc:
+            raise RequestRefused(
+                f"{role}: the endpoint refused the request: {_short(str(exc))}"
+            ) from exc
         except self._openai.APIError as exc:
-            if isinstance(exc, self._openai.BadRequestError):
-                raise
             raise LLMError(f"{role}: the endpoint failed: {_short(str(exc))}") from exc
 
     def _is_transient(self, exc: BaseException) -> bool:
@@ -261,46 +265,19 @@ class ChatClient:
         except (OSError, ValueError):
             return None
 
-    def _cache_put(self, key: str, message: Mapping[str, Any]) -> None:
-        if self._cache is not None:
-            try:
-                atomic_write_text(self._cache / key[:2] / f"{key}.json", json.dumps(message))
-            except OSError:
-                pass  # a cache that cannot be written only costs a request next time
-
-
-class _Message:
-    """A cached assistant message with the attributes the roles read."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.content = data.get("content")
-        self.refusal = data.get("refusal")
-        self.tool_calls = [_ToolCall(call) for call in data.get("tool_calls") or []] or None
-
-    def model_dump(self, **_: Any) -> dict[str, Any]:
-        data: dict[str, Any] = {"role": "assistant", "content": self.content}
-        if self.tool_calls:
-            data["tool_calls"] = [call.as_dict() for call in self.tool_calls]
-        return data
-
-
-class _ToolCall:
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.id = data.get("id", "")
-        self.type = "function"
-        function = data.get("function") or {}
-        self.function = type(
-            "Function",
-            (),
-            {"name": function.get("name", ""), "arguments": function.get("arguments", "{}")},
-        )()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.function.name, "arguments": self.function.arguments},
-        }
+    def _cache_put(self, key: str, message: dict[str, Any]) -> None:
+        if self._cache is None:
+            return
+        target = self._cache / key[:2] / f"{key}.json"
+        # Written aside and renamed, so a reader never sees half an entry; not fsynced: an
+        # entry lost in a crash only costs a request next time, as does one not written.
+        aside = target.with_name(f".{key}.{secrets.token_hex(4)}.tmp")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            aside.write_text(json.dumps(message), encoding="utf-8")
+            os.replace(aside, target)
+        except OSError:
+            aside.unlink(missing_ok=True)
 
 
 def _cache_key(request: Mapping[str, Any]) -> str:
@@ -311,14 +288,3 @@ def _cache_key(request: Mapping[str, Any]) -> str:
 
 def _short(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def messages_for_tools(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Messages as plain dicts (assistant messages from the client included)."""
-    plain = []
-    for message in messages:
-        if isinstance(message, Mapping):
-            plain.append(dict(message))
-        else:
-            plain.append(message.model_dump(mode="json", exclude_none=True))
-    return plain

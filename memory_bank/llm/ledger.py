@@ -1,6 +1,6 @@
 """The ledger of LLM calls: per role, how many requests, cache hits, tokens, retries, repairs,
-fallbacks, seconds and the estimated cost. Thread-safe; ledgers from other processes (Ray
-workers, the writer actor) are merged in as plain dicts."""
+fallbacks, seconds and the estimated cost. One per process, held by its `LLM`; thread-safe;
+ledgers from other processes (Ray workers, the writer actor) are merged in as plain dicts."""
 
 from __future__ import annotations
 
@@ -91,15 +91,15 @@ class Ledger:
             self._summary.merge(other)
 
 
-def take_usage(backend: object) -> LedgerSummary:
-    """What `backend` recorded since the last take; empty for a backend without a ledger
-    (the offline one makes no calls)."""
-    ledger = getattr(backend, "ledger", None)
+def take_usage(llm: object) -> LedgerSummary:
+    """What `llm` recorded since the last take; empty for None (the offline strategies make
+    no calls)."""
+    ledger = getattr(llm, "ledger", None)
     return ledger.take() if isinstance(ledger, Ledger) else LedgerSummary()
 
 
-def add_usage(backend: object, usage: LedgerSummary | Mapping) -> None:
-    """Merge usage recorded elsewhere (a Ray worker) into `backend`'s ledger, if it has one."""
-    ledger = getattr(backend, "ledger", None)
+def add_usage(llm: object, usage: LedgerSummary | Mapping) -> None:
+    """Merge usage recorded elsewhere (a Ray worker) into `llm`'s ledger, if there is one."""
+    ledger = getattr(llm, "ledger", None)
     if isinstance(ledger, Ledger):
         ledger.merge(usage)

@@ -1,1 +1,1 @@
-"""Answering and searching a store: the query service, the navigation agent, its tools and the extractive answer."""
+"""Answering a question over a store: the navigation agent, its tools and policies, the answer role and the extractive answer."""

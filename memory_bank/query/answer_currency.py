@@ -10,7 +10,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from memory_bank.graph.sentence_facts import mentions_value, same_frame, sentence_facts
-from memory_bank.llm.roles import ClaimHistory
 from memory_bank.query.answer_sentences import (
     ANSWER_MARGIN,
     CURRENT_CLAIM,
@@ -20,6 +19,7 @@ from memory_bank.query.answer_sentences import (
 )
 from memory_bank.query.bridges import names_any
 from memory_bank.query.question import term_coverage
+from memory_bank.query.roles import ClaimHistory
 from memory_bank.schemas import HistoryNote
 from memory_bank.text.lexicon import text_stems
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from memory_bank.llm.roles import AnswerRequest, AnswerResult
 from memory_bank.query.answer_currency import (
     apply_bridges,
     apply_claims,
@@ -30,6 +29,7 @@ from memory_bank.query.answer_sentences import (
     select_sentences,
 )
 from memory_bank.query.question import content_terms, term_coverage
+from memory_bank.query.roles import AnswerRequest, AnswerResult
 from memory_bank.text.lexicon import text_stems
 
 

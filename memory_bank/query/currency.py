@@ -22,9 +22,9 @@ from memory_bank.graph.view import GraphView, Supersession
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.index.embedding import TextEncoder
 from memory_bank.index.vector_cache import TextVectorCache
-from memory_bank.llm.roles import ClaimHistory
 from memory_bank.query.bridges import bridges
 from memory_bank.query.question import term_coverage
+from memory_bank.query.roles import ClaimHistory
 from memory_bank.query.slot_pairs import SentencePairs
 from memory_bank.query.slots import SlotChange, SlotMemory, slot_changes
 from memory_bank.schemas import HistoryNote, SearchHit

@@ -5,21 +5,21 @@ The navigation agent reads READMEs, greps and follows links across the whole sto
 that can be confined without showing what lies outside. Here the question's evidence is the
 best memories of a scoped hybrid search (`index.scope`: candidates, BM25 normalization and title
 links all stay inside the scope; those far below the best left unread, as the agent leaves them),
-handed to the backend's `answer` role as the agent would hand
-the chunks it read. The Query Graph's claims are kept only where what replaced a claim is in the
+handed to the `answer` role as the agent would hand the chunks it
+read. The Query Graph's claims are kept only where what replaced a claim is in the
 scope too: a newer claim from elsewhere would bring its sentence into the answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from memory_bank.index.scope import SearchScope
 from memory_bank.index.search import Searcher
-from memory_bank.llm.roles import AnswerEvidence, AnswerRequest, AnswerResult, ClaimHistory
+from memory_bank.llm.seam import LLM
+from memory_bank.query.answer_role import answer
 from memory_bank.query.answer_sentences import NOT_FOUND_THRESHOLD
 from memory_bank.query.currency import Currency
-from memory_bank.query.navigation import NOT_FOUND_ANSWER, READ_CUTOFF
+from memory_bank.query.descent_policy import NOT_FOUND_ANSWER, READ_CUTOFF
+from memory_bank.query.roles import AnswerEvidence, AnswerRequest, ClaimHistory
 from memory_bank.schemas import ChatResult, TrajectoryStep
 
 # Memories read for a navigate answer within a scope; research reads twice as many.
@@ -30,13 +30,14 @@ def answer_within(
     question: str,
     scope: SearchScope,
     searcher: Searcher,
-    answer: Callable[[AnswerRequest], AnswerResult],
+    llm: LLM | None,
     currency: Currency | None = None,
     reads: int = SCOPED_READS,
     system_prompt: str | None = None,
 ) -> ChatResult:
     """Answer `question` from the best `reads` memories within `scope` (see the module
-    docstring); the trajectory shows the scoped search and the memories read."""
+    docstring), by the answer role asking `llm` (None: the extractive answer); the trajectory
+    shows the scoped search and the memories read."""
     corpus = searcher.corpus
     found = searcher.search(question, top_k=reads, mode="hybrid", scope=scope)
     best = max((hit.score for hit in found), default=0.0)
@@ -84,7 +85,8 @@ def answer_within(
             query_vector=query_vector,
             system_prompt=system_prompt,
             claims=claims,
-        )
+        ),
+        llm,
     )
     read = [item.path for item in evidence]
     if not result.found:

@@ -25,9 +25,10 @@ from memory_bank.graph.node_views import NodeViews
 from memory_bank.graph.persist import GraphState
 from memory_bank.index.embedding import Embedder
 from memory_bank.query.question import content_terms
-from memory_bank.session.agents import ClusterDraft, SessionAgents
+from memory_bank.session.agents import SessionAgents
 from memory_bank.session.merging import NodeMerger
 from memory_bank.session.models import NodeInfo
+from memory_bank.session.topics import ClusterDraft
 from memory_bank.text.lexicon import (
     QUESTION_WORDS,
     search_tokens,

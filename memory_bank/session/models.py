@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_bank.llm.session_roles import (  # noqa: F401 - the session's own vocabulary
+from memory_bank.session.roles import (  # noqa: F401 - the session's own vocabulary
     CompletedTask,
     ConflictNotice,
     InsightDoc,

@@ -1,13 +1,13 @@
 """A ReAct agent for a session (seed 002 §4.2 step 1, §6.4, §12): think, call a tool, observe,
-until it answers.
+until it answers; on the one agent loop (`llm.agent`).
 
-The model writes `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` to use a tool and
-`<answer>...</answer>` to finish; each tool's output comes back as
-`<tool_response>...</tool_response>`. Tools: `search` (the store: memories and session
-memories), `visit` (a local file, inside the roots it is given), `deep_retrieval` (the raw
-contexts behind a memory id). The loop ends with an answer; when the conversation grows past
-`max_context_tokens`, or after `max_calls` model calls, the model is told to answer now and
-what it says is the answer (a forced answer).
+Tools: `search` (the store: memories and session memories), `visit` (a local file, inside the
+roots it is given), `deep_retrieval` (the raw contexts behind a memory id). With a model, the
+model calls them (natively, or in the text format where the endpoint refuses tools) and its
+reply without a tool call is the answer; when the conversation grows past
+`max_context_tokens`, or after `max_calls` tool calls, the model is told to answer now and what
+it says is the answer (a forced answer). Offline, the policy searches the pending task once and
+answers with the best passage found.
 
 `Session.run` drives the seed's outer loop with it: enhance the prompt, run the agent, intercept
 what the tools returned, plan, until the termination rule holds.
@@ -22,30 +22,39 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memory_bank.errors import MemoryBankError
-from memory_bank.llm.json_text import parse_json_reply
+from memory_bank.llm.agent import FunctionToolbox, ModelPolicy, Policy, Run, run_policy
+from memory_bank.llm.seam import LLM, ToolCall
+from memory_bank.llm.tool_text import between
 from memory_bank.text.tokens import count_tokens
 
 ROLE = "react"
-SYSTEM_PROMPT = f"""role: {ROLE}
-You are a research agent working on a task with a memory. Think step by step. To use a tool,
-write exactly one <tool_call>{{"name": "...", "arguments": {{...}}}}</tool_call> and stop; its
-result comes back in <tool_response>...</tool_response>. When you know the answer, write
-<answer>your final answer</answer>.
-Tools:
-- search: {{"query": "text"}} -- search the memory store; returns the best passages.
-- visit: {{"path": "file path"}} -- read a local file.
-- deep_retrieval: {{"node_id": "memory id"}} -- the raw contexts behind a memory of the prompt.
-"""
+SYSTEM_PROMPT = """You are a research agent working on a task with a memory. Think step by step
+and use the tools to find what the task needs; when you know the answer, reply with it without
+calling a tool."""
 FORCE_ANSWER = (
-    "You have reached the limit of this conversation. Give your final answer now, in "
-    "<answer>...</answer>, from what you have found."
+    "You have reached the limit of this conversation. Give your final answer now, "
+    "from what you have found."
 )
-NUDGE = (
-    "Call a tool with <tool_call>...</tool_call> or give the final answer in <answer>...</answer>."
-)
-MAX_TOOL_OUTPUT_CHARS = 6000
+TOOL_SCHEMAS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {argument: {"type": "string"}},
+                "required": [argument],
+            },
+        },
+    }
+    for name, argument, description in (
+        ("search", "query", "Search the memory store; returns the best passages."),
+        ("visit", "path", "Read a local file."),
+        ("deep_retrieval", "node_id", "The raw contexts behind a memory of the prompt."),
+    )
+]
 
-Chat = Callable[[list[dict[str, str]]], str]
 Tool = Callable[[dict[str, Any]], str]
 Termination = Literal["answer", "token limit", "max calls"]
 
@@ -54,7 +63,7 @@ Termination = Literal["answer", "token limit", "max calls"]
 class ReactResult:
     question: str
     prediction: str
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]  # the conversation with the model (none offline)
     termination: Termination
     tool_responses: list[str] = field(default_factory=list)
 
@@ -62,13 +71,15 @@ class ReactResult:
 class ReactAgent:
     def __init__(
         self,
-        chat: Chat,
+        llm: LLM | None,
         tools: dict[str, Tool],
         max_calls: int = 60,
         max_context_tokens: int = 32_000,
         count: Callable[[str], int] = count_tokens,
     ) -> None:
-        self.chat = chat
+        """`llm`: the model that acts (None: the offline policy); at most `max_calls` tool
+        calls."""
+        self.llm = llm
         self.tools = tools
         self.max_calls = max_calls
         self.max_context_tokens = max_context_tokens
@@ -78,68 +89,47 @@ class ReactAgent:
         task = question or prompt
         # The fenced block carries the task for tools and test servers that read one.
         opening = f"{prompt}\n\nTask:\n```json\n{json.dumps({'question': task})}\n```"
-        messages = [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": opening},
-        ]
-        responses: list[str] = []
-        for _ in range(self.max_calls):
-            if self._tokens(messages) > self.max_context_tokens:
-                return self._forced(task, messages, responses, "token limit")
-            reply = self.chat(messages)
-            messages.append({"role": "assistant", "content": reply})
-            answer = _between(reply, "answer")
-            if answer is not None:
-                return ReactResult(task, answer, messages, "answer", responses)
-            call = _between(reply, "tool_call")
-            if call is None:
-                messages.append({"role": "user", "content": NUDGE})
-                continue
-            output = self._call_tool(call)
-            responses.append(output)
-            messages.append(
-                {"role": "user", "content": f"<tool_response>\n{output}\n</tool_response>"}
-            )
-        return self._forced(task, messages, responses, "max calls")
-
-    def _forced(
-        self, task: str, messages: list[dict[str, str]], responses: list[str], why: Termination
-    ) -> ReactResult:
-        """Seed 002 §12: past the token limit or the call limit, the model must answer now.
-        Old tool responses are dropped first if the conversation would not fit otherwise."""
-        trimmed = list(messages)
-        while self._tokens(trimmed) > self.max_context_tokens and len(trimmed) > 3:
-            del trimmed[2]  # the oldest turn after the task
-        trimmed.append({"role": "user", "content": FORCE_ANSWER})
-        reply = self.chat(trimmed)
-        messages.extend([trimmed[-1], {"role": "assistant", "content": reply}])
-        answer = _between(reply, "answer")
-        return ReactResult(
-            task, (answer if answer is not None else reply).strip(), messages, why, responses
+        run = Run(self.max_calls)
+        toolbox = FunctionToolbox(self.tools)
+        if self.llm is None:
+            answer = run_policy(search_once(opening), toolbox, run) or ""
+            return ReactResult(task, answer, [], "answer", _responses(run))
+        policy = ModelPolicy(
+            self.llm,
+            ROLE,
+            SYSTEM_PROMPT,
+            opening,
+            [schema for schema in TOOL_SCHEMAS if schema["function"]["name"] in self.tools],
+            context_limit=self.max_context_tokens,
+            count=self.count,
         )
-
-    def _call_tool(self, call: str) -> str:
-        try:
-            parsed = parse_json_reply(call)
-            name = parsed["name"]
-            arguments = parsed.get("arguments") or {}
-            if name not in self.tools:
-                raise MemoryBankError(f"unknown tool {name!r}; tools: {', '.join(self.tools)}")
-            output = self.tools[name](arguments)
-        except (MemoryBankError, KeyError, TypeError, ValueError, OSError) as exc:
-            return f"Error: {exc}"
-        return output[:MAX_TOOL_OUTPUT_CHARS]
-
-    def _tokens(self, messages: Sequence[dict[str, str]]) -> int:
-        return sum(self.count(message["content"]) for message in messages)
+        conclusion = run_policy(policy.decide(run), toolbox, run)
+        if conclusion is not None and conclusion.kind == "text":
+            prediction, termination = _answer_in(conclusion.content), "answer"
+        else:
+            # Seed 002 §12: past the token limit or the call limit, the model must answer now.
+            termination = (
+                "token limit"
+                if conclusion is not None and conclusion.kind == "context limit"
+                else "max calls"
+            )
+            prediction = _answer_in(policy.conclude(FORCE_ANSWER))
+        return ReactResult(task, prediction, policy.messages, termination, _responses(run))
 
 
-def _between(text: str, tag: str) -> str | None:
-    start = text.find(f"<{tag}>")
-    if start < 0:
-        return None
-    end = text.find(f"</{tag}>", start)
-    return text[start + len(tag) + 2 : end if end >= 0 else len(text)].strip()
+def search_once(prompt: str) -> Policy[str]:
+    """The offline policy: search the pending task once, then answer with the best passage
+    found (its first line that is not a heading or a source tag)."""
+    found = yield ToolCall("search", {"query": _pending_task(prompt)})
+    best = next(
+        (
+            line.strip()
+            for line in found.text.strip().splitlines()
+            if line.strip() and not line.lstrip().startswith(("[", "#"))
+        ),
+        "",
+    )
+    return best or "Nothing relevant was found."
 
 
 def visit_tool(roots: Sequence[Path]) -> Tool:
@@ -157,46 +147,13 @@ def visit_tool(roots: Sequence[Path]) -> Tool:
     return visit
 
 
-def openai_chat(config: Any) -> Chat:
-    """The ReAct model on the configured OpenAI-compatible endpoint (`llm` settings): retries,
-    the response cache and the ledger of `ChatClient`, role "react"."""
-    from memory_bank.llm.client import ChatClient
-
-    client = ChatClient(config)
-    model = config.chat_model or config.model
-    temperature = (
-        config.chat_temperature if config.chat_temperature is not None else config.temperature
-    )
-
-    def chat(messages: list[dict[str, str]]) -> str:
-        request = {"model": model, "temperature": temperature, "messages": messages}
-        return client.complete(ROLE, request).content or ""
-
-    return chat
+def _answer_in(reply: str) -> str:
+    answer = between(reply, "answer")
+    return (answer if answer is not None else reply).strip()
 
 
-def offline_chat(search: Callable[[str], str]) -> Chat:
-    """A model-free policy for the offline backend: search the pending task once, then answer
-    with the best passage found."""
-
-    def chat(messages: list[dict[str, str]]) -> str:
-        responses = [m["content"] for m in messages if m["content"].startswith("<tool_response>")]
-        if not responses:
-            task = messages[1]["content"]
-            pending = _pending_task(task)
-            return f'<tool_call>{{"name": "search", "arguments": {{"query": {json.dumps(pending)}}}}}</tool_call>'
-        found = _between(responses[-1], "tool_response") or ""
-        best = next(
-            (
-                line.strip()
-                for line in found.splitlines()
-                if line.strip() and not line.lstrip().startswith(("[", "#"))
-            ),
-            "",
-        )
-        return f"<answer>{best or 'Nothing relevant was found.'}</answer>"
-
-    return chat
+def _responses(run: Run) -> list[str]:
+    return [observation.text for observation in run.observations]
 
 
 def _pending_task(prompt: str) -> str:

@@ -28,10 +28,11 @@ from memory_bank.errors import SessionError
 from memory_bank.graph.model import Attachment, Conflict, InteractionEntry, SessionRecord
 from memory_bank.graph.persist import GraphState, merge_event_row
 from memory_bank.graph.storage import GraphStorage
-from memory_bank.index.embedding import Embedder, build_embedder
+from memory_bank.index.embedders import build_embedder
+from memory_bank.index.embedding import Embedder
 from memory_bank.limits import check_context, check_files, check_question
-from memory_bank.llm import backend_for
-from memory_bank.session.agents import BackendAgents, ClusterDraft, SessionAgents
+from memory_bank.llm.seam import LLM
+from memory_bank.session.agents import RoleAgents, SessionAgents
 from memory_bank.session.engine import SessionEngine, node_info
 from memory_bank.session.models import (
     ConflictNotice,
@@ -46,6 +47,7 @@ from memory_bank.session.models import (
     TaskType,
 )
 from memory_bank.session.planning import enhanced_prompt, should_terminate, task_type_of
+from memory_bank.session.topics import ClusterDraft
 from memory_bank.session.views import (
     conflict_view,
     entry_view,
@@ -80,13 +82,14 @@ class SessionService:
         config: AppConfig | None = None,
         embedder: Embedder | None = None,
         agents: Callable[[Embedder], SessionAgents] | None = None,
+        llm: LLM | None = None,
     ) -> None:
+        """`llm`: the process's LLM for the session's agents (None: offline); `agents` makes
+        other agents over the embedder (tests)."""
         self.storage = storage
         self.config = config or AppConfig()
         self._embedder = embedder
-        self._agents_factory = agents or (
-            lambda e: BackendAgents(backend_for(self.config.llm), e, self.config.memorize)
-        )
+        self._agents_factory = agents or (lambda e: RoleAgents(llm, e, self.config.memorize))
         self._agents: SessionAgents | None = None
         # Loads the model once, however many callers (threads of the graph actor) ask at first.
         self._loading = threading.Lock()

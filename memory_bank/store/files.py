@@ -8,7 +8,6 @@ directory name is checked against one strict pattern before it touches the files
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
@@ -17,7 +16,7 @@ import yaml
 
 from memory_bank.errors import StoreError
 from memory_bank.schemas import DirectoryNode, MemorizedChunk
-from memory_bank.text.lexicon import MAX_NAME_LENGTH, is_valid_name
+from memory_bank.text.lexicon import MAX_NAME_LENGTH, is_valid_name, sanitize_name
 
 README_NAME = "README.md"
 # A chunk file may never shadow a directory's README, whatever its title is.
@@ -53,22 +52,6 @@ def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceN
 
 _FrontmatterDumper.add_representer(str, _represent_str)
 _FrontmatterDumper.add_representer(list, _represent_list)
-
-
-def sanitize_name(text: str, fallback: str = "memory") -> str:
-    """Turn any text into a valid name (see `is_valid_name`); `fallback` fills in for nothing."""
-    lowered = unicodedata.normalize("NFKC", text).lower()
-    # Letters, digits and combining marks of any script are kept; anything else parts words.
-    kept = "".join(
-        char if char.isalnum() or unicodedata.category(char).startswith("M") else " "
-        for char in lowered
-    )
-    name = unicodedata.normalize("NFC", "_".join(kept.split()))
-    if not name:
-        name = fallback
-    elif not name[0].isalpha():
-        name = f"{fallback}_{name}"
-    return name[:MAX_NAME_LENGTH].rstrip("_")
 
 
 def directory_relative_path(directory: str) -> str:

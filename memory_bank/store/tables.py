@@ -25,11 +25,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from memory_bank.config import STORE_VECTOR_DIM
 from memory_bank.errors import StoreError
-from memory_bank.index.embedding import EMBEDDING_DIM
 from memory_bank.schemas import Chunk, Document, MemorizedChunk
 from memory_bank.store.atomic import atomic_write_with
 
+EMBEDDING_DIM = STORE_VECTOR_DIM  # the width of every vector column and index
 EMBEDDING_TYPE = pa.list_(pa.float32(), EMBEDDING_DIM)
 
 HNSW_MIN_VECTORS = 20_000  # from this many memories on, the faiss index is HNSW

@@ -32,8 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from memory_bank.config import TaxonomyConfig
 from memory_bank.errors import StoreError
-from memory_bank.index.bm25 import INDEX_FORMAT, Bm25Index, LazyBm25Index
-from memory_bank.index.corpus import BM25_RECIPE
+from memory_bank.index.bm25 import BM25_RECIPE, INDEX_FORMAT, Bm25Index, LazyBm25Index
 from memory_bank.schemas import DirectoryNode
 from memory_bank.store import layout
 from memory_bank.store.files import readme_relative_path

@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from memory_bank.config import AppConfig, TaxonomyConfig
+from memory_bank.config import AppConfig, TaxonomyConfig, embedder_identity
 from memory_bank.errors import StoreError
-from memory_bank.index.embedding import embedder_identity
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import layout
 from memory_bank.store.builder import StoreBuilder

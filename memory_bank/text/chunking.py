@@ -21,11 +21,11 @@ within [min_tokens, max_tokens] is scored and the cheapest taken:
 * inside a section longer than max_tokens, pieces of equal size are preferred.
 
 Where a section is longer than max_tokens, the split points may be chosen by someone else (the
-LLM `split` role, seed 000 §5.2): `chunk_document(..., choose_splits=...)` offers each such
-section as a `SectionSplit` (its pieces between admissible boundaries, and the cuts the chunker
-itself would make there) and packs again with the chosen boundaries as the cheapest cuts. A
-chosen cut that would break the token bounds is not taken; the chunker's own choice stands there.
-Without a chooser nothing of this runs.
+`split` role, `text.split_role`): `chunk_documents(..., choose_splits=...)` offers every such
+section of all the documents at once, each as a `SectionSplit` (its pieces between admissible
+boundaries, and the cuts the chunker itself would make there), and packs a document again with
+the chosen boundaries as the cheapest cuts. A chosen cut that would break the token bounds is
+not taken; the chunker's own choice stands there. Without a chooser nothing of this runs.
 
 Only the last chunk of a document may be shorter than min_tokens. Sizes are planned from token
 counts of the atoms (each piece of text is encoded about once), a little inside the bounds to
@@ -121,9 +121,19 @@ class SectionSplit:
         return sum(tokens for _, _, tokens in self.pieces)
 
 
-# Given a document and its overlong sections, the cuts to make in each (piece numbers, one list
-# per section, in order); None keeps the chunker's own cuts everywhere.
-SplitChooser = Callable[[Document, list[SectionSplit]], list[list[int]] | None]
+# Given documents with their overlong sections, the cuts to make in each section (per document,
+# piece numbers, one list per section, in order); None for a document keeps its own cuts.
+SplitChooser = Callable[[list[tuple[Document, list[SectionSplit]]]], list[list[list[int]] | None]]
+
+
+@dataclass
+class _Plan:
+    """One document's atoms and how they are packed into chunks."""
+
+    doc: Document
+    blocks: list[_Block]
+    atoms: list[_Atom]
+    packed: list[tuple[int, int]]
 
 
 def chunk_document(
@@ -131,19 +141,36 @@ def chunk_document(
 ) -> list[Chunk]:
     """Split `doc` into chunks of at most `config.max_tokens` tokens (deterministic for a
     deterministic `choose_splits`; see the module docstring)."""
-    encoding = get_encoding(config.encoding)
+    return chunk_documents([doc], config, choose_splits)
+
+
+def chunk_documents(
+    docs: Sequence[Document], config: ChunkConfig, choose_splits: SplitChooser | None = None
+) -> list[Chunk]:
+    """The chunks of every document, in order; `choose_splits` is asked once for the overlong
+    sections of all of them."""
     bounds = _plan_bounds(config)
+    encoding = get_encoding(config.encoding)
+    plans = [_plan(doc, bounds, encoding) for doc in docs]
+    if choose_splits is not None:
+        _choose(plans, bounds, choose_splits)
+    return [chunk for plan in plans for chunk in _chunks(plan, encoding, config)]
+
+
+def _plan(doc: Document, bounds: _Bounds, encoding: Encoding) -> _Plan:
     blocks = (
         _conversation_blocks(doc)
         if _has_usable_turns(doc)
         else _text_blocks(doc.text, 0, len(doc.text))
     )
     atoms = _atoms(doc.text, blocks, encoding, bounds.atom_cap)
+    return _Plan(doc, blocks, atoms, _pack(atoms, bounds) if atoms else [])
+
+
+def _chunks(plan: _Plan, encoding: Encoding, config: ChunkConfig) -> list[Chunk]:
+    doc, blocks, atoms, packed = plan.doc, plan.blocks, plan.atoms, plan.packed
     if not atoms:
         return []
-    packed = _pack(atoms, bounds)
-    if choose_splits is not None:
-        packed = _chosen_splits(doc, atoms, packed, bounds, choose_splits)
     runs = _fit_runs(doc.text, atoms, packed, encoding, config.max_tokens)
     runs = _merge_short_runs(doc.text, atoms, runs, encoding, config)
     headers = [(block.start, block.title) for block in blocks if block.header_level]
@@ -170,19 +197,29 @@ def chunk_document(
     return chunks
 
 
+def _choose(plans: list[_Plan], bounds: _Bounds, choose_splits: SplitChooser) -> None:
+    """Each plan with overlong sections packed again where `choose_splits` picks other cuts."""
+    asked = [
+        (plan, sections)
+        for plan in plans
+        if (sections := _overlong_sections(plan.atoms, plan.packed, bounds))
+    ]
+    if not asked:
+        return
+    chosen = choose_splits([(plan.doc, sections) for plan, sections in asked])
+    for (plan, sections), cuts in zip(asked, chosen, strict=True):
+        plan.packed = _chosen_splits(plan.atoms, plan.packed, bounds, sections, cuts)
+
+
 def _chosen_splits(
-    doc: Document,
     atoms: list[_Atom],
     packed: list[tuple[int, int]],
     bounds: _Bounds,
-    choose_splits: SplitChooser,
+    sections: list[SectionSplit],
+    chosen: list[list[int]] | None,
 ) -> list[tuple[int, int]]:
-    """`packed` again with the boundaries `choose_splits` picks inside overlong sections made
-    the cheapest cuts; `packed` itself when it keeps the chunker's own."""
-    sections = _overlong_sections(atoms, packed, bounds)
-    if not sections:
-        return packed
-    chosen = choose_splits(doc, sections)
+    """`packed` again with the `chosen` boundaries inside overlong sections made the cheapest
+    cuts; `packed` itself when it keeps the chunker's own."""
     if chosen is None or [list(c) for c in chosen] == [list(s.own_cuts) for s in sections]:
         return packed
     preferred = {

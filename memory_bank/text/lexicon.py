@@ -523,3 +523,19 @@ def is_valid_name(name: str) -> bool:
     return all(
         char == "_" or char.isalnum() or unicodedata.category(char).startswith("M") for char in name
     )
+
+
+def sanitize_name(text: str, fallback: str = "memory") -> str:
+    """Turn any text into a valid name (see `is_valid_name`); `fallback` fills in for nothing."""
+    lowered = unicodedata.normalize("NFKC", text).lower()
+    # Letters, digits and combining marks of any script are kept; anything else parts words.
+    kept = "".join(
+        char if char.isalnum() or unicodedata.category(char).startswith("M") else " "
+        for char in lowered
+    )
+    name = unicodedata.normalize("NFC", "_".join(kept.split()))
+    if not name:
+        name = fallback
+    elif not name[0].isalpha():
+        name = f"{fallback}_{name}"
+    return name[:MAX_NAME_LENGTH].rstrip("_")

@@ -20,13 +20,13 @@ from pathlib import Path
 import ray
 
 from actors.graph import GraphActor, RemoteKeeper, graph_actor
+from actors.runtime import ensure_ray
 from actors.store_actors import store_actor_options, store_path
 from actors.writer import StoreWriter
 from memory_bank.config import AppConfig
 from memory_bank.ingest.runner import local_runner
 from memory_bank.store.reader import StoreReader
 from pipeline.executor import ray_runner
-from pipeline.runtime import ensure_ray
 
 NOTES = {
     "pin": "# Lighthouse log\n\nThe keeper of the Halden light logged a storm on 3 March 1874.\n",

@@ -11,7 +11,6 @@ import pytest
 from memory_bank.config import AppConfig
 from memory_bank.ingest.runner import local_runner
 from memory_bank.ingest.stages import compose_readmes, plan_tree
-from memory_bank.llm.offline import OfflineBackend
 from memory_bank.schemas import MemorizedChunk
 from memory_bank.store.files import assign_chunk_paths
 from memory_bank.store.reader import StoreReader
@@ -78,17 +77,17 @@ def test_distributed_planning_covers_a_large_corpus(ray_cluster):
     ]
 
     task_map = RayExecutor(AppConfig()).map
-    tree = plan_tree(memories, vectors, config, OfflineBackend(), task_map)
+    tree = plan_tree(memories, vectors, config, None, task_map)
     paths = assign_chunk_paths(tree, memories)
-    readmes = compose_readmes(tree, memories, paths, config, OfflineBackend(), task_map)
+    readmes = compose_readmes(tree, memories, paths, config, None, task_map)
 
     assert validate_taxonomy(tree, 900, config) == []
     assert len(tree.children) > 1  # planned in coarse groups, one Ray task each
     assert set(readmes) == {node.path for node in tree.iter_nodes()}
     assert readmes["/"].startswith("# ")
     # Ray only decides where the calls run: the in-process map gives the same plan and READMEs.
-    assert tree == plan_tree(memories, vectors, config, OfflineBackend())
-    assert readmes == compose_readmes(tree, memories, paths, config, OfflineBackend())
+    assert tree == plan_tree(memories, vectors, config, None)
+    assert readmes == compose_readmes(tree, memories, paths, config, None)
 
 
 def test_read_tasks_and_the_driver_read_the_same_documents(ray_cluster, tmp_path):

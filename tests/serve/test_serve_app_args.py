@@ -83,7 +83,7 @@ def test_a_non_loopback_bind_needs_an_api_key(tmp_path):
 def test_the_serve_command_refuses_a_public_bind_without_a_key(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from memory_bank.app.cli import app
+    from memory_bank.cli.main import app
 
     monkeypatch.delenv("MEMORY_BANK_API_KEY", raising=False)
     result = CliRunner().invoke(app, ["serve", "--store", str(tmp_path), "--host", "0.0.0.0"])

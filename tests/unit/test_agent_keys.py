@@ -124,7 +124,7 @@ def test_a_graph_node_outside_the_scope_is_absent(ml_tech_store):
 def test_keys_are_made_listed_and_revoked_from_the_cli(tmp_path):
     from typer.testing import CliRunner
 
-    from memory_bank.app.cli import app
+    from memory_bank.cli.main import app
 
     runner = CliRunner()
     store = str(tmp_path / "store")

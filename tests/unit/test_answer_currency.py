@@ -3,8 +3,8 @@ beside the current one (`query.answer_currency`)."""
 
 from __future__ import annotations
 
-from memory_bank.llm.roles import ClaimHistory
 from memory_bank.query.answer_currency import repeats_replaced, without_replaced
+from memory_bank.query.roles import ClaimHistory
 from memory_bank.schemas import HistoryNote
 
 

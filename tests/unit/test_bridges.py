@@ -13,9 +13,9 @@ from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.graph.model import Conflict
 from memory_bank.ingest.executor import LocalExecutor
-from memory_bank.llm.roles import AnswerEvidence, AnswerRequest, ClaimHistory
 from memory_bank.query.answering import extractive_answer
 from memory_bank.query.bridges import asks_about, bridges, conflict_subject, names_any
+from memory_bank.query.roles import AnswerEvidence, AnswerRequest, ClaimHistory
 from memory_bank.schemas import HistoryNote
 from memory_bank.text.sentences import split_sentences
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memory_bank.app.cli import app
+from memory_bank.cli.main import app
 from memory_bank.store.reader import StoreReader
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"

@@ -29,7 +29,6 @@ from memory_bank.ingest.commit_version import (
 from memory_bank.ingest.graph_step import IngestGraphStep, graph_commit, graph_stage
 from memory_bank.ingest.stages import chunk_documents, embed_readmes, memorize_encoded
 from memory_bank.ingest.work import memory_recipe
-from memory_bank.llm import backend_for
 from memory_bank.schemas import ReorganizeOperation
 from memory_bank.store.snapshot import MemoryParts, StoreSnapshot, load_snapshot
 from memory_bank.store.writer import write_store
@@ -60,17 +59,17 @@ def _parts(documents: list) -> MemoryParts:
     config = AppConfig()
     chunks = chunk_documents(documents, config.chunking)
     encodings = HashingEmbedder().encode_chunks([chunk.text for chunk in chunks])
-    parts = memorize_encoded(chunks, encodings, 0, config.memorize, backend_for(config.llm))
+    parts = memorize_encoded(chunks, encodings, 0, config.memorize, llm=None)
     parts.documents = list(documents)
     return parts
 
 
 def _committed(before: StoreSnapshot | None, offered: MemoryParts, remove=()) -> StoreSnapshot:
     """The stages chained without the write: the version a commit of `offered` would make."""
-    config, backend = AppConfig(), backend_for(AppConfig().llm)
+    config = AppConfig()
     change = apply_request(before, offered, remove)
-    plan = plan_tree_stage(change, False, config, backend)
-    readmes = readme_stage(change, plan, config.taxonomy, backend)
+    plan = plan_tree_stage(change, False, config, llm=None)
+    readmes = readme_stage(change, plan, config.taxonomy, llm=None)
     known = before.readme_vectors_by_text() if before else {}
     return StoreSnapshot(
         parts=change.parts,
@@ -136,7 +135,7 @@ def test_a_change_that_empties_the_store_or_mixes_recipes_is_refused(
 
 def _plan(change: Change, replan: bool = False, config: AppConfig | None = None) -> TreePlan:
     config = config or AppConfig()
-    return plan_tree_stage(change, replan, config, backend_for(config.llm))
+    return plan_tree_stage(change, replan, config, llm=None)
 
 
 def test_a_new_store_is_planned_and_a_small_add_placed_without_moving_stored_files(
@@ -187,7 +186,7 @@ def test_only_readmes_whose_inputs_changed_are_composed_anew(
 
     change = apply_request(before, _parts(_documents("bees", 1, start=50)), [])
     plan = _plan(change)
-    readmes = readme_stage(change, plan, AppConfig().taxonomy, backend_for(AppConfig().llm))
+    readmes = readme_stage(change, plan, AppConfig().taxonomy, llm=None)
 
     new_file = plan.chunk_paths[change.kept]
     holding = {node.path for node in plan.tree.iter_nodes() if _holds(node, change.kept)}

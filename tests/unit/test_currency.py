@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memory_bank.app.bank import MemoryBank
-from memory_bank.app.cli import app
+from memory_bank.cli.main import app
 from memory_bank.config import AppConfig
 from memory_bank.ingest.executor import LocalExecutor
 from memory_bank.store.verify import verify_store

@@ -117,3 +117,16 @@ def test_unknown_modes_are_rejected() -> None:
         parse_modes("bm25,grep")
     with pytest.raises(ConfigError):
         parse_modes(" , ")
+
+
+def test_a_linked_default_store_loses_the_link_not_the_store(tmp_path):
+    from jobs.evaluate import remove_old_store
+
+    elsewhere = tmp_path / "kept"
+    (elsewhere / ".bank").mkdir(parents=True)
+    (elsewhere / ".bank" / "meta.json").write_text("{}")
+    link = tmp_path / "store"
+    link.symlink_to(elsewhere)
+    remove_old_store(link)
+    assert not link.exists() and not link.is_symlink()
+    assert (elsewhere / ".bank" / "meta.json").read_text() == "{}"

@@ -13,7 +13,6 @@ from memory_bank.ingest.journal import IngestJournal
 from memory_bank.ingest.progress import NullProgress, StageTimer
 from memory_bank.ingest.runner import IngestRunner
 from memory_bank.ingest.work import memory_recipe
-from memory_bank.llm import backend_for
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.verify import verify_store
 from memory_bank.text.sources import document_from_text, load_file
@@ -89,15 +88,14 @@ def test_a_killed_ingest_resumes_inside_the_document(small_windows, tmp_path, em
 
     first = LocalExecutor(settings, embedder)
     with pytest.raises(Killed):
-        first.memorize(
-            [doc], 0, StageTimer(NullProgress()), backend_for(settings.llm), save_then_die
-        )
+        first.memorize([doc], 0, StageTimer(NullProgress()), None, save_then_die)  # offline
     journaled, _ = journal.load([doc.document_id])
     assert len(journaled.chunks) == sum(batches) < total
     assert journaled.partial_documents == {doc.document_id}
 
     counting = CountingEmbedder(embedder)
-    summary = IngestRunner(settings, LocalExecutor(settings, counting)).run(store, files=[doc_path])
+    resumed = IngestRunner(settings, LocalExecutor(settings, counting), None)
+    summary = resumed.run(store, files=[doc_path])
 
     assert counting.chunks == total - sum(batches)  # nothing the journal kept is made again
     assert summary.chunks == total

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from memory_bank.app.bank import MemoryBank
-from memory_bank.query.service import QueryService
+from memory_bank.app.service import QueryService
 from memory_bank.store import integrity
 from memory_bank.store.integrity import HASHES_FILE, RecordedHashes, read_hashes
 from memory_bank.store.reader import StoreReader

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from memory_bank.app.service import QueryService
 from memory_bank.config import AppConfig
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.journal import IngestJournal
 from memory_bank.ingest.runner import local_runner
 from memory_bank.ingest.work import memory_recipe
-from memory_bank.query.service import QueryService
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.verify import verify_store
 

@@ -14,14 +14,15 @@ from memory_bank.config import AppConfig, ChunkConfig, TaxonomyConfig
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.executor import LocalExecutor
 from memory_bank.ingest.stages import chunk_documents
-from memory_bank.llm import research_roles, session_roles
-from memory_bank.llm.offline import OfflineBackend
-from memory_bank.llm.openai_backend import OpenAIBackend
-from memory_bank.llm.roles import OrganizeRequest
+from memory_bank.llm.endpoint import OpenAICompatible
+from memory_bank.research import roles as research_roles
 from memory_bank.schemas import Document
+from memory_bank.session import roles as session_roles
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import validate_taxonomy
 from memory_bank.taxonomy.items import TaxonomyItem
+from memory_bank.taxonomy.organize_role import organize
+from memory_bank.taxonomy.roles import OrganizeRequest
 from tests.llm_roles import register_literal_model
 from tests.loopback_llm import LoopbackLLM, loopback_llm_server
 
@@ -47,14 +48,14 @@ def _llm_settings(llm: LoopbackLLM, tmp_path: Path, **overrides: object) -> dict
     }
 
 
-def _long_section_document() -> Document:
+def _long_section_document(name: str = "long") -> Document:
     sentences = [
-        f"Sentence {n} of the long section talks about topic {n // 4} in some detail here."
+        f"Sentence {n} of the {name} section talks about topic {n // 4} in some detail here."
         for n in range(40)
     ]
     text = "# Short intro\n\nAn opening paragraph.\n\n# Long section\n\n" + " ".join(sentences)
     return Document(
-        document_id="doc-long", source="long.md", title="Long", kind="markdown", text=text
+        document_id=f"doc-{name}", source=f"{name}.md", title=name, kind="markdown", text=text
     )
 
 
@@ -63,8 +64,8 @@ def test_the_split_role_chooses_the_cuts_of_an_overlong_section(
 ) -> None:
     config = ChunkConfig(min_tokens=20, max_tokens=120)
     document = _long_section_document()
-    own = chunk_documents([document], config, OfflineBackend())
-    backend = OpenAIBackend(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
+    own = chunk_documents([document], config, None)
+    backend = OpenAICompatible(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
     chosen = chunk_documents([document], config, backend)
 
     (request,) = llm.requests_for("split")
@@ -77,9 +78,42 @@ def test_the_split_role_chooses_the_cuts_of_an_overlong_section(
     assert backend.ledger.peek().roles["split"].calls == 1
     assert "pieces" in request["body"]["messages"][1]["content"]
 
-    again = chunk_documents([document], config, OpenAIBackend(backend.config))
+    again = chunk_documents([document], config, OpenAICompatible(backend.config))
     assert [c.text for c in again] == [c.text for c in chosen]
     assert len(llm.requests_for("split")) == 1  # the same section again: from the cache
+
+
+def test_the_overlong_sections_of_several_documents_go_in_one_split_request(
+    llm: LoopbackLLM, tmp_path: Path
+) -> None:
+    config = ChunkConfig(min_tokens=20, max_tokens=120)
+    documents = [_long_section_document(name) for name in ("rivers", "violins", "compilers")]
+    settings = AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm
+    together = chunk_documents(documents, config, OpenAICompatible(settings))
+
+    (request,) = llm.requests_for("split")
+    sources = [section["source"] for section in _role_input(request)["sections"]]
+    assert sources == ["rivers.md", "violins.md", "compilers.md"]
+    # Each document is cut as it would be on its own (asked one by one, with another cache).
+    alone = OpenAICompatible(settings.model_copy(update={"cache": False}))
+    one_by_one = [chunk for doc in documents for chunk in chunk_documents([doc], config, alone)]
+    assert [c.text for c in together] == [c.text for c in one_by_one]
+    assert len(llm.requests_for("split")) == 1 + len(documents)
+
+
+def test_split_requests_stay_within_the_token_budget(llm: LoopbackLLM, tmp_path: Path) -> None:
+    config = ChunkConfig(min_tokens=20, max_tokens=120)
+    documents = [_long_section_document(name) for name in ("rivers", "violins", "compilers")]
+    section_tokens = 750  # a little more than each long section here
+    settings = AppConfig.model_validate(
+        {"llm": _llm_settings(llm, tmp_path, split_max_tokens=2 * section_tokens)}
+    ).llm
+    chunk_documents(documents, config, OpenAICompatible(settings))
+    asked = [len(_role_input(r)["sections"]) for r in llm.requests_for("split")]
+    assert sorted(asked) == [1, 2]
+    for record in llm.requests_for("split"):
+        pieces = [p for s in _role_input(record)["sections"] for p in s["pieces"]]
+        assert sum(piece["tokens"] for piece in pieces) <= settings.split_max_tokens
 
 
 def test_split_replies_that_break_the_bounds_keep_the_chunkers_cuts(
@@ -88,11 +122,9 @@ def test_split_replies_that_break_the_bounds_keep_the_chunkers_cuts(
     llm.handle("split", lambda data, _: {"splits": [{"section": 0, "cuts": [1]}]})
     config = ChunkConfig(min_tokens=20, max_tokens=120)
     document = _long_section_document()
-    backend = OpenAIBackend(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
+    backend = OpenAICompatible(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
     chosen = chunk_documents([document], config, backend)
-    assert [c.text for c in chosen] == [
-        c.text for c in chunk_documents([document], config, OfflineBackend())
-    ]
+    assert [c.text for c in chosen] == [c.text for c in chunk_documents([document], config, None)]
     usage = backend.ledger.take().roles["split"]
     assert (usage.calls, usage.repairs, usage.fallbacks) == (3, 2, 1)
 
@@ -118,9 +150,9 @@ def test_organize_plans_each_coarse_group_in_its_own_request(
 ) -> None:
     taxonomy = TaxonomyConfig(coarse_threshold=20)
     items, vectors = _items(60)
-    backend = OpenAIBackend(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
+    backend = OpenAICompatible(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
 
-    result = backend.organize(OrganizeRequest(items=items, vectors=vectors, config=taxonomy))
+    result = organize(OrganizeRequest(items=items, vectors=vectors, config=taxonomy), backend)
     requests = llm.requests_for("organize")
     assert len(requests) >= 2 and not result.fallbacks
     sizes = [len(_role_input(r)["memories"]) for r in requests]
@@ -140,9 +172,9 @@ def test_a_group_whose_plans_stay_invalid_gets_the_offline_plan(
 ) -> None:
     taxonomy = TaxonomyConfig(coarse_threshold=20)
     items, vectors = _items(60)
-    backend = OpenAIBackend(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
+    backend = OpenAICompatible(AppConfig.model_validate({"llm": _llm_settings(llm, tmp_path)}).llm)
     llm.handle("organize", lambda data, _: {"leaves": [{"path": "/x", "memories": [0]}]})
-    result = backend.organize(OrganizeRequest(items=items, vectors=vectors, config=taxonomy))
+    result = organize(OrganizeRequest(items=items, vectors=vectors, config=taxonomy), backend)
     groups = len(llm.requests_for("organize")) // 3
     assert groups >= 2 and sum("offline plan" in f for f in result.fallbacks) == groups
     assert validate_taxonomy(result.tree, 60, taxonomy) == []
@@ -203,7 +235,7 @@ def test_the_backend_travels_to_tasks_as_its_settings(tmp_path: Path) -> None:
     config = AppConfig.model_validate(
         {"llm": {"backend": "openai", "base_url": "http://127.0.0.1:9/v1"}}
     ).llm
-    backend = OpenAIBackend(config)
+    backend = OpenAICompatible(config)
     backend.ledger.count("organize", "repairs")
     copy = pickle.loads(pickle.dumps(backend))
     assert copy.config == config and copy.ledger.peek().roles == {}

@@ -37,7 +37,7 @@ def stdio_server(tmp_path_factory, team_store_template) -> StdioServerParameters
         command=sys.executable,
         args=[
             "-m",
-            "memory_bank.app.cli",
+            "memory_bank.cli.main",
             "mcp",
             "--store",
             str(store),

@@ -12,7 +12,8 @@ from memory_bank.query.answer_sentences import (
     calibrate_confidence,
     complete_lead_ins,
 )
-from memory_bank.query.navigation import NOT_FOUND_ANSWER, NavigationAgent
+from memory_bank.query.descent_policy import NOT_FOUND_ANSWER
+from memory_bank.query.navigation import NavigationAgent
 from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
 from memory_bank.query.tools import StoreTools
 from memory_bank.store import StoreReader

@@ -14,11 +14,12 @@ from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.executor import LocalExecutor
-from memory_bank.llm.openai_backend import OpenAIBackend
-from memory_bank.llm.roles import OrganizeRequest
+from memory_bank.llm.endpoint import OpenAICompatible
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.verify import verify_store
 from memory_bank.taxonomy.items import TaxonomyItem
+from memory_bank.taxonomy.organize_role import organize
+from memory_bank.taxonomy.roles import OrganizeRequest
 from tests.llm_offline_model import OfflineModel
 from tests.llm_roles import register_literal_model
 from tests.loopback_llm import LoopbackLLM, loopback_llm_server
@@ -179,14 +180,14 @@ def test_organize_falls_back_to_a_flat_tree_after_three_invalid_plans(
         }
 
     llm.handle("organize", overlapping)
-    backend = OpenAIBackend(_config(llm, tmp_path).llm)
+    backend = OpenAICompatible(_config(llm, tmp_path).llm)
     items = [
         TaxonomyItem(index=i, title=f"note_{i}", tldr=f"Note {i}.", keywords=[]) for i in range(9)
     ]
     import numpy as np
 
-    result = backend.organize(
-        OrganizeRequest(items=items, vectors=np.eye(9, 384, dtype=np.float32))
+    result = organize(
+        OrganizeRequest(items=items, vectors=np.eye(9, 384, dtype=np.float32)), backend
     )
     assert len(llm.requests_for("organize")) == 3
     assert result.fallbacks and "flat fallback" in result.fallbacks[-1]
@@ -259,7 +260,7 @@ def test_a_stated_confidence_of_zero_stays_zero(
 
 
 def test_tool_schemas_are_plain_json() -> None:
-    from memory_bank.llm.agent import TOOL_SCHEMAS
+    from memory_bank.query.toolbox import TOOL_SCHEMAS
 
     names = [tool["function"]["name"] for tool in json.loads(json.dumps(TOOL_SCHEMAS))]
     assert names == [

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from memory_bank.app.service import QueryService
 from memory_bank.config import AppConfig
 from memory_bank.errors import ConfigError
-from memory_bank.query.service import QueryService
 from memory_bank.store import StoreReader
 from tests.support import open_search
 from tests.unit.query_fixtures import ML_TECH_STORE, PYTHON_ONLY_STORE, build_store, shared_embedder

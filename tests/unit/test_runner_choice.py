@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from memory_bank.app.cli import app
+from memory_bank.cli.main import app
 from memory_bank.ingest.runner_choice import choose_runner, estimated_tokens
 from memory_bank.text.inputs import discover_files
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from memory_bank.app.service import QueryService
 from memory_bank.config import AppConfig, RetrievalConfig
 from memory_bank.errors import StoreError, ToolError
 from memory_bank.index.scope import ResolvedScope, SearchScope
-from memory_bank.query.service import QueryService
 from memory_bank.store import StoreReader
 from memory_bank.store.sources import resolve_documents
 from tests.support import open_search

@@ -12,7 +12,8 @@ import pytest
 
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
-from memory_bank.session.react import ReactAgent, openai_chat
+from memory_bank.llm.endpoint import OpenAICompatible
+from memory_bank.session.react import ReactAgent
 from tests.loopback_llm import LoopbackLLM, loopback_llm_server
 
 SECRET = "sk-loopback-session-0123456789"
@@ -42,26 +43,29 @@ def _config(llm: LoopbackLLM, tmp_path: Path) -> AppConfig:
     )
 
 
-def _texts(body: dict) -> list[str]:
-    return [m["content"] for m in body["messages"]]
+def _tool_results(body: dict) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
 
 
-def test_the_react_loop_calls_tools_and_reaches_an_answer(llm, tmp_path):
-    def react(_: dict, body: dict) -> str:
-        responses = [t for t in _texts(body) if t.startswith("<tool_response>")]
-        if not responses:
-            return '<think>look it up</think><tool_call>{"name": "search", "arguments": {"query": "Louvre city"}}</tool_call>'
-        city = re.search(r"in (\w+)", responses[-1])[1]
-        return f"<answer>{city}</answer>"
-
-    llm.handle("react", react)
-    searched: list[str] = []
-
+def _search(searched: list[str]):
     def search(arguments: dict) -> str:
         searched.append(arguments["query"])
         return "The Louvre is a museum in Paris."
 
-    agent = ReactAgent(openai_chat(_config(llm, tmp_path).llm), {"search": search})
+    return search
+
+
+def test_the_react_loop_calls_tools_and_reaches_an_answer(llm, tmp_path):
+    def react(_: dict, body: dict) -> dict:
+        assert [tool["function"]["name"] for tool in body["tools"]] == ["search"]
+        results = _tool_results(body)
+        if not results:
+            return {"tool_calls": [{"name": "search", "arguments": {"query": "Louvre city"}}]}
+        return {"content": re.search(r"in (\w+)", results[-1])[1]}
+
+    llm.handle("react", react)
+    searched: list[str] = []
+    agent = ReactAgent(OpenAICompatible(_config(llm, tmp_path).llm), {"search": _search(searched)})
     result = agent.run(
         "<task>Task goal: Where is the Louvre?</task>", question="Where is the Louvre?"
     )
@@ -74,17 +78,44 @@ def test_the_react_loop_calls_tools_and_reaches_an_answer(llm, tmp_path):
     assert requests[0]["headers"]["authorization"] == f"Bearer {SECRET}"
 
 
-def test_the_react_loop_respects_the_token_limit_with_a_forced_answer(llm, tmp_path):
+def test_an_endpoint_without_tool_calls_gets_the_text_format(llm, tmp_path):
+    llm.reject_tools_always()
+
     def react(_: dict, body: dict) -> str:
-        if "You have reached the limit" in _texts(body)[-1]:
-            return "<answer>forced: what was found so far</answer>"
-        return '<tool_call>{"name": "visit", "arguments": {"path": "notes.txt"}}</tool_call>'
+        assert "tools" not in body and "<tool_call>" in body["messages"][0]["content"]
+        results = [
+            m["content"] for m in body["messages"] if m["content"].startswith("<tool_response>")
+        ]
+        if not results:
+            return (
+                '<tool_call>{"name": "search", "arguments": {"query": "Louvre city"}}</tool_call>'
+            )
+        city = re.search(r"in (\w+)", results[-1])[1]
+        return f"<answer>{city}</answer>"
+
+    llm.handle("react", react)
+    searched: list[str] = []
+    model = OpenAICompatible(_config(llm, tmp_path).llm)
+    result = ReactAgent(model, {"search": _search(searched)}).run("Where is the Louvre?")
+
+    assert (result.prediction, result.termination) == ("Paris", "answer")
+    assert searched == ["Louvre city"]
+    refused, *asked = llm.requests_for("react")
+    assert "tools" in refused["body"] and len(asked) == 2  # refused once, then tags
+    assert model.ledger.peek().roles["react"].format_downgrades == 1
+
+
+def test_the_react_loop_respects_the_token_limit_with_a_forced_answer(llm, tmp_path):
+    def react(_: dict, body: dict) -> dict:
+        if "You have reached the limit" in (body["messages"][-1]["content"] or ""):
+            return {"content": "<answer>forced: what was found so far</answer>"}
+        return {"tool_calls": [{"name": "visit", "arguments": {"path": "notes.txt"}}]}
 
     llm.handle("react", react)
     long_page = "word " * 2000  # each tool response adds about 2,000 tokens
 
     agent = ReactAgent(
-        openai_chat(_config(llm, tmp_path).llm),
+        OpenAICompatible(_config(llm, tmp_path).llm),
         {"visit": lambda arguments: long_page},
         max_calls=50,
         max_context_tokens=5_000,
@@ -96,7 +127,7 @@ def test_the_react_loop_respects_the_token_limit_with_a_forced_answer(llm, tmp_p
     calls = llm.requests_for("react")
     assert len(calls) < 10  # stopped by the limit, long before max_calls
     forced = calls[-1]["body"]["messages"]
-    assert sum(len(m["content"].split()) for m in forced) < 5_000 * 1.5  # trimmed to fit
+    assert sum(len((m["content"] or "").split()) for m in forced) < 5_000 * 1.5  # trimmed to fit
 
 
 def test_a_session_asks_the_model_for_every_role_and_keeps_its_results(llm, tmp_path, embedder):

@@ -15,11 +15,11 @@ from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.graph.analysis import NodeView, Relationship, integrate_offline
 from memory_bank.graph.storage import GraphStorage
-from memory_bank.session.agents import ClusterDraft
 from memory_bank.session.models import PlanRequest, PlanResult
 from memory_bank.session.planning import plan_offline, should_terminate
 from memory_bank.session.service import SessionService
 from memory_bank.session.session import run_session
+from memory_bank.session.topics import ClusterDraft
 from memory_bank.store.layout import is_store
 
 

@@ -11,7 +11,6 @@ import yaml
 
 from memory_bank.config import AppConfig, TaxonomyConfig
 from memory_bank.ingest.runner import local_runner
-from memory_bank.llm.offline import OfflineBackend
 from memory_bank.schemas import DirectoryNode
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy import TaxonomyItem, fit, placement, plan_taxonomy, validate_taxonomy
@@ -302,7 +301,7 @@ def test_rebuild_plans_the_whole_tree_anew_without_memorizing(tmp_path):
         memories_from_table(reader.memories()),
         reader.memory_vectors(),
         AppConfig().taxonomy,
-        OfflineBackend(),
+        None,  # offline
     )
     assert reader.tree() == fresh_plan
 

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memory_bank.app.bank import MemoryBank
-from memory_bank.app.cli import app
+from memory_bank.cli.main import app
 from memory_bank.config import AppConfig, TaxonomyConfig
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.ingest.runner import local_runner

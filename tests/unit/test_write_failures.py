@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memory_bank.app.bank import MemoryBank
-from memory_bank.app.cli import app
+from memory_bank.cli.main import app
 from memory_bank.errors import StorageError
 from memory_bank.store.disk import storage_error, writing
 from memory_bank.store.reader import StoreReader

@@ -1,7 +1,5 @@
-"""The roles of the research loop (seed 003, GAM's ResearchAgent): typed requests and results
-only. Issue 13 adds them to the backends (offline and OpenAI-compatible); nothing calls them yet.
-
-The `research` role is the loop's three model steps, each one call:
+"""What the research loop's model steps take and give (seed 003, GAM's ResearchAgent; asked by
+`model_loop.LLMResearcher`). Three steps, each one call:
 - plan: the question and the memory's abstracts -> a search plan (sub-questions, which tools:
   keyword for exact entities, vector for concepts, page_index for pages the abstracts point at);
 - integrate: the question, the evidence found and the running result -> a merged factual
@@ -16,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from memory_bank.llm.role_model import RoleModel
+from memory_bank.llm.seam import RoleModel
 
 SearchTool = Literal["keyword", "vector", "page_index"]
 

@@ -1,4 +1,5 @@
-"""Starting or joining Ray for the driver, and the plain Ray tasks more than one part uses."""
+"""Starting or joining Ray for the driver, the plain Ray tasks more than one part uses, and
+what a worker process holds once: its embedding model, its LLM."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memory_bank.config import EmbeddingConfig, LLMConfig, RayConfig
+from memory_bank.llm import open_llm
+from memory_bank.llm.seam import LLM
 
 R = TypeVar("R")
 
@@ -108,7 +111,7 @@ _WORKER_EMBEDDERS: dict[str, Any] = {}
 
 
 def _encode_texts(texts: list[str], config: EmbeddingConfig) -> np.ndarray:
-    from memory_bank.index.embedding import build_embedder
+    from memory_bank.index.embedders import build_embedder
 
     key = config.model_dump_json()
     if key not in _WORKER_EMBEDDERS:
@@ -117,3 +120,17 @@ def _encode_texts(texts: list[str], config: EmbeddingConfig) -> np.ndarray:
         _WORKER_EMBEDDERS.clear()  # one model per worker at most
         _WORKER_EMBEDDERS[key] = build_embedder(config.model_copy(update={"num_threads": threads}))
     return _WORKER_EMBEDDERS[key].encode_passages(texts)
+
+
+# The LLM of this worker process per LLM config: the root of a Ray process (an actor, a Serve
+# replica, a Ray Data stage's worker) opens it once and passes it down, so the process has one
+# client, one connection pool and one ledger.
+_WORKER_LLMS: dict[str, LLM | None] = {}
+
+
+def worker_llm(config: LLMConfig) -> LLM | None:
+    """This process's LLM for `config` (None for the offline backend)."""
+    key = config.model_dump_json()
+    if key not in _WORKER_LLMS:
+        _WORKER_LLMS[key] = open_llm(config)
+    return _WORKER_LLMS[key]

@@ -1,11 +1,10 @@
-"""The roles of the session mode (the Agentic Memory Bank, seeds 001 and 002): typed requests
-and results, filled by both backends (`offline.py`: the classical implementations of
-`memory_bank.session` and `memory_bank.graph`; `openai_session.py`: the model, falling back to
-the offline role when its replies stay unusable). The session's agents call them
-(`memory_bank.session.agents.BackendAgents`).
+"""What the roles of the session mode take and give (the Agentic Memory Bank, seeds 001 and
+002). The roles (`agent_roles`) are asked by the session's agents (`agents.RoleAgents`):
+offline the classical implementations of `memory_bank.session` and `memory_bank.graph`, with a
+model the model's replies, falling back to the offline role when they stay unusable.
 
 Requests carry what only the offline implementations use (marked "offline"): the embedding
-model, the nodes' texts and vectors; an LLM backend reads the other fields.
+model, the nodes' texts and vectors; a model is sent the other fields.
 
 - classify (seed 001 §3.2.1, 002 §7.1): a long context -> topic clusters, each with a one-line
   context, its own raw text and keywords; a context longer than the model's window is cut at
@@ -30,7 +29,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from memory_bank.config import MemorizeConfig
-from memory_bank.llm.role_model import RoleModel
+from memory_bank.llm.seam import RoleModel
 
 Relationship = Literal["conflict", "merge", "related", "unrelated"]
 TaskType = Literal["normal", "cross_validate"]

@@ -1,6 +1,7 @@
 """The CLI's commands for agents: `memory-bank mcp` and `memory-bank keys create|list|revoke`.
 
-Registered on the main app by `memory_bank/app/cli.py`.
+Registered on the main app by `memory_bank/cli/main.py`; the options and helpers they share
+with its commands are in `options.py`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from memory_bank.app.cli import (
+from memory_bank.cli.options import (
     ConfigOption,
     JsonOption,
     StoreOption,

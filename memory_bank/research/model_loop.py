@@ -1,6 +1,7 @@
-"""The research loop through an OpenAI-compatible endpoint (seed 003's ResearchAgent).
+"""The research loop with a model deciding each step (seed 003's ResearchAgent); offline, the
+research agent of `agent.py`.
 
-Each round is three model calls with the typed roles of `research_roles.py`:
+Each round is three model calls with the typed roles of `roles.py`:
 - `research_plan`: the request and the abstracts of the pages the store's hybrid search finds
   for the question ("page i") -> a `SearchPlan` (sub-questions, keyword queries, vector
   queries, pages to read);
@@ -27,8 +28,11 @@ from memory_bank.config import ResearchConfig, RetrievalConfig
 from memory_bank.errors import LLMError, ToolError
 from memory_bank.index.bm25 import top_positive
 from memory_bank.index.hybrid import HybridSearch
-from memory_bank.llm.instructions import role_instructions
-from memory_bank.llm.research_roles import (
+from memory_bank.llm.seam import LLM, prompt
+from memory_bank.query.answer_sentences import calibrate_confidence
+from memory_bank.query.question import content_terms, term_coverage
+from memory_bank.research.agent import ResearchAgent
+from memory_bank.research.roles import (
     Hit,
     ReflectionDecision,
     ReflectRequest,
@@ -37,8 +41,6 @@ from memory_bank.llm.research_roles import (
     ResearchResult,
     SearchPlan,
 )
-from memory_bank.query.answer_sentences import calibrate_confidence
-from memory_bank.query.question import content_terms, term_coverage
 from memory_bank.schemas import ChatResult, TrajectoryStep
 from memory_bank.text.lexicon import text_stems
 
@@ -88,12 +90,12 @@ class LLMResearcher:
 
     def __init__(
         self,
-        backend: Any,
+        llm: LLM,
         search: HybridSearch,
         config: ResearchConfig,
         retrieval: RetrievalConfig,
     ) -> None:
-        self.backend = backend
+        self.llm = llm
         self.search = search
         self.config = config
         self.retrieval = retrieval
@@ -141,14 +143,12 @@ class LLMResearcher:
     # --- the model's steps --------------------------------------------------------------------
 
     def _structured(self, role: str, payload: Any, result_model: type, check=None) -> Any:
-
-        model, temperature = self.backend.chat_model
         try:
-            return self.backend.client.structured(
-                role, role_instructions(role), payload, result_model, model, temperature, check
+            return self.llm.complete(
+                role, prompt(__package__, role), payload, result_model, check=check, purpose="chat"
             )
         except LLMError:
-            self.backend.ledger.count(role, "fallbacks")
+            self.llm.ledger.count(role, "fallbacks")
             raise
 
     def _plan(self, request: str, abstracts: list[str]) -> SearchPlan:
@@ -254,8 +254,6 @@ class LLMResearcher:
         reason: str,
         steps: list[TrajectoryStep] | None = None,
     ) -> ChatResult:
-        from memory_bank.research.agent import ResearchAgent
-
         answered = ResearchAgent(self.search, self.config, self.retrieval).research(
             question, max_iterations=rounds
         )
@@ -300,3 +298,12 @@ def _chat(
         steps=steps,
         notes="research through the model",
     )
+
+
+def researcher(
+    search: HybridSearch, config: ResearchConfig, retrieval: RetrievalConfig, llm: LLM | None
+) -> ResearchAgent | LLMResearcher:
+    """The research loop over one store's search: the model's, or offline the research agent."""
+    if llm is None:
+        return ResearchAgent(search, config, retrieval)
+    return LLMResearcher(llm, search, config, retrieval)

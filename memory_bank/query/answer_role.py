@@ -1,8 +1,10 @@
-"""The `answer` role through an OpenAI-compatible endpoint: an answer written by the model from
-the evidence an agent read (the memory files, with their chunk ids), citing the files it used.
+"""The `answer` role: an answer from the evidence an agent read, with its sources and a
+confidence (seed 000 §6.1; also the forced answer after max_iterations).
 
-The reply is checked: its sources must be evidence the agent read (a made-up path is sent back),
-its confidence within 0..1. A reply that stays unusable falls back to the offline extractive
+Offline: the extractive answer (`answering.extractive_answer`). With a model: an answer written
+by the model from the evidence (the memory files, with their chunk ids), citing the files it
+used. The reply is checked: its sources must be evidence the agent read (a made-up path is sent
+back), its confidence within 0..1. A reply that stays unusable falls back to the extractive
 answer when the request carries what that needs (the question's vector and the sentences of
 the evidence), else to "not found", counted either way. The confidence reported to the user is
 not the model's word alone: the agent scales it by how much of what is cited it really read.
@@ -15,8 +17,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from memory_bank.errors import LLMError
-from memory_bank.llm.instructions import role_instructions
-from memory_bank.llm.roles import AnswerRequest, AnswerResult
+from memory_bank.llm.seam import LLM, prompt
+from memory_bank.query.answering import extractive_answer
+from memory_bank.query.roles import AnswerRequest, AnswerResult
+
+ROLE = "answer"
 
 
 class AnswerReply(BaseModel):
@@ -26,8 +31,10 @@ class AnswerReply(BaseModel):
     found: bool = True
 
 
-def answer_with_model(backend: Any, request: AnswerRequest) -> AnswerResult:
-    """The answer role of `backend` (an `OpenAIBackend`); see the module docstring."""
+def answer(request: AnswerRequest, llm: LLM | None) -> AnswerResult:
+    """The answer to `request` (see the module docstring)."""
+    if llm is None:
+        return extractive_answer(request)
     if not request.evidence:
         return AnswerResult(answer="", sources=[], confidence=0.0, found=False, notes="no evidence")
     paths = [evidence.path for evidence in request.evidence]
@@ -62,18 +69,15 @@ def answer_with_model(backend: Any, request: AnswerRequest) -> AnswerResult:
             problems.append("the answer is empty (say found: false if the evidence lacks it)")
         return problems
 
-    instructions = role_instructions("answer")
+    instructions = prompt(__package__, ROLE)
     if request.system_prompt:
         instructions += f"\n\n{request.system_prompt.strip()}"
-    model, temperature = backend.chat_model
     try:
-        reply = backend.client.structured(
-            "answer", instructions, payload, AnswerReply, model, temperature, check
-        )
+        reply = llm.complete(ROLE, instructions, payload, AnswerReply, check=check, purpose="chat")
     except LLMError:
-        backend.ledger.count("answer", "fallbacks")
+        llm.ledger.count(ROLE, "fallbacks")
         if request.query_vector is not None and any(e.sentences for e in request.evidence):
-            return backend.offline.answer(request)
+            return extractive_answer(request)
         return AnswerResult(
             answer="", sources=[], confidence=0.0, found=False, notes="no usable answer"
         )

@@ -7,90 +7,50 @@ denied, read-only) become one red line plus a non-zero exit code here, at the ed
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from memory_bank.errors import MemoryBankError
+from memory_bank.cli.agents import register as register_agent_commands
+from memory_bank.cli.options import (
+    DEBUG_ENV,
+    AddressOption,
+    BackendOption,
+    ConfigOption,
+    FollowLinksOption,
+    JsonOption,
+    LocalOption,
+    RunnerOption,
+    StoreOption,
+    _err,
+    _fail,
+    _out,
+    _reports_errors,
+    _settings,
+)
 from memory_bank.ingest.runner_choice import choose_runner, estimated_tokens
 from memory_bank.schemas import IngestSummary
-from memory_bank.store.disk import error_line
 
 if TYPE_CHECKING:
     from memory_bank.app.bank import MemoryBank
     from memory_bank.ingest.progress import ProgressSink
 
-P = ParamSpec("P")
-DEBUG_ENV = "MEMORY_BANK_DEBUG"
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-_err = Console(stderr=True)
-_out = Console()
-
-StoreOption = Annotated[Path, typer.Option("--store", help="Store directory.")]
-ConfigOption = Annotated[
-    Path | None, typer.Option("--config", help="YAML config (default: built-in defaults).")
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object/list on stdout.")]
-AddressOption = Annotated[
-    str | None, typer.Option("--address", help="Join this Ray cluster (else RAY_ADDRESS).")
-]
-BackendOption = Annotated[
-    str | None,
-    typer.Option(
-        "--backend",
-        help="LLM backend: offline (embedded) or openai (OPENAI_BASE_URL, OPENAI_MODEL, "
-        "OPENAI_API_KEY). Default: llm.backend of the config.",
-    ),
-]
-FollowLinksOption = Annotated[
-    bool,
-    typer.Option(
-        "--follow-links",
-        help="Enter symlinked directories that stay inside the input (links that leave it are "
-        "always skipped, with a reason). Default: sources.follow_links of the config.",
-    ),
-]
-LocalOption = Annotated[bool, typer.Option("--local", help="Same as --runner local.")]
-RunnerOption = Annotated[
-    str,
-    typer.Option(
-        "--runner",
-        help="auto (default): Ray when joining a cluster or for a corpus of at least "
-        "ray.in_process_below_tokens, else in this process; ray; local (in-process).",
-    ),
-]
-
-
-def _fail(message: str) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code=1)
-
-
-def _reports_errors(command: Callable[P, None]) -> Callable[P, None]:
-    """A domain error, or a file system error (disk full, permission denied, read-only), becomes
-    one red line and exit status 1, here at the edge, with what the failed work left behind
-    (the exception's notes) after it; `--debug` shows the traceback instead."""
-
-    @functools.wraps(command)
-    def run(*args: P.args, **kwargs: P.kwargs) -> None:
-        try:
-            command(*args, **kwargs)
-        except (MemoryBankError, OSError) as exc:
-            if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
-                raise
-            _fail(error_line(exc))
-
-    return run
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    # Markdown reflows the docstrings' wrapped lines into paragraphs.
+    rich_markup_mode="markdown",
+    help="A hierarchical memory for documents and conversations: ingest sources, ask and "
+    "search them, browse the tree, serve it over HTTP, MCP and a chat endpoint.",
+)
 
 
 @app.callback()
@@ -106,19 +66,6 @@ def _options(
 ) -> None:
     if debug:  # the commands read it where they report errors (and Ray workers inherit it)
         os.environ[DEBUG_ENV] = "1"
-
-
-def _settings(config: Path | None, backend: str | None = None):
-    """The config file's settings, the LLM environment variables over them (read here, at the
-    edge), and `--backend` over both."""
-    from memory_bank.config import load_config, with_llm_environment
-
-    settings = with_llm_environment(load_config(config), os.environ)
-    if backend is not None:
-        if backend not in ("offline", "openai"):
-            _fail(f"--backend must be offline or openai, not {backend!r}")
-        settings.llm.backend = backend
-    return settings
 
 
 def _bank(store: Path, config: Path | None, backend: str | None = None):
@@ -252,7 +199,7 @@ def _build(
     """Run an ingest-like `work` with the per-stage display, then print its summary. `where`:
     the Ray address, the requested runner and the inputs (None: the stored documents)."""
     from memory_bank.app.bank import MemoryBank
-    from memory_bank.app.progress_display import IngestProgress
+    from memory_bank.cli.progress_display import IngestProgress
 
     config_file, backend = config
     address, requested, inputs = where
@@ -433,7 +380,7 @@ def chat(
 ) -> None:
     """An interactive conversation with live memory: working memory, evicted turns kept in
     full with a running summary, recall by meaning and time (type /help)."""
-    from memory_bank.app.chat import run_chat
+    from memory_bank.cli.chat import run_chat
 
     run_chat(_bank(store, config), conversation, speaker, consolidate, _out)
 
@@ -641,13 +588,7 @@ def prepare_model(config: ConfigOption = None) -> None:
         _out.print(f"{precision}: {exported_model(precision, cache)}", highlight=False)
 
 
-# The agents' commands (`mcp`, `keys`), defined beside this module with its helpers (which
-# they import from `memory_bank.app.cli`: run as `python -m`, this module is `__main__`, so the
-# command line is run from the package's module, below).
-if __name__ != "__main__":
-    from memory_bank.app.cli_agents import register
-
-    register(app)
+register_agent_commands(app)  # `mcp` and `keys`, after this module's own commands
 
 
 def _quiet_libraries() -> None:
@@ -668,6 +609,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from memory_bank.app.cli import main as package_main
-
-    package_main()
+    main()

@@ -1,7 +1,8 @@
 """Answering and searching one store: the object the Python API and each Serve replica hold.
 
 It opens the store read-only once and reopens it when the store version on disk changes
-(a new ingest swapped in a new store), keeping the loaded embedding model across reloads.
+(a new ingest swapped in a new store), keeping the loaded embedding model across reloads. Its
+agents (navigation, research) ask the process's LLM, or answer offline without one.
 """
 
 from __future__ import annotations
@@ -16,15 +17,19 @@ from memory_bank.conversation.memory import Conversations
 from memory_bank.errors import StoreError, ToolError
 from memory_bank.graph.view import GraphView
 from memory_bank.index.corpus import StoreCorpus
-from memory_bank.index.embedding import Embedder, build_embedder, check_store_embedder
+from memory_bank.index.embedders import build_embedder, check_store_embedder
+from memory_bank.index.embedding import Embedder
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.index.scope import SearchScope
 from memory_bank.index.search import Searcher
 from memory_bank.limits import check_question
-from memory_bank.llm import backend_for
+from memory_bank.llm import check_llm
+from memory_bank.llm.seam import LLM
 from memory_bank.query.currency import Currency
+from memory_bank.query.navigation import NavigationAgent
 from memory_bank.query.scoped import SCOPED_READS, answer_within
 from memory_bank.query.tools import StoreTools
+from memory_bank.research.model_loop import researcher
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 from memory_bank.store.layout import META_FILE, is_store
 from memory_bank.store.reader import StoreReader
@@ -38,7 +43,12 @@ class _OpenStore:
     """Everything opened for one store version (the graph view follows the store itself)."""
 
     def __init__(
-        self, store: Path, config: AppConfig, embedder: Embedder, graph: GraphView
+        self,
+        store: Path,
+        config: AppConfig,
+        embedder: Embedder,
+        graph: GraphView,
+        llm: LLM | None,
     ) -> None:
         self.reader = StoreReader(store)
         check_store_embedder(
@@ -49,20 +59,23 @@ class _OpenStore:
         self.searcher = Searcher(self.hybrid)
         self.tools = StoreTools(store, reader=self.reader, searcher=self.searcher)
         self.currency = Currency(graph, corpus, embedder)
-        backend = backend_for(config.llm)
-        self.backend = backend
-        self.agent = backend.navigator(self.tools, self.hybrid, embedder, config.retrieval)
-        self.researcher = backend.researcher(self.hybrid, config.research, config.retrieval)
-        if hasattr(self.agent, "currency"):
-            self.agent.currency = self.currency
+        self.agent = NavigationAgent(self.tools, self.hybrid, embedder, config.retrieval, llm)
+        self.agent.currency = self.currency
+        self.researcher = researcher(self.hybrid, config.research, config.retrieval, llm)
 
 
 class QueryService:
     def __init__(
-        self, store: str | Path, config: AppConfig, embedder: Embedder | None = None
+        self,
+        store: str | Path,
+        config: AppConfig,
+        embedder: Embedder | None = None,
+        llm: LLM | None = None,
     ) -> None:
+        """`llm`: the process's LLM (None: the offline agents)."""
         self.store = Path(store)
         self.config = config
+        self.llm = check_llm(config.llm, llm)
         self.embedder = embedder or build_embedder(config.embedding)
         self._open: _OpenStore | None = None
         self._stamp: StoreStamp | None = None
@@ -96,7 +109,9 @@ class QueryService:
             # stale stamp, which only costs another look on the next request.
             reader = StoreReader(version_dir)
             if self._open is None or self._open.reader.store_version != reader.store_version:
-                self._open = _OpenStore(version_dir, self.config, self.embedder, self.graph)
+                self._open = _OpenStore(
+                    version_dir, self.config, self.embedder, self.graph, self.llm
+                )
             self._stamp = stamp
             return self._open
 
@@ -158,7 +173,7 @@ class QueryService:
             question,
             scope,
             opened.searcher,
-            opened.backend.answer,
+            self.llm,
             currency=opened.currency,
             reads=reads,
             system_prompt=system_prompt,

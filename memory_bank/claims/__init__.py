@@ -1,0 +1,1 @@
+"""Claims: what a question asks for (the kind of value that answers it)."""
