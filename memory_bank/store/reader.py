@@ -16,6 +16,7 @@ from memory_bank.errors import StoreError
 from memory_bank.schemas import DirectoryNode
 from memory_bank.store import layout
 from memory_bank.store.atomic import safe_join
+from memory_bank.store.integrity import StoreIntegrity
 from memory_bank.store.tables import (
     CHUNKS_SCHEMA,
     DOCUMENTS_SCHEMA,
@@ -59,6 +60,8 @@ class StoreReader:
                 f"store {self.root} is inconsistent: meta and manifest disagree on store_version"
             )
         self._cache: dict[str, Any] = {}
+        # What each loaded part is checked against (`integrity.py`): a changed one is a warning.
+        self.integrity = StoreIntegrity(self.root)
 
     @staticmethod
     def is_store(path: str | Path) -> bool:
@@ -75,6 +78,7 @@ class StoreReader:
 
     def tree(self) -> DirectoryNode:
         def load() -> DirectoryNode:
+            self.integrity.check_loaded(layout.TREE_FILE)
             try:
                 return DirectoryNode.model_validate(self._read_json(layout.TREE_FILE))
             except ValidationError as exc:
@@ -119,6 +123,7 @@ class StoreReader:
         def load() -> pa.Table | None:
             if not (self.root / layout.READMES_FILE).is_file():
                 return None
+            self.integrity.check_loaded(layout.READMES_FILE)
             return read_parquet(self._existing(layout.READMES_FILE), READMES_SCHEMA)
 
         return self._cached("readmes", load)
@@ -136,6 +141,7 @@ class StoreReader:
 
     def faiss_index(self) -> faiss.Index:
         def load() -> faiss.Index:
+            self.integrity.check_loaded(layout.FAISS_FILE)
             index = read_faiss_index(self.root / layout.FAISS_FILE)
             if index.ntotal != self.memories().num_rows:
                 raise StoreError(
@@ -156,7 +162,12 @@ class StoreReader:
         return paths[index]
 
     def _table(self, key: str, relative: str, schema: pa.Schema) -> pa.Table:
-        return self._cached(key, lambda: read_parquet(self._existing(relative), schema))
+        def load() -> pa.Table:
+            table = read_parquet(self._existing(relative), schema)
+            self.integrity.check_loaded(relative)
+            return table
+
+        return self._cached(key, load)
 
     def _cached(self, key: str, load: Callable[[], _T]) -> _T:
         if key not in self._cache:

@@ -257,15 +257,19 @@ def test_the_ingest_graph_step_checkpoints_added_nodes_and_prunes_removed_ones(
 
     snapshot, outcome = step.prepare_commit(graph_commit(added, now=1000.0))
 
-    assert outcome.nodes_added == len(added.parts.memories) and snapshot.seq == 1
+    # Two checkpoints: the nodes, then the verdicts of their analysis (run without the lock).
+    assert outcome.nodes_added == len(added.parts.memories) and outcome.pairs > 0
+    assert snapshot.seq == 2
     assert {node.id for node in snapshot.records.nodes} == graph_commit(added, 0).chunk_ids_after
-    assert (tmp_path / ".store.graph" / "000000001").is_dir()  # acknowledged on disk
+    log = tmp_path / ".store.graph"
+    assert (log / "000000001").is_dir() and (log / "000000002").is_dir()  # acknowledged on disk
     gone = store_of_four_topics.parts.documents[0].document_id
     removal = apply_request(store_of_four_topics, MemoryParts(), [gone])
 
     snapshot, outcome = step.prepare_commit(graph_commit(removal, now=1001.0))
 
-    assert outcome.nodes_removed == 1 and snapshot.seq == 2
+    # Nothing added, nothing analysed: one checkpoint.
+    assert outcome.nodes_removed == 1 and snapshot.seq == 3
     assert {node.id for node in snapshot.records.nodes} == graph_commit(removal, 0).chunk_ids_after
 
 
