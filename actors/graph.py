@@ -5,9 +5,11 @@ It wraps the plain classes an in-process bank uses: a `GraphStorage` (memory_ban
 storage.py), which checkpoints every batch of changes to the store's graph log before the call
 returns and reloads from the store when it starts, so a restarted actor (`max_restarts=-1`)
 loses no acknowledged change; the `SessionService` over it; and the commits' `IngestGraphStep`
-over it, whose batch analysis and embedding run as Ray tasks. Calls run one at a time
-(`max_concurrency=1`); the storage's graph lock also serializes the actor with writers outside
-Ray.
+over it, whose batch analysis and embedding run as Ray tasks, without the graph lock. It is a
+threaded actor (`CALLS_AT_ONCE`): the storage's lock is held only for bounded steps (one piece
+of a long context, the application of a commit's verdicts), so reading a session never waits
+behind another caller's long intercept or an ingest's graph analysis; the storage's graph lock
+also serializes the actor with writers outside Ray.
 
 `RemoteKeeper` gives a handle the session service's and the graph step's methods (blocking),
 so a `Session` or a `StoreCommitter` works with the actor exactly as in one process.
@@ -43,6 +45,8 @@ from memory_bank.session.service import SessionService
 
 __all__ = ["NAMESPACE", "GraphActor", "RemoteKeeper", "graph_actor", "graph_name"]
 ROLE = "graph"
+# Calls in flight at once: sessions read while another caller's intercept or graph step runs.
+CALLS_AT_ONCE = 8
 
 
 class GraphActor:
@@ -121,7 +125,7 @@ def graph_actor(store: str | Path, config: AppConfig) -> ray.actor.ActorHandle:
     """The graph actor of `store`, started if it does not exist yet (with `config`)."""
     return (
         ray.remote(GraphActor)
-        .options(**store_actor_options(ROLE, store))
+        .options(**store_actor_options(ROLE, store, max_concurrency=CALLS_AT_ONCE))
         .remote(store_path(store), config.model_dump(mode="json"))
     )
 

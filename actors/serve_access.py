@@ -27,9 +27,8 @@ import ipaddress
 from urllib.parse import urlsplit
 
 from fastapi.datastructures import Headers
-from fastapi.responses import JSONResponse
 
-from actors.serve_api import ErrorBody
+from actors.request_guards import EscapedJSONResponse, error_content
 from actors.ui import is_page_path
 from memory_bank.agents.keys import LOCAL_OWNER, Caller, KeyRing
 from memory_bank.config import AgentsConfig
@@ -123,19 +122,10 @@ class AccessGuard:
 
 async def _refuse(scope, receive, send, status: int, error: str, detail: str) -> None:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    if scope["path"].startswith("/v1/"):
-        kinds = {401: "authentication_error", 403: "permission_error"}
-        content = {
-            "error": {
-                "message": detail,
-                "type": kinds.get(status, "server_error"),
-                "param": None,
-                "code": error.lower(),
-            }
-        }
-    else:
-        content = ErrorBody(error=error, detail=detail).model_dump()
-    await JSONResponse(status_code=status, content=content, headers=headers)(scope, receive, send)
+    content = error_content(scope["path"], status, error, detail)
+    await EscapedJSONResponse(status_code=status, content=content, headers=headers)(
+        scope, receive, send
+    )
 
 
 def _host_name(host: str) -> str:

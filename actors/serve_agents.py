@@ -197,7 +197,8 @@ def wire_agents(
 def install_agents(
     app, gateway: MemoryGateway, bound_host: str | None = None, legacy_key: str | None = None
 ) -> None:
-    """Put `gateway`, the chat endpoint, the MCP route and the guard's policy on `app`."""
+    """Put `gateway`, the chat endpoint, the MCP route, the request limits and the guard's
+    policy on `app`."""
     from actors.serve_access import AccessPolicy
     from memory_bank.agents.chat import ChatEndpoint
     from memory_bank.agents.keys import KeyRing
@@ -205,6 +206,7 @@ def install_agents(
 
     config = gateway.config
     app.state.gateway = gateway
+    app.state.limits = config.limits
     app.state.chat = ChatEndpoint(gateway, config.agents.router)
     endpoint = McpEndpoint(build_mcp(gateway, default_caller=None))
     app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != MCP_PATH]

@@ -6,13 +6,15 @@ query replicas (`actors/serve_model.py`), which receive the validated requests.
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory_bank.errors import (
     AccessDenied,
     ConfigError,
+    InputTooLargeError,
     MemoryBankError,
     SessionError,
+    StorageError,
     StoreError,
     ToolError,
 )
@@ -20,9 +22,44 @@ from memory_bank.errors import (
 # --- request and response models ----------------------------------------------------------------
 
 
-class QueryRequest(BaseModel):
+class ApiRequest(BaseModel):
+    """A request body: no unknown fields, and text that is valid Unicode.
+
+    JSON may carry a lone surrogate ("\\ud800"), which no UTF-8 text can hold: every part of
+    the store would fail on it later (an embedding, a file, a response), so it is refused here.
+    """
+
     model_config = ConfigDict(extra="forbid")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_unicode(cls, data: Any) -> Any:
+        where = lone_surrogate(data, "body")
+        if where is not None:
+            raise ValueError(f"{where} holds a lone surrogate: not valid Unicode text")
+        return data
+
+
+def lone_surrogate(value: Any, where: str) -> str | None:
+    """Where in a parsed JSON value a string (or a key) holds a lone surrogate; None: nowhere.
+    The place is said in ASCII, so the 422 can name it."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where.encode("ascii", "backslashreplace").decode("ascii")
+        return None
+    if isinstance(value, dict):
+        parts = [(f"{where} key", key) for key in value]
+        parts += [(f"{where}.{key}", item) for key, item in value.items()]
+    elif isinstance(value, list):
+        parts = [(f"{where}[{number}]", item) for number, item in enumerate(value)]
+    else:
+        return None
+    return next((found for inner, item in parts if (found := lone_surrogate(item, inner))), None)
+
+
+class QueryRequest(ApiRequest):
     question: str = Field(min_length=1, description="The question to answer from the store.")
     mode: Literal["navigate", "research"] = Field(
         "navigate",
@@ -56,9 +93,7 @@ class QueryRequest(BaseModel):
         return question
 
 
-class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SearchRequest(ApiRequest):
     query: str = Field(description="Search text; a blank query finds nothing.")
     top_k: int | None = Field(None, ge=1, le=100, description="Hits (default: retrieval.top_k).")
     mode: Literal["hybrid", "bm25", "vector", "tree"] = "hybrid"
@@ -71,9 +106,7 @@ class SearchRequest(BaseModel):
     under: str | None = Field(None, description="Only this store directory's subtree (/a/b).")
 
 
-class TurnRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TurnRequest(ApiRequest):
     speaker: str = Field(min_length=1, max_length=200)
     text: str = Field(min_length=1, max_length=100_000)
     timestamp: str | None = Field(
@@ -81,10 +114,8 @@ class TurnRequest(BaseModel):
     )
 
 
-class RecallRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    query: str = Field(min_length=1)
+class RecallRequest(ApiRequest):
+    query: str = Field(min_length=1, max_length=10_000)
     max_tokens: int | None = Field(None, ge=16, le=100_000)
 
 
@@ -92,15 +123,11 @@ class Consolidated(BaseModel):
     consolidated: int
 
 
-class SessionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SessionRequest(ApiRequest):
     task_goal: str = Field(min_length=1, description="The task or question of the session.")
 
 
-class InterceptRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class InterceptRequest(ApiRequest):
     context: str = Field(min_length=1, description="The context of the task just carried out.")
     task_type: Literal["normal", "cross_validate"] | None = Field(
         None, description="Default: from the pending task (a cross-validation settles conflicts)."
@@ -132,7 +159,9 @@ class ErrorBody(BaseModel):
 _ERROR_STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
     (AccessDenied, 403),
     (SessionError, 404),
+    (InputTooLargeError, 413),
     (StoreError, 503),
+    (StorageError, 503),
     (ToolError, 400),
     (ConfigError, 400),
 )
@@ -145,10 +174,16 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         "of the store; or the Host / Origin header is not allowed.",
     },
     404: {"model": ErrorBody, "description": "No such session or memory."},
+    413: {
+        "model": ErrorBody,
+        "description": "The body, a question, a context or a list of files is larger than "
+        "the server's limits (limits.* in its config).",
+    },
     503: {
         "model": ErrorBody,
-        "description": "The store is missing or being replaced, or the server is at capacity "
-        "(then with a Retry-After header: try again after that many seconds).",
+        "description": "The store is missing, being replaced or cannot be written (disk full, "
+        "read-only), or the server is at capacity (then with a Retry-After header: try again "
+        "after that many seconds).",
     },
 }
 

@@ -24,7 +24,8 @@ Every path but /healthz passes the HTTP guard (`actors/serve_access.py`): the Ho
 allowlists, then the caller's key (`memory-bank keys`; required off loopback), whose permission
 and part of the store every route then keeps to (`memory_bank/agents/gateway.py`). A single
 `--api-key` still works as an admin key required everywhere; only its SHA-256 reaches Ray.
-`memory-bank serve` refuses a non-loopback address without a key.
+`memory-bank serve` refuses a non-loopback address without a key. Then every body passes the
+size limits (`actors/request_guards.py`): the routes and guards are `actors/http_app.py`.
 
 Three ways to run it:
 - `memory-bank serve --store DIR` (`actors/serve_run.py`),
@@ -40,7 +41,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ray import serve
@@ -50,14 +51,14 @@ from ray.serve.config import BackpressureConfig
 from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
 
-from actors import serve_chat, serve_routes
 from actors.admission import AdmissionQueue, QueueFull
-from actors.serve_access import AccessGuard
+from actors.http_app import http_app
+from actors.loopback import keep_replica_port_on_loopback
+from actors.request_guards import EscapedJSONResponse
 from actors.serve_agents import wire_agents
 from actors.serve_api import ERROR_RESPONSES, ErrorBody, Health, error_status
 from actors.serve_model import MemoryBankModel
 from actors.ui import attach_browser
-from actors.ui import router as ui_router
 from memory_bank.config import AppConfig, ServeConfig, load_config
 from memory_bank.errors import ConfigError, MemoryBankError, StoreError
 from memory_bank.store.layout import is_store
@@ -79,28 +80,14 @@ class Overloaded(Exception):
         self.retry_after_s = retry_after_s
 
 
-app = FastAPI(
-    title="memory-bank",
-    summary="Ask and search a hierarchical memory store.",
-    version="0.1.0",
-)
-
-
-app.add_exception_handler(MemoryBankError, serve_routes.domain_error)
+app = http_app()
 
 
 @app.exception_handler(Overloaded)
 async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:
     body = ErrorBody(error="Overloaded", detail=str(exc))
     headers = {"Retry-After": str(exc.retry_after_s)}
-    return JSONResponse(status_code=503, content=body.model_dump(), headers=headers)
-
-
-app.add_middleware(AccessGuard)
-app.include_router(serve_routes.router)
-app.include_router(serve_chat.router)
-# The page at /ui/ and the /browse/ views it reads, each as the caller's key sees the store.
-app.include_router(ui_router)
+    return EscapedJSONResponse(status_code=503, content=body.model_dump(), headers=headers)
 
 
 class _StoreView:
@@ -132,6 +119,7 @@ class MemoryBankIngress:
         model_capacity: int | None = None,
         bound_host: str | None = None,
     ) -> None:
+        keep_replica_port_on_loopback()
         self._model = model
         self._store = store
         self.config = AppConfig.model_validate(config)

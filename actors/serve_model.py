@@ -14,6 +14,7 @@ from typing import Any
 from ray import serve
 
 from actors.domain_thread import DomainThread
+from actors.loopback import keep_replica_port_on_loopback
 from actors.runtime import worker_llm
 from actors.serve_api import (
     Consolidated,
@@ -42,6 +43,7 @@ class MemoryBankModel:
         from memory_bank.app.bank import MemoryBank
         from memory_bank.app.service import QueryService
 
+        keep_replica_port_on_loopback()
         settings = AppConfig.model_validate(config)
         embedding = settings.embedding.model_copy(update={"num_threads": REPLICA_EMBEDDING_THREADS})
         settings = settings.model_copy(update={"embedding": embedding})

@@ -24,10 +24,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from actors.request_guards import UPLOAD_PATH, EscapedJSONResponse
 from actors.serve_api import (
     ERROR_RESPONSES,
+    ApiRequest,
     Consolidated,
     ErrorBody,
     InterceptRequest,
@@ -54,9 +56,7 @@ router = APIRouter(responses=ERROR_RESPONSES)
 MAX_WAIT_SECONDS = 300.0
 
 
-class AddRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AddRequest(ApiRequest):
     text: str | None = Field(None, description="Text to add (kept as the file `name`).")
     name: str | None = Field(None, description="A file name for the text, e.g. notes.md.")
     paths: list[str] = Field(
@@ -64,9 +64,7 @@ class AddRequest(BaseModel):
     )
 
 
-class RemoveRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RemoveRequest(ApiRequest):
     sources: list[str] = Field(
         min_length=1, description="Documents: source paths as added, folders, or document ids."
     )
@@ -75,7 +73,7 @@ class RemoveRequest(BaseModel):
 async def domain_error(_: Request, exc: MemoryBankError) -> JSONResponse:
     """The domain's errors as the API's error body, with their status (`serve_api`)."""
     body = ErrorBody(error=type(exc).__name__, detail=str(exc))
-    return JSONResponse(status_code=error_status(exc), content=body.model_dump())
+    return EscapedJSONResponse(status_code=error_status(exc), content=body.model_dump())
 
 
 def _gateway(request: Request) -> MemoryGateway:
@@ -241,7 +239,7 @@ async def add_documents(body: AddRequest, request: Request) -> JobStatus:
 
 
 @router.post(
-    "/documents/files/{name}",
+    UPLOAD_PATH + "{name}",
     response_model=JobStatus,
     status_code=202,
     openapi_extra={
@@ -249,8 +247,8 @@ async def add_documents(body: AddRequest, request: Request) -> JobStatus:
     },
 )
 async def upload(name: str, request: Request) -> JobStatus:
-    """Add one file, sent as the body; its name's suffix picks the reader (.md, .txt, .pdf,
-    .json, .jsonl)."""
+    """Add one file, sent as the body (at most `limits.max_upload_bytes`); its name's suffix
+    picks the reader (.md, .txt, .pdf, .json, .jsonl)."""
     data = await request.body()
     return await _gateway(request).add(caller_of(request), uploads=(Upload(name=name, data=data),))
 

@@ -30,14 +30,15 @@ def store_actor_name(role: str, store: str | Path) -> str:
     return f"store-{role}-{digest}"
 
 
-def store_actor_options(role: str, store: str | Path) -> dict[str, Any]:
-    """`.options(...)` of the `role` actor of `store` (add a scheduling strategy to pin it)."""
+def store_actor_options(role: str, store: str | Path, max_concurrency: int = 1) -> dict[str, Any]:
+    """`.options(...)` of the `role` actor of `store` (add a scheduling strategy to pin it);
+    `max_concurrency` > 1 makes it a threaded actor (its body then does its own locking)."""
     return {
         "name": store_actor_name(role, store),
         "namespace": NAMESPACE,
         "get_if_exists": True,
         "lifetime": "detached",
         "num_cpus": 0,
-        "max_concurrency": 1,
+        "max_concurrency": max_concurrency,
         "max_restarts": -1,
     }

@@ -25,6 +25,7 @@ from actors.graph import RemoteKeeper, graph_actor
 from actors.runtime import encode_on_task, map_on_tasks, worker_llm
 from actors.store_actors import NAMESPACE, store_actor_name, store_actor_options, store_path
 from memory_bank.config import AppConfig
+from memory_bank.errors import MemoryBankError
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
 from memory_bank.schemas import CommitResult
 
@@ -74,14 +75,20 @@ def commit_through_writer(store: Path, request: CommitRequest, config: AppConfig
     starts from the store as it is, and documents it already holds are not added twice.
     """
     settings = config.model_dump(mode="json")
-    for attempt in Retrying(
-        retry=retry_if_exception(_lost_actor),
-        stop=stop_after_attempt(COMMIT_ATTEMPTS),
-        wait=wait_fixed(1.0),
-        reraise=True,
-    ):
-        with attempt:
-            return ray.get(store_writer(store).commit.remote(request, settings))
+    try:
+        for attempt in Retrying(
+            retry=retry_if_exception(_lost_actor),
+            stop=stop_after_attempt(COMMIT_ATTEMPTS),
+            wait=wait_fixed(1.0),
+            reraise=True,
+        ):
+            with attempt:
+                return ray.get(store_writer(store).commit.remote(request, settings))
+    except ray.exceptions.RayTaskError as exc:
+        # The domain's own error (disk full, lock held, ...), its one line, not Ray's traceback.
+        if isinstance(exc.cause, MemoryBankError):
+            raise exc.cause from None
+        raise
     raise AssertionError("unreachable: Retrying reraises the last error")
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from memory_bank.evaluation.dataset_files import development_eval_dir
-from memory_bank.text.sources import discover_files, load_file
+from memory_bank.text.inputs import discover_files
+from memory_bank.text.sources import load_file
 from memory_bank.text.tokens import count_tokens
 
 REPO = Path(__file__).resolve().parents[1]

@@ -56,7 +56,8 @@ from memory_bank.ingest.runner import IngestRunner, local_runner  # noqa: E402
 from memory_bank.ingest.work import memory_recipe  # noqa: E402
 from memory_bank.schemas import IngestSummary  # noqa: E402
 from memory_bank.store.reader import StoreReader  # noqa: E402
-from memory_bank.text.sources import discover_files, load_file  # noqa: E402
+from memory_bank.text.inputs import discover_files  # noqa: E402
+from memory_bank.text.sources import load_file  # noqa: E402
 from memory_bank.text.tokens import count_tokens  # noqa: E402
 
 CLI = Path(sys.executable).parent / "memory-bank"

@@ -32,7 +32,7 @@ from bench.corpus import build_corpus  # noqa: E402
 from memory_bank.config import AppConfig  # noqa: E402
 from memory_bank.evaluation.dataset_files import development_eval_dir  # noqa: E402
 from memory_bank.ingest.runner_choice import choose_runner, estimated_tokens  # noqa: E402
-from memory_bank.text.sources import discover_files  # noqa: E402
+from memory_bank.text.inputs import discover_files  # noqa: E402
 
 CLI = Path(sys.executable).with_name("memory-bank")
 OUT = REPO / "bench" / "out"

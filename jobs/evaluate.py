@@ -63,7 +63,7 @@ from memory_bank.evaluation.dataset_files import dataset_name
 from memory_bank.evaluation.store_index import StoreIndex
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
-from memory_bank.text.sources import load_sources
+from memory_bank.text.inputs import load_sources
 
 EVAL_MODES: tuple[str, ...] = (
     "bm25",

@@ -51,8 +51,10 @@ def run_job(args: argparse.Namespace, work: Callable[[IngestRunner], IngestSumma
         if args.address:
             config.ray.address = args.address
         summary = work(ray_runner(config))
-    except MemoryBankError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (MemoryBankError, OSError) as exc:
+        from memory_bank.store.disk import error_line
+
+        print(f"error: {error_line(exc)}", file=sys.stderr)
         return 1
     for line in summary.skipped:
         print(f"skipped {line}", file=sys.stderr)

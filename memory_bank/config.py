@@ -18,6 +18,17 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class SourcesConfig(StrictModel):
+    """How the inputs of an ingest are found: symlink loops, broken links and links that leave
+    the input are skipped with a reason, whatever the settings."""
+
+    follow_links: bool = Field(
+        False,
+        description="Enter symlinked directories that stay inside the input (each directory "
+        "once); `--follow-links` sets it for one ingest.",
+    )
+
+
 class ChunkConfig(StrictModel):
     """How sources are cut into chunks (token-aware, on header, paragraph and turn boundaries).
     `min_tokens` must be smaller than `max_tokens`."""
@@ -255,6 +266,12 @@ class StoreConfig(StrictModel):
         ge=1_000,
         description="An ingest saves its finished memories to a journal every this many chunk "
         "tokens, so a killed ingest resumes where it was instead of starting over.",
+    )
+    lock_wait_s: float = Field(
+        600.0,
+        gt=0,
+        description="A commit waits this long for another writer's commit to finish, then "
+        "gives up naming the process that holds the lock (the journal keeps its work).",
     )
 
 
@@ -560,6 +577,53 @@ class ServeConfig(StrictModel):
     )
 
 
+class SessionConfig(StrictModel):
+    """The Memory Bank's sessions (intercept, enhance_prompt) on the store's Query Graph."""
+
+    analysis_chars: int = Field(
+        8_000,
+        ge=500,
+        description="An intercepted context is classified and analysed in pieces of at most "
+        "this many characters, one at a time: its cost grows linearly with its length, and "
+        "other callers of the graph wait for one piece at most.",
+    )
+
+
+class LimitsConfig(StrictModel):
+    """How large one request may be, over HTTP and through the Python API alike: beyond these
+    it is refused at once (HTTP 413), before any work is done for it (`memory_bank.limits`)."""
+
+    max_body_bytes: int = Field(
+        1 << 20,
+        ge=1024,
+        description="An HTTP request body; a larger one gets 413 before it is read whole.",
+    )
+    max_upload_bytes: int = Field(
+        32 << 20,
+        ge=1024,
+        description="A file sent over HTTP to be added (`POST /documents/files/{name}`, in "
+        "place of `max_body_bytes`); a larger one gets 413 before it is read whole.",
+    )
+    max_question_chars: int = Field(
+        10_000,
+        ge=100,
+        description="A question, a search text or a session's task goal, in characters.",
+    )
+    max_context_chars: int = Field(
+        200_000,
+        ge=1_000,
+        description="An intercepted context, in characters: it is analysed in pieces "
+        "(`session.analysis_chars`), so its cost is linear in its length, and this bounds it.",
+    )
+    max_files: int = Field(
+        100,
+        ge=1,
+        description="Attachments of an intercept; documents, files or folders one request "
+        "over HTTP or MCP names (a search's or question's `within`, an add, a remove); a key's "
+        "own part of the store is not counted.",
+    )
+
+
 class RouterConfig(StrictModel):
     """The chat endpoint's router mode: requests for these models go to an OpenAI-compatible
     endpoint with recalled memories injected (`memory_bank/agents/chat.py`, docs/agents.md)."""
@@ -613,6 +677,7 @@ class AgentsConfig(StrictModel):
 class AppConfig(StrictModel):
     """Every setting, one section per concern; loaded from YAML (`--config FILE`)."""
 
+    sources: SourcesConfig = SourcesConfig()
     chunking: ChunkConfig = ChunkConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     memorize: MemorizeConfig = MemorizeConfig()
@@ -624,6 +689,8 @@ class AppConfig(StrictModel):
     conversation: ConversationConfig = ConversationConfig()
     ray: RayConfig = RayConfig()
     serve: ServeConfig = ServeConfig()
+    session: SessionConfig = SessionConfig()
+    limits: LimitsConfig = LimitsConfig()
     agents: AgentsConfig = AgentsConfig()
 
 

@@ -52,6 +52,28 @@ class SessionError(MemoryBankError):
     """An unknown or closed session, or a memory id the Query Graph does not hold."""
 
 
+class StorageError(MemoryBankError):
+    """A write to disk failed (no space left, permission denied, a read-only file system, ...).
+
+    The message is one line that names the path and says what to do (`memory_bank.store.disk`).
+    """
+
+    # `path` has a default so that the error survives pickling (a Ray actor's error reaches
+    # its caller pickled, rebuilt from the message, then given its attributes back).
+    def __init__(self, message: str, path: str = "", errno: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.errno = errno
+
+
+class StoreLockedError(StoreError):
+    """Another process held the store's lock for longer than this one would wait."""
+
+
+class InputTooLargeError(MemoryBankError):
+    """A question, context or request is larger than the configured limits (`limits.*`)."""
+
+
 class AccessDenied(MemoryBankError):
     """The caller's key lacks the permission an operation needs, or the operation reaches
     beyond the part of the store the key is limited to."""

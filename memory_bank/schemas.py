@@ -160,6 +160,8 @@ class ChatResult(BaseModel):
     # What the answer's current facts replaced: the superseded claims of the memories read,
     # with when each was recorded and replaced. The answer states the current values only.
     history: list[HistoryNote] = Field(default_factory=list)
+    # Files the answer rests on that are not what the store wrote (`store.integrity`).
+    warnings: list[str] = Field(default_factory=list)
 
 
 class MovedMemory(BaseModel):
@@ -227,6 +229,7 @@ class IngestSummary(BaseModel):
     placed: bool = False
     # Given documents whose memories came from the journal of an earlier, interrupted ingest.
     resumed_documents: int = 0
+    resumed_chunks: int = 0  # taken from the journal of an earlier run, not made again
     commit: CommitResult | None = None  # None when nothing had to be committed
     # LLM usage of the whole ingest, per role (calls, cache hits, tokens, retries, repairs,
     # fallbacks, seconds, estimated cost); empty with the offline backend.

@@ -69,11 +69,12 @@ class RayExecutor:
         timer: StageTimer,
         llm: LLM | None,
         on_batch: BatchSink | None = None,
+        done_chunks: frozenset[str] = frozenset(),
     ) -> MemoryParts:
         # Each worker opens its own LLM from the config (see `memorize_batch`); their usage is
         # added to `llm`'s ledger.
         with timer.stage("chunk"):
-            chunks = self._chunk(documents, llm)
+            chunks = [c for c in self._chunk(documents, llm) if c.chunk_id not in done_chunks]
         with timer.stage("embed+memorize", total=len(chunks)):
             added, busy = self._embed_and_memorize(
                 chunks, first_index, timer.progress, on_batch, llm

@@ -9,7 +9,6 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from memory_bank.agents.gateway import MemoryGateway
-from memory_bank.errors import MemoryBankError
 
 # Two teams whose notes share no distinctive word: a key for one must never surface the other's
 # (Falcon, Dana, Lisbon are team A's; Orion, Marco, Tuesday rotations are team B's).
@@ -54,19 +53,12 @@ def copy_store(template: Path, target_parent: Path) -> Path:
 
 
 def agents_app(gateway: MemoryGateway, bound_host: str | None = "127.0.0.1") -> FastAPI:
-    """The Serve app's agent routes around `gateway`, for uvicorn (no Ray)."""
-    from actors import serve_chat, serve_routes
-    from actors.serve_access import AccessGuard
+    """The Serve app's routes and guards around `gateway`, for uvicorn (no Ray)."""
+    from actors.http_app import http_app
     from actors.serve_agents import install_agents
     from actors.ui import attach_browser
-    from actors.ui import router as ui_router
 
-    app = FastAPI()
-    app.add_exception_handler(MemoryBankError, serve_routes.domain_error)
-    app.add_middleware(AccessGuard)
-    app.include_router(serve_routes.router)
-    app.include_router(serve_chat.router)
-    app.include_router(ui_router)
+    app = http_app()
     attach_browser(app, str(gateway.store), gateway.config)
     install_agents(app, gateway, bound_host)
     return app

@@ -32,7 +32,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory_bank.agents.gateway import MemoryGateway
 from memory_bank.agents.keys import Caller
 from memory_bank.config import RouterConfig
-from memory_bank.errors import AccessDenied, MemoryBankError, SessionError, ToolError
+from memory_bank.errors import (
+    AccessDenied,
+    InputTooLargeError,
+    MemoryBankError,
+    SessionError,
+    ToolError,
+)
 from memory_bank.schemas import ChatResult, SearchHit
 from memory_bank.text.tokens import count_tokens, get_encoding
 
@@ -97,6 +103,8 @@ def chat_error(exc: MemoryBankError) -> ChatError:
         return ChatError(403, str(exc), "permission_error")
     if isinstance(exc, ToolError | SessionError):
         return ChatError(400, str(exc))
+    if isinstance(exc, InputTooLargeError):
+        return ChatError(413, str(exc))
     return ChatError(503, str(exc), "server_error")
 
 

@@ -27,6 +27,7 @@ from memory_bank.config import AppConfig
 from memory_bank.conversation.memory import check_conversation_id
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.errors import AccessDenied, ToolError
+from memory_bank.limits import check_files
 from memory_bank.query.descent_policy import NOT_FOUND_ANSWER
 from memory_bank.query.tools import Entry, GrepMatch
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
@@ -58,6 +59,8 @@ class MemoryGateway:
         under: str | None = None,
     ) -> list[SearchHit]:
         _require(caller, "read")
+        # What the request names is limited (limits.max_files), not the key's part of the store.
+        check_files(self.config.limits, len(within), "documents to search within")
         view = await self.visibility(caller)
         scope = view.search_scope(within, under)
         if scope is None:
@@ -76,6 +79,7 @@ class MemoryGateway:
         under: str | None = None,
     ) -> ChatResult:
         _require(caller, "read")
+        check_files(self.config.limits, len(within), "documents to ask within")
         view = await self.visibility(caller)
         scope = view.search_scope(within, under)
         if scope is None:  # nothing this caller may see is asked about
@@ -166,6 +170,7 @@ class MemoryGateway:
                 "this key is limited to a store directory, where the taxonomy may not place "
                 "new documents; use a key limited to documents, or an unscoped key"
             )
+        check_files(self.config.limits, len(paths) + len(uploads), "files and folders to add")
         files = [str(path) for path in allowed_paths(self.config.agents.add_roots, caller, paths)]
         if text is not None and text.strip():
             uploads = (*uploads, Upload(name=name or "text.md", data=text.encode("utf-8")))
@@ -182,6 +187,7 @@ class MemoryGateway:
         _require(caller, "write")
         if not sources:
             raise ToolError("nothing to remove: name documents by source path, folder or id")
+        check_files(self.config.limits, len(sources), "documents to remove")
         view = await self.visibility(caller)
         if not view.whole:
             named = documents_named(view.sources, sources)

@@ -12,6 +12,7 @@ survives a restart; a job that was queued or running when its process stopped is
 
 from __future__ import annotations
 
+import logging
 import queue
 import secrets
 import threading
@@ -22,15 +23,17 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_bank.errors import MemoryBankError, SessionError
+from memory_bank.errors import MemoryBankError, SessionError, StorageError
 from memory_bank.schemas import CommitResult, IngestSummary
 from memory_bank.store.atomic import atomic_write_text
+from memory_bank.store.disk import error_line, writing
 
 if TYPE_CHECKING:
     from memory_bank.app.bank import MemoryBank
 
 JobKind = Literal["add", "remove", "rebuild"]
 JobState = Literal["queued", "running", "succeeded", "failed"]
+logger = logging.getLogger(__name__)
 INTERRUPTED = "interrupted: the server stopped before the job finished; submit it again"
 
 
@@ -139,8 +142,8 @@ class WriteJobs:
             sources=request.sources,
         )
         with self._lock:
+            self._save(status)  # first: a job that cannot be recorded is not taken
             self._jobs[status.id] = status
-            self._save(status)
         if self._inline:
             self._execute(status.id, request)
         else:
@@ -191,11 +194,11 @@ class WriteJobs:
         def started(status: JobStatus) -> None:
             status.state, status.started_at = "running", _now()
 
-        self._update(job_id, started, save=True)
         try:
+            self._update(job_id, started, save=True)
             outcome = self._run(request, JobProgress(self, job_id))
-        except MemoryBankError as exc:
-            self._finish(job_id, error=str(exc))
+        except (MemoryBankError, OSError) as exc:  # one line: what failed, what to do
+            self._finish(job_id, error=error_line(exc))
         except Exception as exc:  # a bug, but the job must not stay "running" forever
             self._finish(job_id, error=f"{type(exc).__name__}: {exc}")
         else:
@@ -221,7 +224,10 @@ class WriteJobs:
                 status.removed_documents = outcome.removed_documents
                 status.removed_chunks = outcome.removed_chunks
 
-        self._update(job_id, finished, save=True)
+        try:
+            self._update(job_id, finished, save=True)
+        except StorageError as exc:  # this process still knows; a restart will call it lost
+            logger.warning("write job %s: its status is not saved: %s", job_id, exc)
         with self._finished:
             self._finished.notify_all()
 
@@ -235,8 +241,10 @@ class WriteJobs:
     # --- files ------------------------------------------------------------------------------
 
     def _save(self, status: JobStatus) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.directory / f"{status.id}.json", status.model_dump_json(indent=1))
+        path = self.directory / f"{status.id}.json"
+        with writing(path):
+            self.directory.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, status.model_dump_json(indent=1))
 
     def _load(self) -> dict[str, JobStatus]:
         jobs: dict[str, JobStatus] = {}

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from memory_bank.agents.jobs import uploads_directory
 from memory_bank.agents.keys import Caller
 from memory_bank.errors import AccessDenied, ToolError
+from memory_bank.store.disk import writing
 from memory_bank.text.sources import SUPPORTED_SUFFIXES
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -60,9 +61,10 @@ def save_uploads(folder: Path, uploads: tuple[Upload, ...]) -> list[Path]:
                 f"{upload.name}: unsupported type; send one of "
                 + ", ".join(sorted(SUPPORTED_SUFFIXES))
             )
-        batch.mkdir(parents=True, exist_ok=True)
         target = batch / name
-        target.write_bytes(upload.data)
+        with writing(target):  # a full disk is one line, as for every write
+            batch.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(upload.data)
         saved.append(target)
     return saved
 

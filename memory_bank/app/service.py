@@ -22,6 +22,7 @@ from memory_bank.index.embedding import Embedder
 from memory_bank.index.hybrid import HybridSearch
 from memory_bank.index.scope import SearchScope
 from memory_bank.index.search import Searcher
+from memory_bank.limits import check_question
 from memory_bank.llm import check_llm
 from memory_bank.llm.seam import LLM
 from memory_bank.query.currency import Currency
@@ -139,12 +140,15 @@ class QueryService:
     ) -> ChatResult:
         """The navigation agent's answer; within a `scope` (part of the store), the answer
         from that part's best memories alone (`query.scoped`)."""
+        check_question(self.config.limits, question)
         if scope is not None and not scope.is_whole_store:
             return self._answer_within(question, scope, SCOPED_READS, system_prompt)
         iterations = max_iterations or self.config.retrieval.max_iterations
-        return self._current().agent.request(
+        opened = self._current()
+        result = opened.agent.request(
             question, max_iterations=iterations, system_prompt=system_prompt
         )
+        return _with_integrity_warnings(result, opened.reader)
 
     def research(
         self, question: str, max_iterations: int | None = None, scope: SearchScope | None = None
@@ -152,9 +156,12 @@ class QueryService:
         """The research loop (plan -> search -> integrate -> reflect) for at most
         `max_iterations` rounds (default `research.max_iterations`); within a `scope`, the
         scoped answer from twice the memories of `ask`."""
+        check_question(self.config.limits, question)
         if scope is not None and not scope.is_whole_store:
             return self._answer_within(question, scope, 2 * SCOPED_READS)
-        return self._current().researcher.research(question, max_iterations=max_iterations)
+        opened = self._current()
+        result = opened.researcher.research(question, max_iterations=max_iterations)
+        return _with_integrity_warnings(result, opened.reader)
 
     def _answer_within(
         self, question: str, scope: SearchScope, reads: int, system_prompt: str | None = None
@@ -162,7 +169,7 @@ class QueryService:
         if not question.strip():
             raise ToolError("the question must not be empty")
         opened = self._current()
-        return answer_within(
+        result = answer_within(
             question,
             scope,
             opened.searcher,
@@ -171,6 +178,7 @@ class QueryService:
             reads=reads,
             system_prompt=system_prompt,
         )
+        return _with_integrity_warnings(result, opened.reader)
 
     def search(
         self,
@@ -184,6 +192,7 @@ class QueryService:
         of the Query Graph (kind "memory") compete for the places by the same score. Within a
         `scope` (`index.scope`), every hit is of the scope: a newer claim from elsewhere shows
         as the hit's history only, and session memories, of no document, are left out."""
+        check_question(self.config.limits, query, "search text")
         opened = self._current()
         hits = opened.searcher.search(query, top_k=top_k, mode=mode, scope=scope)
         hits = opened.currency.rerank(hits, query, opened.hybrid.corpus.chunk_hit)
@@ -219,6 +228,13 @@ class QueryService:
 
     def tree(self) -> DirectoryNode:
         return self._current().reader.tree()
+
+
+def _with_integrity_warnings(result: ChatResult, reader: StoreReader) -> ChatResult:
+    """`result`, warning of any file it rests on that is not what the store wrote: the memory
+    files it read and cites, and the tables and index the search loaded."""
+    warnings = reader.integrity.warnings([*result.files_read, *result.sources])
+    return result.model_copy(update={"warnings": warnings}) if warnings else result
 
 
 def _meta_stamp(store: Path) -> StoreStamp | None:

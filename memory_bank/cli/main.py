@@ -1,7 +1,8 @@
 """The `memory-bank` command line: ingest, ask, search, tree, serve.
 
-Errors from the domain arrive as MemoryBankError and become one red line plus a non-zero exit
-code here, at the edge.
+Errors from the domain (MemoryBankError) and from the file system (disk full, permission
+denied, read-only) become one red line plus a non-zero exit code here, at the edge;
+`memory-bank --debug COMMAND ...` shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from rich.tree import Tree
 
 from memory_bank.cli.agents import register as register_agent_commands
 from memory_bank.cli.options import (
+    DEBUG_ENV,
     AddressOption,
     BackendOption,
     ConfigOption,
+    FollowLinksOption,
     JsonOption,
     LocalOption,
     RunnerOption,
@@ -50,6 +53,21 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            envvar=DEBUG_ENV,
+            help="Show the full traceback of an error instead of one line.",
+        ),
+    ] = False,
+) -> None:
+    if debug:  # the commands read it where they report errors (and Ray workers inherit it)
+        os.environ[DEBUG_ENV] = "1"
+
+
 def _bank(store: Path, config: Path | None, backend: str | None = None):
     """The store's facade for queries and in-process changes."""
     from memory_bank.app.bank import MemoryBank
@@ -67,6 +85,7 @@ def ingest(
     local: LocalOption = False,
     runner: RunnerOption = "auto",
     backend: BackendOption = None,
+    follow_links: FollowLinksOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Ingest sources into the store: chunk, memorize, embed, organize, write."""
@@ -78,6 +97,7 @@ def ingest(
         as_json,
         "ingested into",
         lambda bank, progress: bank.add(files=files, progress=progress),
+        follow_links=follow_links,
     )
 
 
@@ -91,6 +111,7 @@ def add(
     local: LocalOption = False,
     runner: RunnerOption = "auto",
     backend: BackendOption = None,
+    follow_links: FollowLinksOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Add sources to an existing store: new memories are placed into its tree (a new
@@ -107,6 +128,7 @@ def add(
         as_json,
         "added to",
         lambda bank, progress: bank.add(files=files, progress=progress),
+        follow_links=follow_links,
     )
 
 
@@ -172,6 +194,7 @@ def _build(
     as_json: bool,
     verb: str,
     work: Callable[[MemoryBank, ProgressSink], IngestSummary],
+    follow_links: bool = False,
 ) -> None:
     """Run an ingest-like `work` with the per-stage display, then print its summary. `where`:
     the Ray address, the requested runner and the inputs (None: the stored documents)."""
@@ -185,9 +208,11 @@ def _build(
     settings = _settings(config_file, backend)
     if address:
         settings.ray.address = address
+    if follow_links:
+        settings.sources.follow_links = True
     choice = choose_runner(
         requested,
-        _work_tokens(store, inputs),
+        _work_tokens(store, inputs, settings.sources.follow_links),
         joins_cluster=bool(settings.ray.address or os.environ.get("RAY_ADDRESS")),
         in_process_below_tokens=settings.ray.in_process_below_tokens,
     )
@@ -198,20 +223,26 @@ def _build(
         executor = RayExecutor
     bank = MemoryBank(store, config=settings, executor=executor)
     if not as_json:
-        _err.print(f"[dim]runner: {choice.runner} ({choice.reason})[/]", highlight=False)
+        _err.print(
+            f"[dim]runner: {choice.runner} ({choice.reason})[/]", highlight=False, soft_wrap=True
+        )
     with IngestProgress(_err, enabled=not as_json) as progress:
         summary = work(bank, progress)
     summary = summary.model_copy(update={"runner": choice.runner, "runner_reason": choice.reason})
     _print_summary(summary, as_json, f"{verb} {summary.store}")
 
 
-def _work_tokens(store: Path, inputs: list[Path] | None) -> int:
+def _work_tokens(store: Path, inputs: list[Path] | None, follow_links: bool) -> int:
     """About how many tokens an ingest of `inputs` (None: a rebuild of `store`) handles."""
     from memory_bank.store.layout import is_store
-    from memory_bank.text.sources import discover_files
+    from memory_bank.text.inputs import discover
 
     if inputs is not None:
-        return estimated_tokens(discover_files(inputs))
+        return estimated_tokens(
+            entry
+            for entry in discover(inputs, follow_links=follow_links)
+            if isinstance(entry, Path)
+        )
     if not is_store(store):
         return 0
     from memory_bank.store.reader import StoreReader
@@ -221,7 +252,7 @@ def _work_tokens(store: Path, inputs: list[Path] | None) -> int:
 
 def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:
     for line in summary.skipped:
-        _err.print(f"[yellow]skipped[/] {line}", highlight=False)
+        _err.print(f"[yellow]skipped[/] {line}", highlight=False, soft_wrap=True)
     if as_json:
         print(summary.model_dump_json())
         return
@@ -236,7 +267,11 @@ def _print_summary(summary: IngestSummary, as_json: bool, title: str) -> None:
     if summary.decoded:
         table.add_row("decoded from", ", ".join(summary.decoded))
     if summary.resumed_documents:
-        table.add_row("resumed documents", f"{summary.resumed_documents} (from the journal)")
+        table.add_row(
+            "resumed",
+            f"{summary.resumed_documents} documents, {summary.resumed_chunks} chunks "
+            "(from the journal)",
+        )
     if summary.placed:
         table.add_row("tree", "new memories placed; other paths kept")
     commit = summary.commit
@@ -320,6 +355,8 @@ def ask(
             f"{note.current_value!r} on {note.superseded_at} ({note.current_source})[/]",
             highlight=False,
         )
+    for warning in result.warnings:
+        _err.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     if show_trajectory:
         _out.print(f"[dim]{result.trajectory}[/]", highlight=False)
 

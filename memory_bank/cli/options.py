@@ -1,6 +1,6 @@
 """What every command of the CLI shares: the consoles, the common options, the settings read
-at the edge (the config file, the LLM environment variables, `--backend`), and a domain error
-turned into one red line and exit status 1."""
+at the edge (the config file, the LLM environment variables, `--backend`), and a domain or file
+system error turned into one red line and exit status 1 (`--debug`: the traceback)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import typer
 from rich.console import Console
 
 from memory_bank.errors import MemoryBankError
+from memory_bank.store.disk import error_line
 
 P = ParamSpec("P")
+DEBUG_ENV = "MEMORY_BANK_DEBUG"
 _err = Console(stderr=True)
 _out = Console()
 
@@ -35,6 +37,14 @@ BackendOption = Annotated[
         "OPENAI_API_KEY). Default: llm.backend of the config.",
     ),
 ]
+FollowLinksOption = Annotated[
+    bool,
+    typer.Option(
+        "--follow-links",
+        help="Enter symlinked directories that stay inside the input (links that leave it are "
+        "always skipped, with a reason). Default: sources.follow_links of the config.",
+    ),
+]
 LocalOption = Annotated[bool, typer.Option("--local", help="Same as --runner local.")]
 RunnerOption = Annotated[
     str,
@@ -47,19 +57,23 @@ RunnerOption = Annotated[
 
 
 def _fail(message: str) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {message}", highlight=False)
+    _err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=1)
 
 
 def _reports_errors(command: Callable[P, None]) -> Callable[P, None]:
-    """A domain error becomes one red line and exit status 1, here at the edge."""
+    """A domain error, or a file system error (disk full, permission denied, read-only), becomes
+    one red line and exit status 1, here at the edge, with what the failed work left behind
+    (the exception's notes) after it; `--debug` shows the traceback instead."""
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
         try:
             command(*args, **kwargs)
-        except MemoryBankError as exc:
-            _fail(str(exc))
+        except (MemoryBankError, OSError) as exc:
+            if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+                raise
+            _fail(error_line(exc))
 
     return run
 

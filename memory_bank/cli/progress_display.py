@@ -33,7 +33,13 @@ class IngestProgress:
         self._progress.start()
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, exc_type, *exc_info) -> None:
+        if exc_type is not None:
+            # A failed run ends in one line saying why and what it left; the bars (and the
+            # blank line Progress.stop adds off a terminal) would bury it.
+            self._progress.live.transient = True
+            self._progress.live.stop()
+            return
         self._progress.stop()
 
     def start(self, stage: str, total: int | None = None) -> None:

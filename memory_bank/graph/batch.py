@@ -3,7 +3,9 @@
 New memories become memory nodes (id = chunk id). Each is analysed against its candidates --
 the hybrid top-k of the graph plus their one-hop neighbours, each pair once (the later node
 judges the earlier) -- in independent tasks (`analyze_tasks`, fanned out by a `TaskMap`: Ray
-tasks under Ray). The verdicts are then applied in order by the graph's one writer:
+tasks under Ray), without the graph lock. The verdicts are then applied in order by the graph's
+one writer, those about a node that left the graph or was retired meanwhile (by a session)
+dropped:
 - conflict: a `Conflict` record; against a memory of an earlier commit it is validated by
   recency at once (the later source holds; the earlier claim stays, superseded, with both
   timestamps); between documents of one commit, which have no order, it stays open;
@@ -142,8 +144,8 @@ def apply_verdicts(
         by_id = {view.id: view for view in task.candidates}
         for relationship in relationships:
             other = relationship.existing_node_id
-            if other not in graph.nodes or new_id not in graph.nodes:
-                continue
+            if not (_current(graph, new_id) and _current(graph, other)):
+                continue  # gone or retired while the analysis ran (it runs without the lock)
             outcome.pairs += 1
             if relationship.relationship == "conflict":
                 conflict = conflict_record(task.new, by_id[other], relationship, now)
@@ -172,6 +174,11 @@ def apply_verdicts(
         encode,
         now,
     )
+
+
+def _current(graph: QueryGraph, node_id: str) -> bool:
+    node = graph.nodes.get(node_id)
+    return node is not None and node.is_current
 
 
 def refresh_contexts(

@@ -46,6 +46,7 @@ from memory_bank.graph.model import (
     SessionRecord,
 )
 from memory_bank.store.atomic import fsync_directory
+from memory_bank.store.disk import writing
 from memory_bank.store.tables import EMBEDDING_TYPE, embedding_array
 
 GRAPH_DIR = "graph"  # under a version's .bank/
@@ -233,20 +234,21 @@ def write_records(directory: Path, records: GraphRecords, seq: int) -> None:
 
 def write_checkpoint(log_dir: Path, records: GraphRecords, seq: int) -> Path:
     """One checkpoint, whole or not at all: written aside, synced, renamed into place."""
-    log_dir.mkdir(parents=True, exist_ok=True)
-    temporary = log_dir / f".tmp-{secrets.token_hex(6)}"
-    try:
-        write_records(temporary, records, seq)
-        for path in temporary.iterdir():
-            with open(path, "rb") as handle:
-                os.fsync(handle.fileno())
-        fsync_directory(temporary)
-        final = log_dir / f"{seq:09d}"
-        os.rename(temporary, final)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
-    fsync_directory(log_dir)
+    with writing(log_dir):
+        log_dir.mkdir(parents=True, exist_ok=True)
+        temporary = log_dir / f".tmp-{secrets.token_hex(6)}"
+        try:
+            write_records(temporary, records, seq)
+            for path in temporary.iterdir():
+                with open(path, "rb") as handle:
+                    os.fsync(handle.fileno())
+            fsync_directory(temporary)
+            final = log_dir / f"{seq:09d}"
+            os.rename(temporary, final)
+        except BaseException:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise
+        fsync_directory(log_dir)
     return final
 
 

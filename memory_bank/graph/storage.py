@@ -19,8 +19,9 @@ Persistence, and why it keeps every acknowledged change without breaking readers
   the graph lock inside it; intercepts take only the graph lock; nothing takes them in the
   other order, so they cannot deadlock, and an intercept never waits for an ingest's
   chunking or embedding (only for its graph step).
-- A commit's graph step is itself a checkpoint, then its snapshot goes into the new version;
-  checkpoints the snapshot holds are deleted after the version is published. If the commit
+- A commit's graph step is itself two checkpoints (its nodes; the verdicts of their analysis,
+  which runs without the lock), then its snapshot goes into the new version; checkpoints the
+  snapshot holds are deleted after the version is published. If the commit
   fails after its checkpoint, the nodes of memories that never reached the store are pruned by
   the next commit (it knows every chunk id the store will hold).
 - A failed mutation drops the in-memory state: the next call reloads what is on disk.

@@ -96,7 +96,7 @@ class StoreCommitter:
 
     def commit(self, request: CommitRequest) -> CommitResult:
         clock = _Clock()
-        with self.location.lock():
+        with self.location.lock(wait_s=self.config.store.lock_wait_s):
             clock.lap("wait")
             live = self._live_snapshot()
             clock.lap("load")

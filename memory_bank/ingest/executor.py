@@ -11,7 +11,7 @@ commits through the store's writer actor.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -23,12 +23,11 @@ from memory_bank.index.embedders import build_embedder
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.commit import CommitRequest, StoreCommitter
 from memory_bank.ingest.graph_step import GraphStep, IngestGraphStep
-from memory_bank.ingest.journal import batches_by_tokens
 from memory_bank.ingest.progress import StageTimer
-from memory_bank.ingest.stages import chunk_documents, memorize_encoded
+from memory_bank.ingest.stages import memorize_encoded, stream_chunks
 from memory_bank.llm.seam import LLM
-from memory_bank.schemas import CommitResult, Document
-from memory_bank.store.snapshot import MemoryParts
+from memory_bank.schemas import Chunk, CommitResult, Document
+from memory_bank.store.snapshot import MemoryParts, join_parts
 from memory_bank.tasks import run_serially
 from memory_bank.text.sources import FileOutcome, read_files_serially
 
@@ -53,11 +52,13 @@ class Executor(Protocol):
         timer: StageTimer,
         llm: LLM | None,
         on_batch: BatchSink | None = None,
+        done_chunks: frozenset[str] = frozenset(),
     ) -> MemoryParts:
         """Chunk, embed and memorize `documents` (the split and memorize roles; usage recorded
         elsewhere is added to `llm`'s ledger); memory indices start at `first_index`.
-        `on_batch` gets whole documents' parts as they finish, about `store.journal_tokens`
-        chunk tokens at a time."""
+        `on_batch` gets parts as they finish, about `store.journal_tokens` chunk tokens at a
+        time (`MemoryParts.partial_documents` names the documents a part holds only some
+        chunks of). Chunks in `done_chunks` (journaled by an earlier run) are not made again."""
 
     def map(self, function: Callable[..., R], calls: Sequence[tuple[Any, ...]]) -> list[R]:
         """Independent calls (planning groups, README subtrees); results in call order."""
@@ -103,28 +104,61 @@ class LocalExecutor:
         timer: StageTimer,
         llm: LLM | None,
         on_batch: BatchSink | None = None,
+        done_chunks: frozenset[str] = frozenset(),
     ) -> MemoryParts:
-        with timer.stage("chunk"):
-            chunks = chunk_documents(documents, self.config.chunking, llm)
-        parts = MemoryParts()
-        with timer.stage("embed+memorize", total=len(chunks)):
-            for batch in batches_by_tokens(chunks, self.config.store.journal_tokens):
+        """Streamed: documents are chunked as they go (a huge one window by window) and their
+        chunks embedded and memorized `store.journal_tokens` at a time, even inside a
+        document; each batch goes to `on_batch` and to the progress display as soon as it is
+        made, so the work in flight stays one batch, whatever the size of a file."""
+        pieces: list[MemoryParts] = []
+        made = first_index
+        with timer.stage("embed+memorize"):
+            for batch, partial in self._batches(documents, llm, done_chunks, timer):
                 started = time.perf_counter()
                 encodings = self.embedder.encode_chunks([chunk.text for chunk in batch])
                 timer.add("embed busy", time.perf_counter() - started)
                 started = time.perf_counter()
-                part = memorize_encoded(
-                    batch,
-                    encodings,
-                    first_index + len(parts.memories),
-                    self.config.memorize,
-                    llm,
-                )
+                part = memorize_encoded(batch, encodings, made, self.config.memorize, llm)
                 timer.add("memorize busy", time.perf_counter() - started)
+                part.partial_documents = partial
                 if on_batch is not None:
                     on_batch(part)
-                parts.extend(part)
-        return parts
+                pieces.append(part)
+                made += len(part.memories)
+                timer.progress.advance("embed+memorize", len(batch))
+        return join_parts(pieces)
+
+    def _batches(
+        self,
+        documents: list[Document],
+        llm: LLM | None,
+        done_chunks: frozenset[str],
+        timer: StageTimer,
+    ) -> Iterator[tuple[list[Chunk], set[str]]]:
+        """Batches of about `store.journal_tokens` chunk tokens, cut anywhere, each with the
+        documents it leaves unfinished; chunks in `done_chunks` are passed over."""
+        stream = stream_chunks(documents, self.config.chunking, llm)
+        batch: list[Chunk] = []
+        tokens = 0
+        ended: set[str] = set()
+        while True:
+            started = time.perf_counter()
+            item = next(stream, None)
+            timer.add("chunk", time.perf_counter() - started)
+            if item is None:
+                break
+            chunk, last = item
+            if last:
+                ended.add(chunk.document_id)
+            if chunk.chunk_id in done_chunks:
+                continue
+            batch.append(chunk)
+            tokens += chunk.token_count
+            if tokens >= self.config.store.journal_tokens:
+                yield batch, {c.document_id for c in batch} - ended
+                batch, tokens = [], 0
+        if batch:
+            yield batch, set()
 
     def map(self, function: Callable[..., R], calls: Sequence[tuple[Any, ...]]) -> list[R]:
         return run_serially(function, calls)

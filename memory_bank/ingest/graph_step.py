@@ -106,7 +106,8 @@ class IngestGraphStep:
         self.analyze_call = analyze_call
 
     def prepare_commit(self, commit: GraphCommit) -> tuple[GraphSnapshot, BatchOutcome]:
-        """Apply `commit` to the graph as one checkpoint; returns the snapshot for the new
+        """Apply `commit` to the graph in two checkpoints (its nodes, then the verdicts of
+        their analysis, which runs without the graph lock); returns the snapshot for the new
         version and what changed. The caller holds the store lock."""
         with self.storage.mutating() as state:
             outcome = BatchOutcome()
@@ -144,9 +145,13 @@ class IngestGraphStep:
                 graph, fresh, views.view, self.top_k, prefetch=memories.prefetch
             )
             outcome.nodes_added = len(new_ids)
-            results = run_tasks(tasks, self.map_calls, self.analyze_call)
+        # The analysis, the part that grows with the change, runs without the graph lock:
+        # sessions go on meanwhile, and a verdict about a node they retired is dropped when
+        # applied.
+        results = run_tasks(tasks, self.map_calls, self.analyze_call)
+        with self.storage.mutating() as state:
             apply_verdicts(
-                graph, tasks, results, self.encode, time.time(), outcome, new_ids=new_ids
+                state.graph, tasks, results, self.encode, time.time(), outcome, new_ids=new_ids
             )
         # After `mutating` checkpointed the commit's changes: the snapshot holds them.
         location = self.storage.location

@@ -8,8 +8,9 @@ finds there instead of processing them again; the recipe in the path makes sure 
 made with the same settings are reused. Once a commit holds a batch's documents, the batch is
 deleted. Memory indices in the journal are provisional: the commit numbers memories anew.
 
-Only whole documents are journaled (a document's chunks finish together), so a resumed ingest
-redoes at most the documents that were in flight when it died.
+A batch may end inside a document (a huge file is journaled every `store.journal_tokens` too):
+each row says whether its document was complete by then, and a resumed ingest takes the chunks
+it finds, makes only the rest of such a document, and so redoes at most one batch of work.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ _SCHEMA = pa.schema(
         ("vector", pa.binary()),
         ("sentences", pa.string()),
         ("sentence_vectors", pa.binary()),
+        ("complete", pa.bool_()),  # the document's last chunk is journaled (here or before)
     ]
 )
 
@@ -77,6 +79,7 @@ class IngestJournal:
                 .reshape(-1, EMBEDDING_DIM)
                 .tobytes()
             )
+            rows["complete"].append(chunk.document_id not in parts.partial_documents)
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"batch-{secrets.token_hex(8)}.parquet"
         table = pa.table(rows, schema=_SCHEMA)
@@ -84,12 +87,14 @@ class IngestJournal:
         return path
 
     def load(self, document_ids: Iterable[str]) -> tuple[MemoryParts, list[Path]]:
-        """Journaled memories of the given documents (each document once, in journal order),
-        and the batch files they came from. Unreadable batch files are ignored."""
+        """Journaled memories of the given documents (each chunk once, in journal order), and
+        the batch files they came from; documents whose last chunk is not among them are in
+        `partial_documents`. Unreadable batch files (or of an older layout) are ignored."""
         wanted = set(document_ids)
         parts = MemoryParts()
         used: list[Path] = []
         seen: set[str] = set()
+        complete: set[str] = set()
         vectors: list[np.ndarray] = []
         sentence_vectors: list[np.ndarray] = []
         for path in self.batches():
@@ -97,25 +102,35 @@ class IngestJournal:
                 table = pq.read_table(path, schema=_SCHEMA).to_pylist()
             except (OSError, pa.ArrowException, ValueError):
                 continue
-            taken = {row["document_id"] for row in table} & wanted - seen
+            taken = [
+                row
+                for row in table
+                if row["document_id"] in wanted and json.loads(row["chunk"])["chunk_id"] not in seen
+            ]
             if not taken:
                 continue
             used.append(path)
-            for row in table:
-                if row["document_id"] not in taken:
-                    continue
-                parts.chunks.append(Chunk.model_validate_json(row["chunk"]))
-                parts.memories.append(MemorizedChunk.model_validate_json(row["memory"]))
+            for row in taken:
+                chunk = Chunk.model_validate_json(row["chunk"])
+                seen.add(chunk.chunk_id)
+                if row["complete"]:
+                    complete.add(chunk.document_id)
+                # Numbered anew as loaded: batches of different runs each counted from 0.
+                index = len(parts.memories)
+                memory = MemorizedChunk.model_validate_json(row["memory"])
+                parts.chunks.append(chunk)
+                parts.memories.append(memory.model_copy(update={"index": index}))
                 vectors.append(np.frombuffer(row["vector"], dtype=np.float32))
                 parts.sentences.extend(
-                    SentenceRecord.model_validate(item) for item in json.loads(row["sentences"])
+                    SentenceRecord.model_validate({**item, "index": index})
+                    for item in json.loads(row["sentences"])
                 )
                 sentence_vectors.append(
                     np.frombuffer(row["sentence_vectors"], dtype=np.float32).reshape(
                         -1, EMBEDDING_DIM
                     )
                 )
-            seen |= taken
+        parts.partial_documents = {chunk.document_id for chunk in parts.chunks} - complete
         if vectors:
             parts.memory_vectors = np.stack(vectors).astype(np.float32)
             parts.sentence_vectors = np.concatenate(sentence_vectors).astype(np.float32)
@@ -134,30 +149,36 @@ class IngestJournal:
                 with contextlib.suppress(OSError):
                     path.unlink()
                     removed += 1
+        self.discard_if_empty()
+        return removed
+
+    def kept(self) -> tuple[int, int]:
+        """How many finished chunks the journal holds, and its size in bytes."""
+        chunks = size = 0
+        for path in self.batches():
+            with contextlib.suppress(OSError, pa.ArrowException):
+                size += path.stat().st_size
+                chunks += pq.ParquetFile(path).metadata.num_rows
+        return chunks, size
+
+    def discard_if_empty(self) -> None:
+        """Remove the journal's folders when they hold nothing (a failed first write leaves
+        them empty)."""
         with contextlib.suppress(OSError):
             self.directory.rmdir()  # only when empty
             self.directory.parent.rmdir()
-        return removed
 
-
-def batches_by_tokens(chunks: Sequence[Chunk], tokens_per_batch: int) -> list[list[Chunk]]:
-    """Consecutive chunks grouped into batches of whole documents of about `tokens_per_batch`
-    chunk tokens (a document larger than that is a batch of its own)."""
-    batches: list[list[Chunk]] = []
-    current: list[Chunk] = []
-    tokens = 0
-    for position, chunk in enumerate(chunks):
-        current.append(chunk)
-        tokens += chunk.token_count
-        next_is_new_document = (
-            position + 1 == len(chunks) or chunks[position + 1].document_id != chunk.document_id
+    def fate(self) -> str:
+        """What the journal keeps for the next run, said for a person; an empty one is removed."""
+        chunks, size = self.kept()
+        if not chunks:
+            self.discard_if_empty()
+            return "no finished work was kept (nothing to resume)"
+        return (
+            f"the journal {self.directory.parent} keeps {chunks:,} finished chunks "
+            f"({size / 2**20:.1f} MB): the same command resumes from it (delete it to free "
+            "the space instead)"
         )
-        if next_is_new_document and tokens >= tokens_per_batch:
-            batches.append(current)
-            current, tokens = [], 0
-    if current:
-        batches.append(current)
-    return batches
 
 
 def ordered_by_documents(

@@ -10,12 +10,13 @@ store as it is at that moment (`commit.py`). Where the work runs is the executor
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memory_bank.config import AppConfig
-from memory_bank.errors import StoreError
+from memory_bank.errors import MemoryBankError, NothingToIngestError, StoreError
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.commit import CommitRequest
 from memory_bank.ingest.executor import Executor, LocalExecutor
@@ -28,6 +29,7 @@ from memory_bank.llm.ledger import take_usage
 from memory_bank.llm.seam import LLM
 from memory_bank.schemas import CommitResult, Document, IngestSummary
 from memory_bank.store.layout import is_store
+from memory_bank.store.location import StoreLocation
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.sources import resolve_documents
@@ -60,9 +62,41 @@ class IngestRunner:
         changes nothing writes nothing."""
         timer = StageTimer(progress or NullProgress())
         started = time.perf_counter()
+        store_existed = is_store(store)
+        journal = IngestJournal(store, memory_recipe(self.config))
+        try:
+            summary = self._run(store, files, text, timer, replan, reembed, journal)
+        except NothingToIngestError:
+            raise
+        except (MemoryBankError, OSError) as exc:
+            # Said at the edge after the error: what the failed run left, or that it left nothing.
+            if not store_existed:
+                with contextlib.suppress(MemoryBankError, OSError):  # the first error is the news
+                    StoreLocation(store).remove_unborn()
+            exc.add_note(journal.fate())
+            raise
+        summary.stage_seconds = timer.seconds
+        summary.total_seconds = time.perf_counter() - started
+        return summary
+
+    def _run(
+        self,
+        store: Path,
+        files: Sequence[str | Path] | None,
+        text: str | None,
+        timer: StageTimer,
+        replan: bool,
+        reembed: bool,
+        journal: IngestJournal,
+    ) -> IngestSummary:
         self.executor.start(timer)
         with timer.stage("read"):
-            loaded = read_inputs(files or [], text, read_files=self.executor.read_files)
+            loaded = read_inputs(
+                files or [],
+                text,
+                read_files=self.executor.read_files,
+                follow_links=self.config.sources.follow_links,
+            )
             require_something(loaded, bool(files))
             work = plan_work(loaded, store, self.config, reembed=reembed)
         summary = IngestSummary(
@@ -79,7 +113,6 @@ class IngestRunner:
             unchanged_documents=work.unchanged,
             rebuilt_documents=work.rebuilt,
         )
-        journal = IngestJournal(store, memory_recipe(self.config))
         added = self._memorize(journal, work.documents, timer, summary)
         if added.memories or work.replace_all or (replan and is_store(store)):
             work_usage = take_usage(self.llm)
@@ -100,8 +133,6 @@ class IngestRunner:
             summary.llm = work_usage.model_dump(mode="json") if work_usage.roles else {}
         elif is_store(store):
             summary.directories = StoreReader(store).meta.get("total_directories", 0)
-        summary.stage_seconds = timer.seconds
-        summary.total_seconds = time.perf_counter() - started
         return summary
 
     def remove(self, store: Path, sources: Sequence[str]) -> CommitResult:
@@ -133,12 +164,25 @@ class IngestRunner:
         if not documents:
             return MemoryParts()
         resumed, _ = journal.load(doc.document_id for doc in documents)
-        done = {chunk.document_id for chunk in resumed.chunks}
-        summary.resumed_documents = len(done)
-        todo = [doc for doc in documents if doc.document_id not in done]
+        started = {chunk.document_id for chunk in resumed.chunks}
+        summary.resumed_documents = len(started)
+        summary.resumed_chunks = len(resumed.chunks)
+        # A document journaled in part is made again from where the journal ends.
+        todo = [
+            doc
+            for doc in documents
+            if doc.document_id not in started or doc.document_id in resumed.partial_documents
+        ]
         fresh = MemoryParts()
         if todo:
-            fresh = self.executor.memorize(todo, 0, timer, self.llm, on_batch=journal.save)
+            fresh = self.executor.memorize(
+                todo,
+                0,
+                timer,
+                self.llm,
+                on_batch=journal.save,
+                done_chunks=frozenset(chunk.chunk_id for chunk in resumed.chunks),
+            )
         return ordered_by_documents(documents, [resumed, fresh])
 
 

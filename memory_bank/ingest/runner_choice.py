@@ -29,8 +29,16 @@ class RunnerChoice(BaseModel):
 
 
 def estimated_tokens(files: Iterable[Path]) -> int:
-    """The tokens the files probably hold, from their sizes (no file is read)."""
-    return sum(path.stat().st_size for path in files) // BYTES_PER_TOKEN
+    """The tokens the files probably hold, from their sizes (no file is read; one that cannot
+    be looked at counts nothing here, its reader says why)."""
+    return sum(_size(path) for path in files) // BYTES_PER_TOKEN
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def choose_runner(

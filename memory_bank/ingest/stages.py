@@ -10,7 +10,7 @@ takes the executor's map instead of knowing where the pieces run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -42,15 +42,20 @@ from memory_bank.taxonomy.summary import (
     subtree_key_terms,
 )
 from memory_bank.text import chunking
-from memory_bank.text.sources import FileReader, SourceLoad, document_from_text, load_sources
+from memory_bank.text.chunking import SplitChooser
+from memory_bank.text.inputs import SourceLoad, load_sources
+from memory_bank.text.sources import FileReader, document_from_text
 from memory_bank.text.split_role import split_chooser
 
 
 def read_inputs(
-    files: Iterable[str | Path] | None, text: str | None, read_files: FileReader | None = None
+    files: Iterable[str | Path] | None,
+    text: str | None,
+    read_files: FileReader | None = None,
+    follow_links: bool = False,
 ) -> SourceLoad:
     """Load every given file/directory and the raw text; bad files are skipped, not raised."""
-    loaded = load_sources(list(files or []), read_files=read_files)
+    loaded = load_sources(list(files or []), read_files=read_files, follow_links=follow_links)
     raw = document_from_text(text) if text else None
     if raw is not None and all(doc.document_id != raw.document_id for doc in loaded.documents):
         loaded.documents.append(raw)
@@ -67,9 +72,80 @@ def require_something(loaded: SourceLoad, files_given: bool) -> None:
 def chunk_documents(
     documents: Sequence[Document], config: ChunkConfig, llm: LLM | None = None
 ) -> list[Chunk]:
-    """Chunks of every document; overlong sections split where the split role says (asked once
-    for all the documents; offline, the chunker's own cuts)."""
-    return chunking.chunk_documents(documents, config, split_chooser(llm, config))
+    """Chunks of every document (as `stream_chunks` makes them, all at once); overlong sections
+    split where the split role says (offline, the chunker's own cuts)."""
+    return [chunk for chunk, _ in stream_chunks(documents, config, llm)]
+
+
+# A document longer than this is chunked one window at a time (cut between paragraphs), so a
+# huge file's first memories are made, journaled and shown while the rest is still being cut;
+# shorter ones are chunked together up to this many characters (one split request for them).
+STREAM_WINDOW_CHARS = 1 << 20
+
+
+def stream_chunks(
+    documents: Sequence[Document], config: ChunkConfig, llm: LLM | None = None
+) -> Iterator[tuple[Chunk, bool]]:
+    """Every document's chunks, in order, each with whether it is its document's last. A long
+    document (not a conversation, whose chunks follow its turns) is cut window by window, at
+    the same places every run, so a resumed ingest finds the same chunks."""
+    choose = split_chooser(llm, config)
+    for group, windowed in _stream_groups(documents):
+        if windowed:
+            chunks: Iterable[Chunk] = _windowed_chunks(group[0], config, choose)
+        else:
+            chunks = chunking.chunk_documents(group, config, choose)
+        previous: Chunk | None = None
+        for chunk in chunks:
+            if previous is not None:
+                yield previous, chunk.document_id != previous.document_id
+            previous = chunk
+        if previous is not None:
+            yield previous, True
+
+
+def _stream_groups(documents: Sequence[Document]) -> Iterator[tuple[list[Document], bool]]:
+    """Consecutive documents of at most `STREAM_WINDOW_CHARS` together; a longer one alone,
+    marked to be windowed."""
+    group: list[Document] = []
+    size = 0
+    for doc in documents:
+        if not doc.turns and len(doc.text) > STREAM_WINDOW_CHARS:
+            if group:
+                yield group, False
+                group, size = [], 0
+            yield [doc], True
+            continue
+        if group and size + len(doc.text) > STREAM_WINDOW_CHARS:
+            yield group, False
+            group, size = [], 0
+        group.append(doc)
+        size += len(doc.text)
+    if group:
+        yield group, False
+
+
+def _windowed_chunks(
+    doc: Document, config: ChunkConfig, choose: SplitChooser | None
+) -> Iterator[Chunk]:
+    position, start = 0, 0
+    while start < len(doc.text):
+        end = len(doc.text)
+        if end - start > STREAM_WINDOW_CHARS:
+            cut = doc.text.rfind("\n\n", start + 1, start + STREAM_WINDOW_CHARS)
+            end = cut if cut > start else start + STREAM_WINDOW_CHARS
+        window = doc.model_copy(update={"text": doc.text[start:end]})
+        for chunk in chunking.chunk_document(window, config, choose):
+            yield chunk.model_copy(
+                update={
+                    "chunk_id": f"{doc.document_id}-{position:05d}",
+                    "position": position,
+                    "start_char": chunk.start_char + start,
+                    "end_char": chunk.end_char + start,
+                }
+            )
+            position += 1
+        start = end
 
 
 def memorize_encoded(

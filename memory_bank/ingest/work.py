@@ -24,7 +24,7 @@ from memory_bank.schemas import Document
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.tables import documents_from_table
-from memory_bank.text.sources import SourceLoad
+from memory_bank.text.inputs import SourceLoad
 
 # Bump when a change to chunking, memorize or the embedding of chunks changes what a document
 # becomes, so that stores made before it are rebuilt on their next ingest.

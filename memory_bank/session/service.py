@@ -5,12 +5,18 @@ and the raw contexts behind it, export and close.
 
 The graph itself is a `GraphStorage` (memory_bank/graph/storage.py), which the store's commits
 share (`ingest.graph_step.IngestGraphStep`); on Ray both live in the store's graph actor.
-Agent calls that take long (classifying and structuring a context) run before the graph lock
-is taken; everything that reads and changes the graph runs under it, on the latest graph.
+Agent calls that take long (classifying and structuring a context) run without the graph lock;
+everything that reads and changes the graph runs under it, on the latest graph, in bounded
+steps: a long context is taken in pieces of at most `session.analysis_chars`, each classified
+outside the lock and analysed under it on its own, so an intercept costs time linear in its
+length and another caller (on Ray, the graph actor runs several at once) waits for one piece at
+most. The limits (`limits.*`) refuse an oversized goal, context or attachment list before any
+work.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -24,6 +30,7 @@ from memory_bank.graph.persist import GraphState, merge_event_row
 from memory_bank.graph.storage import GraphStorage
 from memory_bank.index.embedders import build_embedder
 from memory_bank.index.embedding import Embedder
+from memory_bank.limits import check_context, check_files, check_question
 from memory_bank.llm.seam import LLM
 from memory_bank.session.agents import RoleAgents, SessionAgents
 from memory_bank.session.engine import SessionEngine, node_info
@@ -59,6 +66,14 @@ class _Absorbed:
     resolved: list[ConflictView] = field(default_factory=list)
     related: int = 0
 
+    def include(self, other: _Absorbed) -> None:
+        """Add what another piece of the same context did."""
+        self.new_ids += other.new_ids
+        self.merged += other.merged
+        self.conflicts += other.conflicts
+        self.resolved += other.resolved
+        self.related += other.related
+
 
 class SessionService:
     def __init__(
@@ -76,17 +91,23 @@ class SessionService:
         self._embedder = embedder
         self._agents_factory = agents or (lambda e: RoleAgents(llm, e, self.config.memorize))
         self._agents: SessionAgents | None = None
+        # Loads the model once, however many callers (threads of the graph actor) ask at first.
+        self._loading = threading.Lock()
 
     @property
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = build_embedder(self.config.embedding)
-        return self._embedder
+        with self._loading:
+            if self._embedder is None:
+                self._embedder = build_embedder(self.config.embedding)
+            return self._embedder
 
     @property
     def agents(self) -> SessionAgents:
         if self._agents is None:
-            self._agents = self._agents_factory(self.embedder)
+            embedder = self.embedder
+            with self._loading:
+                if self._agents is None:
+                    self._agents = self._agents_factory(embedder)
         return self._agents
 
     def _engine(self) -> SessionEngine:
@@ -100,6 +121,7 @@ class SessionService:
     def open_session(self, task_goal: str) -> InsightDoc:
         if not task_goal.strip():
             raise SessionError("a session needs a task goal")
+        check_question(self.config.limits, task_goal, "task goal")
         with self.storage.mutating() as state:
             session_id = "s-" + uuid.uuid4().hex[:16]
             doc = InsightDoc(doc_id=session_id, task_goal=task_goal.strip())
@@ -118,31 +140,36 @@ class SessionService:
         metadata: dict | None = None,
     ) -> InterceptResult:
         """Seed 001 §4.2 steps 13-15: the context becomes memory (or settles the pending
-        conflicts, for a cross-validation), then the Insight Doc is planned anew."""
+        conflicts, for a cross-validation), then the Insight Doc is planned anew. A long
+        context becomes memory piece by piece (see the module docstring); the entry keeps it
+        whole."""
         if not context.strip():
             raise SessionError("nothing to intercept: the context is empty")
+        check_context(self.config.limits, context)
+        check_files(self.config.limits, len(attachments), "attachments")
         record = self._open_record(session_id)
         doc = InsightDoc.model_validate(record.insight_doc)
         kind: TaskType = task_type or task_type_of(
             doc.pending_tasks[0] if doc.pending_tasks else None
         )
-        drafts: list[ClusterDraft] = []
-        summaries: list[str] = []
-        if kind == "normal" or not record.pending_conflicts:
-            kind = "normal" if not record.pending_conflicts else kind
-            drafts = self.agents.classify(context, doc.task_goal)
-            summaries = [self.agents.structure(draft) for draft in drafts]
+        if kind == "cross_validate" and record.pending_conflicts:
+            with self.storage.mutating() as state:
+                record = self._open_record(session_id)
+                absorbed = _cross_validated(self._engine(), state, record, context, session_id)
+        else:
+            kind = "normal"
+            absorbed = self._memorize(session_id, doc.task_goal, context)
         with self.storage.mutating() as state:
             record = self._open_record(session_id)
             engine = self._engine()
             entry = _entry(context, session_id, kind, doc, attachments, metadata)
-            if kind == "cross_validate" and record.pending_conflicts:
-                absorbed = _cross_validated(engine, state, record, context, session_id)
-            else:
-                absorbed = _memorized(engine, state, drafts, summaries, session_id)
-            state.tree.add_entry(entry, dict.fromkeys(absorbed.new_ids))
-            found = [state.graph.conflicts[c] for c in absorbed.conflicts]
-            new_nodes = [node_info(state.graph.nodes[i]) for i in dict.fromkeys(absorbed.new_ids)]
+            # Other callers went on between the pieces: keep what is still in the graph.
+            new_ids = [i for i in dict.fromkeys(absorbed.new_ids) if i in state.graph.nodes]
+            state.tree.add_entry(entry, dict.fromkeys(new_ids))
+            found = [
+                state.graph.conflicts[c] for c in absorbed.conflicts if c in state.graph.conflicts
+            ]
+            new_nodes = [node_info(state.graph.nodes[i]) for i in new_ids]
             doc = self._planned(
                 engine,
                 doc,
@@ -167,6 +194,19 @@ class SessionService:
             insight_doc=doc,
             done=should_terminate(doc),
         )
+
+    def _memorize(self, session_id: str, task_goal: str, context: str) -> _Absorbed:
+        """`context` as new session nodes, a piece at a time: each piece classified and
+        structured without the graph lock, then its nodes made and analysed under it (one
+        checkpoint per piece)."""
+        absorbed = _Absorbed()
+        for piece in context_pieces(context, self.config.session.analysis_chars):
+            drafts = self.agents.classify(piece, task_goal)
+            summaries = [self.agents.structure(draft) for draft in drafts]
+            with self.storage.mutating() as state:
+                self._open_record(session_id)  # not closed meanwhile
+                absorbed.include(_memorized(self._engine(), state, drafts, summaries, session_id))
+        return absorbed
 
     def _planned(self, engine: SessionEngine, doc: InsightDoc, **request: Any) -> InsightDoc:
         """`doc` planned anew by the planning agent (`request`: the rest of its PlanRequest),
@@ -330,6 +370,24 @@ def _cross_validated(
         absorbed.merged += outcome.merged
         absorbed.new_ids[-1] = outcome.node_id
     return absorbed
+
+
+def context_pieces(context: str, max_chars: int) -> list[str]:
+    """`context` in consecutive pieces of at most `max_chars`, cut between paragraphs (else
+    between lines, else anywhere); blank pieces are dropped."""
+    pieces: list[str] = []
+    rest = context
+    while len(rest) > max_chars:
+        window = rest[:max_chars]
+        cut = window.rfind("\n\n")
+        if cut <= 0:
+            cut = window.rfind("\n")
+        if cut <= 0:
+            cut = max_chars
+        pieces.append(rest[:cut])
+        rest = rest[cut:]
+    pieces.append(rest)
+    return [piece for piece in pieces if piece.strip()]
 
 
 def _notice(conflicts: Sequence[Conflict]) -> ConflictNotice | None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from memory_bank.errors import StoreError
+from memory_bank.store.disk import writing
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
@@ -30,20 +31,22 @@ def atomic_write_with(path: str | os.PathLike[str], write: Callable[[Path], None
     """Let `write` fill a temporary sibling of `path`, then rename it over `path`.
 
     For writers that insist on a file name (pyarrow, faiss). The temporary file is fsynced here
-    because such writers do not do it themselves; it is removed if `write` fails.
+    because such writers do not do it themselves; it is removed if `write` fails, and a failure
+    to write is a StorageError naming `path`.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp_path = _create_temp_sibling(target)
-    try:
-        write(temp_path)
-        _fsync_file(temp_path)
-        os.replace(temp_path, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            temp_path.unlink()
-        raise
-    fsync_directory(target.parent)
+    with writing(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp_path = _create_temp_sibling(target)
+        try:
+            write(temp_path)
+            _fsync_file(temp_path)
+            os.replace(temp_path, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                temp_path.unlink()
+            raise
+        fsync_directory(target.parent)
 
 
 def fsync_directory(directory: str | os.PathLike[str]) -> None:

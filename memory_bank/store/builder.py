@@ -24,6 +24,8 @@ from memory_bank.errors import StoreError
 from memory_bank.schemas import DirectoryNode
 from memory_bank.store import layout
 from memory_bank.store.atomic import relative_parts
+from memory_bank.store.disk import is_storage_failure, storage_error, writing
+from memory_bank.store.integrity import HASHES_FILE, RecordedHashes
 from memory_bank.store.location import StoreLocation
 from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.table_changes import write_version_tables
@@ -40,7 +42,9 @@ class StoreBuilder:
         self.location = StoreLocation(store_dir)
         self.store_dir = self.location.path
         self.location.refuse_foreign_path()
-        self.build_dir, self._owner = self.location.new_build_directory()
+        with writing(self.location.versions_dir):
+            self.build_dir, self._owner = self.location.new_build_directory()
+        self.hashes = RecordedHashes(self.location.live_directory(), self.store_dir)
         self._committed = False
         self.version_dir: Path | None = None
         self._made_directories: set[Path] = set()
@@ -61,18 +65,22 @@ class StoreBuilder:
 
     def write_file(self, relative: str, text: str) -> Path:
         """Write a UTF-8 text file at a store-relative path (no fsync: `commit` syncs once)."""
-        path = self._build_path(relative)
-        path.write_text(text, encoding="utf-8", newline="")
+        with writing(self.build_dir / relative):
+            path = self._build_path(relative)
+            path.write_text(text, encoding="utf-8", newline="")
+        self.hashes.wrote_text(relative, text)
         return path
 
     def link_file(self, relative: str, source: Path) -> Path:
         """Put the published file `source` (of an earlier version: never changed in place)
         at a store-relative path as a hard link, or a copy where links cannot be made."""
-        path = self._build_path(relative)
-        try:
-            os.link(source, path)
-        except OSError:
-            shutil.copyfile(source, path)
+        with writing(self.build_dir / relative):
+            path = self._build_path(relative)
+            try:
+                os.link(source, path)
+            except OSError:
+                shutil.copyfile(source, path)
+            self.hashes.linked(relative, source)
         return path
 
     def _build_path(self, relative: str) -> Path:
@@ -175,6 +183,8 @@ class StoreBuilder:
         if missing:
             raise StoreError(f"refusing to publish an incomplete store; missing: {missing}")
         meta = json.loads((self.build_dir / layout.META_FILE).read_text(encoding="utf-8"))
+        with writing(self.build_dir / HASHES_FILE):
+            self.hashes.write(self.build_dir)
         with self.locked():
             # One sync for the whole build: cheaper than an fsync per chunk file, and it must
             # happen before the switch so a crash cannot leave a live store of empty files.
@@ -183,6 +193,8 @@ class StoreBuilder:
             try:
                 self.version_dir = self.location.publish(self.build_dir, meta["store_version"])
             except OSError as exc:
+                if is_storage_failure(exc):
+                    raise storage_error(exc, self.store_dir) from exc
                 raise StoreError(
                     f"could not publish the new store at {self.store_dir}: {exc}"
                 ) from exc

@@ -25,7 +25,6 @@ import os
 import re
 import secrets
 import shutil
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import IO
 
 from memory_bank.errors import StoreError
 from memory_bank.store.atomic import fsync_directory
+from memory_bank.store.locks import file_lock
 
 GRACE_SECONDS = 60.0
 _VERSION_NAME = re.compile(r"(?P<number>\d{6})-(?P<version>[0-9a-f]{1,16})")
@@ -107,15 +107,16 @@ class StoreLocation:
     # --- locking ----------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """Hold the store's exclusive lock (blocks until free); re-entrant within a thread."""
-        with _store_lock(self.lock_path):
+    def lock(self, wait_s: float | None = None) -> Iterator[None]:
+        """Hold the store's exclusive lock; re-entrant within a thread. Waits until it is free,
+        or at most `wait_s` seconds (then StoreLockedError names who holds it)."""
+        with file_lock(self.lock_path, f"the store {self.path}", wait_s):
             yield
 
     @contextlib.contextmanager
     def graph_lock(self) -> Iterator[None]:
         """Hold the lock of the store's Query Graph (re-entrant within a thread)."""
-        with _store_lock(self.graph_lock_path):
+        with file_lock(self.graph_lock_path, f"the Query Graph of {self.path}"):
             yield
 
     # --- writing ----------------------------------------------------------------------------
@@ -186,6 +187,20 @@ class StoreLocation:
                 shutil.rmtree(version, ignore_errors=True)
                 removed.append(version)
         return removed
+
+    def remove_unborn(self) -> None:
+        """After a first commit failed: remove what it left beside a store that never came to
+        be (dead builds, the empty versions area, its graph step's checkpoints). The lock file
+        stays (see `locks.py`)."""
+        if not self.versions_dir.is_dir() and not self.graph_log_dir.is_dir():
+            return
+        with self.lock():
+            if self.live_directory() is not None:
+                return
+            self.collect_garbage()
+            with contextlib.suppress(OSError):
+                self.versions_dir.rmdir()  # only when empty: a live writer's build stays
+            shutil.rmtree(self.graph_log_dir, ignore_errors=True)
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -266,30 +281,3 @@ def _rename_exchange(first: Path, second: Path) -> bool:
             return False
         raise OSError(errno, os.strerror(errno), os.fspath(second))
     return True
-
-
-# flock belongs to an open file description: each holder opens its own, so two threads of one
-# process exclude each other too. Re-entry within a thread reuses the handle it holds.
-_held = threading.local()
-
-
-@contextlib.contextmanager
-def _store_lock(lock_path: Path) -> Iterator[None]:
-    held: dict[Path, int] = _held.__dict__.setdefault("depth", {})
-    if held.get(lock_path):
-        held[lock_path] += 1
-        try:
-            yield
-        finally:
-            held[lock_path] -= 1
-        return
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    # The lock file is never deleted: a waiter would lock a file a newcomer no longer sees.
-    with open(lock_path, "a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        held[lock_path] = 1
-        try:
-            yield
-        finally:
-            held[lock_path] = 0
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

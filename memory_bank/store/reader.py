@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 import faiss
@@ -17,7 +17,8 @@ from memory_bank.errors import StoreError
 from memory_bank.schemas import DirectoryNode
 from memory_bank.store import layout
 from memory_bank.store.atomic import safe_join
-from memory_bank.store.segments import TablesManifest, read_manifest, read_table
+from memory_bank.store.integrity import StoreIntegrity
+from memory_bank.store.segments import SEGMENTS_DIR, TablesManifest, read_manifest, read_table
 from memory_bank.store.tables import (
     CHUNKS_SCHEMA,
     DERIVED_MEMORY_COLUMNS,
@@ -81,6 +82,8 @@ class StoreReader:
                 f"store {self.root} is inconsistent: meta and manifest disagree on store_version"
             )
         self._cache: dict[str, Any] = {}
+        # What each loaded part is checked against (`integrity.py`): a changed one is a warning.
+        self.integrity = StoreIntegrity(self.root)
 
     @staticmethod
     def is_store(path: str | Path) -> bool:
@@ -97,6 +100,7 @@ class StoreReader:
 
     def tree(self) -> DirectoryNode:
         def load() -> DirectoryNode:
+            self.integrity.check_loaded(layout.TREE_FILE)
             try:
                 return DirectoryNode.model_validate(self._read_json(layout.TREE_FILE))
             except ValidationError as exc:
@@ -112,7 +116,13 @@ class StoreReader:
 
     def table_manifest(self) -> TablesManifest:
         """`.bank/tables.json`: each table's segments and tombstones (segmented stores only)."""
-        return self._cached("table_manifest", lambda: read_manifest(self.root / layout.BANK_DIR))
+
+        def load() -> TablesManifest:
+            manifest = read_manifest(self.root / layout.BANK_DIR)
+            self.integrity.check_loaded(layout.TABLES_FILE)
+            return manifest
+
+        return self._cached("table_manifest", load)
 
     def documents(self) -> pa.Table:
         return self._table("documents", DOCUMENTS_SCHEMA)
@@ -129,6 +139,7 @@ class StoreReader:
                 paths = self._table("paths", PATHS_SCHEMA).column("path").to_pylist()
                 return with_placement(rows, paths)
             table = read_parquet(self._existing(layout.MEMORIES_FILE), MEMORIES_SCHEMA)
+            self.integrity.check_loaded(layout.MEMORIES_FILE)
             if table.column("index").to_pylist() != list(range(table.num_rows)):
                 path = self.root / layout.MEMORIES_FILE
                 raise StoreError(f"{path}: row numbers and memory indices differ")
@@ -166,6 +177,7 @@ class StoreReader:
                 return self._table("readmes_rows", READMES_SCHEMA, "readmes").sort_by("directory")
             if not (self.root / layout.READMES_FILE).is_file():
                 return None
+            self.integrity.check_loaded(layout.READMES_FILE)
             return read_parquet(self._existing(layout.READMES_FILE), READMES_SCHEMA)
 
         return self._cached("readmes", load)
@@ -187,11 +199,13 @@ class StoreReader:
         def load() -> faiss.Index | SegmentedVectorIndex:
             if self.segmented:
                 segments = self.table_manifest().tables.get("memories")
+                self._check_segments("memories", attachments=True)
                 return SegmentedVectorIndex(
                     self.root / layout.BANK_DIR,
                     segments.segments if segments else [],
                     self.memory_vectors(),
                 )
+            self.integrity.check_loaded(layout.FAISS_FILE)
             index = read_faiss_index(self.root / layout.FAISS_FILE)
             if index.ntotal != self.memories().num_rows:
                 raise StoreError(
@@ -244,17 +258,33 @@ class StoreReader:
         return paths[index]
 
     def _table(self, key: str, schema: pa.Schema, name: str | None = None) -> pa.Table:
-        """Table `name` (default: `key`) read whole and checked against `schema`."""
+        """Table `name` (default: `key`) read whole and checked against `schema`, and its files
+        against what the version recorded of them."""
         name = name or key
 
         def load() -> pa.Table:
             if not self.segmented:
-                return read_parquet(self._existing(_WHOLE_FILES[name]), schema)
+                relative = _WHOLE_FILES[name]
+                table = read_parquet(self._existing(relative), schema)
+                self.integrity.check_loaded(relative)
+                return table
             bank = self.root / layout.BANK_DIR
             table = read_table(bank, name, schema=schema, manifest=self.table_manifest())
+            self._check_segments(name, attachments=False)
             return conform_table(table, schema, f"{name} of {bank}")
 
         return self._cached(key, load)
+
+    def _check_segments(self, name: str, attachments: bool) -> None:
+        """Check the segment files of table `name` (or, with `attachments`, the files beside
+        them: the vector index's) against the version's record; a reader that reads only some
+        rows or columns (`rows`) checks nothing, as hashing a file reads all of it."""
+        entry = self.table_manifest().tables.get(name)
+        for segment in entry.segments if entry else []:
+            path = PurePosixPath(layout.BANK_DIR, SEGMENTS_DIR, segment.file)
+            files = [path.parent / a for a in segment.attachments] if attachments else [path]
+            for relative in files:
+                self.integrity.check_loaded(relative.as_posix())
 
     def _cached(self, key: str, load: Callable[[], _T]) -> _T:
         if key not in self._cache:

@@ -6,7 +6,7 @@ their vectors, in memory-index order.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -57,6 +57,8 @@ class MemoryParts:
     memory_vectors: np.ndarray = field(default_factory=lambda: _empty_vectors())
     sentences: list[SentenceRecord] = field(default_factory=list)
     sentence_vectors: np.ndarray = field(default_factory=lambda: _empty_vectors())
+    # Documents only some of whose chunks are here (a huge file journaled as it goes).
+    partial_documents: set[str] = field(default_factory=set)
 
     def extend(self, other: MemoryParts) -> None:
         self.documents.extend(other.documents)
@@ -201,6 +203,20 @@ def _renumbered(record: _Indexed, renumber: dict[int, int]) -> _Indexed:
     keeps most of a store's records as they are)."""
     index = renumber[record.index]
     return record if index == record.index else record.model_copy(update={"index": index})
+
+
+def join_parts(pieces: Sequence[MemoryParts]) -> MemoryParts:
+    """`pieces` one after the other, their vectors copied once (not once per piece)."""
+    joined = MemoryParts()
+    for piece in pieces:
+        joined.documents.extend(piece.documents)
+        joined.chunks.extend(piece.chunks)
+        joined.memories.extend(piece.memories)
+        joined.sentences.extend(piece.sentences)
+    if pieces:
+        joined.memory_vectors = np.concatenate([piece.memory_vectors for piece in pieces])
+        joined.sentence_vectors = np.concatenate([piece.sentence_vectors for piece in pieces])
+    return joined
 
 
 def concatenate(first: MemoryParts, second: MemoryParts) -> MemoryParts:

@@ -39,7 +39,7 @@ def documents_named(source_of: Mapping[str, str], names: Sequence[str]) -> set[s
 class _Matcher:
     def __init__(self, source_of: Mapping[str, str]) -> None:
         self.source_of = source_of
-        self._resolved: dict[str, Path] = {}  # only when a name needs them (syscalls)
+        self._resolved: dict[str, Path] | None = None  # only when a name needs them (syscalls)
 
     def named(self, name: str) -> list[str]:
         matches = [
@@ -49,11 +49,15 @@ class _Matcher:
         ]
         if matches:
             return matches
-        if not self._resolved:
+        if self._resolved is None:
             self._resolved = {
-                document_id: _resolved(source) for document_id, source in self.source_of.items()
+                document_id: path
+                for document_id, source in self.source_of.items()
+                if (path := _resolved(source)) is not None
             }
         target = _resolved(name)
+        if target is None:
+            return []
         return [
             document_id
             for document_id, path in self._resolved.items()
@@ -61,5 +65,10 @@ class _Matcher:
         ]
 
 
-def _resolved(source: str) -> Path:
-    return Path(source).expanduser().resolve()
+def _resolved(source: str) -> Path | None:
+    """The real path `source` names; None when it can name none (a NUL byte, a symlink loop, an
+    unknown user's home): then it matches only as given, by source or id."""
+    try:
+        return Path(source).expanduser().resolve()
+    except (OSError, ValueError, RuntimeError):
+        return None

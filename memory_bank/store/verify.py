@@ -19,7 +19,8 @@ and keeps going after a problem so one run lists all of them. What it checks, in
 - meta and manifest: counts and sources equal the tables, and store_version is the content hash
   `compute_store_version` gives (so query-side caches keyed by it cannot be stale);
 - the BM25 cache of this store version, if the query side made one: it loads and scores one
-  document per memory, each memory's row being that memory.
+  document per memory, each memory's row being that memory;
+- every file the commit recorded in `.bank/hashes.parquet` is there with the bytes it wrote.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from memory_bank.index.bm25 import BM25_RECIPE, INDEX_FORMAT, Bm25Index, LazyBm2
 from memory_bank.schemas import DirectoryNode
 from memory_bank.store import layout
 from memory_bank.store.files import readme_relative_path
+from memory_bank.store.integrity import HASHES_FILE, file_sha256, read_hashes
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.segments import read_segment, segment_problems
 
@@ -153,6 +155,7 @@ class _Verifier:
                 self._check_store_version(documents, memories, tree, paths, readmes, vectors)
         if memory_table is not None:
             self._check_bm25_cache(memory_table)
+        self._check_recorded_hashes()
         return VerifyReport(
             store=str(r.root),
             store_version=r.store_version,
@@ -338,6 +341,34 @@ class _Verifier:
                     f"({version}): the store was changed after it was written"
                 ]
             )
+
+    # --- what the store recorded of its files ------------------------------------------------
+
+    def _check_recorded_hashes(self) -> None:
+        """Every file the commit recorded is there with the bytes it wrote (`integrity.py`)."""
+        root = self.reader.root
+        if not (root / HASHES_FILE).is_file():
+            self.notes.append(f"{HASHES_FILE} is absent: written before files were hashed")
+            return
+        recorded = self._load(lambda: read_hashes(root))
+        if recorded is None:
+            return
+        self.counts["hashed_files"] = len(recorded)
+        missing, changed = [], []
+        for relative, expected in sorted(recorded.items()):
+            try:
+                actual = file_sha256(root / relative)
+            except OSError:
+                missing.append(relative)
+                continue
+            if actual != expected:
+                changed.append(relative)
+        self._add(f"{relative} is recorded in {HASHES_FILE} but missing" for relative in missing)
+        self._add(
+            f"{relative} was changed after the store wrote it (its SHA-256 is not the one "
+            f"{HASHES_FILE} recorded)"
+            for relative in changed
+        )
 
     # --- BM25 cache -----------------------------------------------------------------------
 

@@ -34,14 +34,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from pypdf import PdfReader
 
 from memory_bank.errors import SourceError
@@ -63,6 +62,8 @@ SUPPORTED_SUFFIXES: dict[str, DocumentKind] = {
 
 _LINE_BREAKS = re.compile(r"\r\n?|[\v\f\x85\u2028\u2029]")
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+# JSON may escape half of a surrogate pair ("\\ud800"): no UTF-8 text can hold it.
+_LONE_SURROGATES = re.compile("[\ud800-\udfff]")
 _UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 _CONVERSATION_SHAPES = (
     'a list of turns {"speaker", "text", "timestamp"?}, {"turns": [...]}, '
@@ -71,40 +72,6 @@ _CONVERSATION_SHAPES = (
 _MAX_CONTROL_SHARE = 0.05  # above this share of control characters a "text" file is binary
 _TITLE_CHARS = 80
 _COMMON_LEGACY = "cp1252"  # the legacy encoding most text in Latin script was written in
-
-
-class SourceLoad(BaseModel):
-    """The documents read from a set of paths, and the sources that were skipped (with why)."""
-
-    documents: list[Document] = Field(default_factory=list)
-    skipped: list[str] = Field(default_factory=list)  # "path: reason"
-
-
-def discover_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Expand files and directories into the supported files they hold.
-
-    Directories are walked recursively in sorted order, skipping hidden entries, unsupported
-    suffixes, symlinked directories and symlinked files that point outside the directory.
-    A file named explicitly must have a supported suffix. Each file is listed once.
-    """
-    found: list[Path] = []
-    seen: set[Path] = set()
-    for given in [paths] if isinstance(paths, (str, Path)) else paths:
-        path = Path(given)
-        if not path.exists():
-            raise SourceError(str(given), "does not exist")
-        if path.is_dir():
-            candidates = _walk_directory(path)
-        elif path.suffix.lower() in SUPPORTED_SUFFIXES:
-            candidates = [path]
-        else:
-            raise SourceError(str(given), _unsupported_reason(path))
-        for candidate in candidates:
-            key = candidate.resolve()
-            if key not in seen:
-                seen.add(key)
-                found.append(candidate)
-    return found
 
 
 class SkippedSource(BaseModel):
@@ -136,58 +103,13 @@ def read_files_serially(
     return outcomes
 
 
-def load_sources(
-    paths: Iterable[str | Path],
-    *,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    read_files: FileReader | None = None,
-) -> SourceLoad:
-    """Read every supported file under `paths`; bad sources are reported, never raised.
-
-    A file reached twice (named and inside a given directory) is read once; a file with the same
-    content as an earlier one is skipped as "same content as <earlier>". `read_files` reads the
-    discovered files (default: one after the other, in this process).
-    """
-    result = SourceLoad()
-    # In the order given: a path that could not be expanded, or a file to read.
-    entries: list[Path | SkippedSource] = []
-    seen_files: set[Path] = set()
-    for given in [paths] if isinstance(paths, (str, Path)) else paths:
-        try:
-            found = discover_files([given])
-        except SourceError as exc:
-            entries.append(SkippedSource(source=exc.source, reason=exc.reason))
-            continue
-        for file in found:
-            if file.resolve() not in seen_files:
-                seen_files.add(file.resolve())
-                entries.append(file)
-    files = [entry for entry in entries if isinstance(entry, Path)]
-    if read_files is None:
-        read = iter(read_files_serially(files, max_bytes=max_bytes))
-    else:
-        read = iter(read_files(files))
-    outcomes = [next(read) if isinstance(entry, Path) else entry for entry in entries]
-    first_source_by_id: dict[str, str] = {}
-    for outcome in outcomes:
-        if isinstance(outcome, SkippedSource):
-            result.skipped.append(str(outcome))
-            continue
-        first = first_source_by_id.setdefault(outcome.document_id, outcome.source)
-        if first != outcome.source:
-            result.skipped.append(f"{outcome.source}: same content as {first}")
-            continue
-        result.documents.append(outcome)
-    return result
-
-
 def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
     """Read one supported file into a `Document`; raises `SourceError` saying what is wrong."""
     source = str(path)
     path = Path(path)
     kind = SUPPORTED_SUFFIXES.get(path.suffix.lower())
     if kind is None:
-        raise SourceError(source, _unsupported_reason(path))
+        raise SourceError(source, unsupported_reason(path))
     try:
         if not path.is_file():
             raise SourceError(source, "does not exist" if not path.exists() else "not a file")
@@ -233,25 +155,7 @@ def _document(*, text: str, source: str, title: str, kind: DocumentKind, **extra
     )
 
 
-def _walk_directory(root: Path) -> list[Path]:
-    resolved_root = root.resolve()
-    files: list[Path] = []
-    # followlinks=False: symlinked directories are listed but never entered (no cycles, no escapes).
-    for directory, subdirectories, names in os.walk(root, followlinks=False):
-        subdirectories[:] = sorted(name for name in subdirectories if not name.startswith("."))
-        for name in names:
-            file = Path(directory) / name
-            if name.startswith(".") or file.suffix.lower() not in SUPPORTED_SUFFIXES:
-                continue
-            if file.is_symlink():
-                target = file.resolve()
-                if not target.is_file() or not target.is_relative_to(resolved_root):
-                    continue
-            files.append(file)
-    return sorted(files)
-
-
-def _unsupported_reason(path: Path) -> str:
+def unsupported_reason(path: Path) -> str:
     suffix = path.suffix or "(no suffix)"
     return f"unsupported file type {suffix} (supported: {', '.join(SUPPORTED_SUFFIXES)})"
 
@@ -305,6 +209,7 @@ def _decode_legacy(data: bytes, source: str, why_not_utf8: str) -> tuple[str, st
 
 
 def _clean(text: str) -> str:
+    text = _LONE_SURROGATES.sub("\ufffd", text)
     return _CONTROL_CHARS.sub("", _LINE_BREAKS.sub("\n", text))
 
 

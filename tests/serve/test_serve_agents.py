@@ -7,6 +7,7 @@ scopes per route runs without Ray in tests/unit/test_agents_http.py over the sam
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 
 import httpx
@@ -17,13 +18,15 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from memory_bank.agents.keys import KeyRing, KeyScope
-from memory_bank.config import AgentsConfig, AppConfig, RouterConfig
+from memory_bank.config import AgentsConfig, AppConfig, LimitsConfig, RouterConfig, StoreConfig
 from tests.agents_support import copy_store
 from tests.load_client import free_port
 from tests.loopback_llm import serve_loopback
 
 pytestmark = [pytest.mark.ray, pytest.mark.serve]
 ROUTED_MODEL = "loopback-chat"
+UPLOAD_LIMIT = 64 << 10
+LOCK_WAIT_S = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +59,13 @@ def app(ray_cluster, tmp_path_factory, team_store_template, upstream):
         agents=AgentsConfig(
             write_wait_seconds=120,
             router=RouterConfig(base_url=upstream.base_url, models=[ROUTED_MODEL]),
-        )
+        ),
+        limits=LimitsConfig(max_upload_bytes=UPLOAD_LIMIT),
+        store=StoreConfig(lock_wait_s=LOCK_WAIT_S),
     )
     base_url = start(store, config, host="127.0.0.1", port=free_port())
     try:
-        yield {"url": base_url, "keys": keys}
+        yield {"url": base_url, "keys": keys, "store": store}
     finally:
         serve.shutdown()
 
@@ -219,3 +224,57 @@ def test_the_guard_on_serve(app):
     assert rebinding.status_code == 403 and foreign.status_code == 403
     assert wrong.status_code == 401 and wrong.json()["error"] == "Unauthorized"
     assert health.status_code == 200
+
+
+def test_the_request_guards_hold_on_the_agents_routes_on_serve(app):
+    surrogate = b"\\ud800"  # as JSON escapes it: valid JSON, no valid UTF-8
+    json_headers = {"Content-Type": "application/json"}
+    with _http(app, "writer") as http:
+        upload = http.post("/documents/files/big.md", content=b"x" * (2 * UPLOAD_LIMIT))
+        streamed = http.post(
+            "/documents/files/big.md",
+            content=(b"x" * 1024 for _ in range(2 * UPLOAD_LIMIT // 1024)),
+        )
+        chat = http.post("/v1/chat/completions", content=b"x" * (2 << 20))  # past 1 MiB
+        mcp = http.post("/mcp", content=b"x" * (2 << 20), headers={"Accept": "application/json"})
+        text = http.post(
+            "/documents", content=b'{"text": "' + surrogate + b'"}', headers=json_headers
+        )
+        chat_text = http.post(
+            "/v1/chat/completions",
+            content=b'{"model": "memory-bank", "messages": [{"role": "user", "content": "'
+            + surrogate
+            + b'"}]}',
+            headers=json_headers,
+        )
+
+    for refused in (upload, streamed):
+        assert refused.status_code == 413, refused.text
+        assert refused.json()["error"] == "ContentTooLarge"
+        assert "limits.max_upload_bytes" in refused.json()["detail"]
+    assert chat.status_code == 413 and chat.json()["error"]["type"] == "invalid_request_error"
+    assert mcp.status_code == 413 and mcp.json()["error"] == "ContentTooLarge"
+    assert text.status_code == 422 and "holds a lone surrogate" in text.text
+    assert chat_text.status_code == 422
+    assert "lone surrogate" in chat_text.json()["error"]["message"]
+
+
+def test_a_write_job_meeting_a_held_lock_fails_with_one_line_on_serve(app):
+    from memory_bank.store.location import StoreLocation
+
+    lock_path = StoreLocation(app["store"]).lock_path
+    lock_path.touch()
+    with _http(app, "writer") as http, open(lock_path, "r+") as holder:
+        fcntl.flock(holder.fileno(), fcntl.LOCK_EX)  # as another writer would
+        holder.truncate()
+        holder.write("4242 memory-bank add notes/ --store store\n")
+        holder.flush()
+        submitted = http.post(
+            "/documents/files/deneb.md", content=b"# Deneb\n\nDeneb is a blue-white supergiant.\n"
+        )
+        job = http.get(f"/jobs/{submitted.json()['id']}", params={"wait": 120}).json()
+
+    assert submitted.status_code == 202
+    assert job["state"] == "failed", job  # the writer actor's error, its own line, not Ray's
+    assert "is locked by pid 4242: memory-bank add notes/ --store store" in job["error"]
+    assert "\n" not in job["error"] and "Traceback" not in job["error"]

@@ -321,3 +321,91 @@ def test_the_replica_collector_never_traverses_what_the_replica_loaded(client):
     frozen = ray.get(replica.__ray_call__.remote(lambda _: gc.get_freeze_count()))
 
     assert frozen > 100_000  # the model, the indexes (587,000 in a bench replica on the sample)
+
+
+def test_every_replica_port_of_a_loopback_app_listens_on_loopback(client):
+    """Serve binds each replica's inter-deployment gRPC port to every interface; served on
+    127.0.0.1, actors/loopback.py keeps it on loopback (Ray's own worker ports aside)."""
+    import ipaddress
+
+    import psutil
+    import ray
+
+    names = [
+        actor["name"]
+        for actor in ray.util.list_named_actors(all_namespaces=True)
+        if "#MemoryBank" in actor["name"]
+    ]
+    assert len(names) == 2, names  # the ingress and the query replica
+    for name in names:
+        replica = ray.get_actor(name, namespace="serve")
+        pid, port = ray.get(
+            replica.__ray_call__.remote(
+                lambda actor: (__import__("os").getpid(), actor._replica_impl._internal_grpc_port)
+            )
+        )
+        listening = [
+            connection.laddr.ip
+            for connection in psutil.Process(pid).net_connections(kind="tcp")
+            if connection.status == psutil.CONN_LISTEN and connection.laddr.port == port
+        ]
+        assert listening, f"{name}: nothing listens on its port {port}"
+        for address in listening:
+            ip = ipaddress.ip_address(address)
+            mapped = getattr(ip, "ipv4_mapped", None)
+            assert (mapped or ip).is_loopback, f"{name} listens on {address}:{port}"
+
+
+def test_oversized_requests_are_refused_at_once_with_413(client):
+    body = b'{"question": "' + b"x" * (2 << 20) + b'"}'  # past limits.max_body_bytes (1 MiB)
+    response = client.post("/query", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    assert response.json()["error"] == "ContentTooLarge"
+
+    response = client.post("/query", json={"question": "why? " * 3000})  # > 10,000 characters
+    assert response.status_code == 413
+    assert response.json()["error"] == "InputTooLargeError"
+    assert "limits.max_question_chars" in response.json()["detail"]
+
+    session = client.post("/sessions", json={"task_goal": "Check the request limits"})
+    session_id = session.json()["doc_id"]
+    response = client.post(f"/sessions/{session_id}/intercept", json={"context": "y" * 300_000})
+    assert response.status_code == 413
+    assert "limits.max_context_chars" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/query", b'{"question": "what \\ud800 is this?"}'),
+        ("/search", b'{"query": "\\udfff"}'),
+        ("/sessions", b'{"task_goal": "a \\ud83d goal"}'),
+        ("/query", b'{"question": "\\ud800", "mode": "deep"}'),  # invalid twice over
+    ],
+)
+def test_a_lone_surrogate_is_a_422_not_a_500(client, path, body):
+    response = client.post(path, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert "Traceback" not in response.text
+
+
+def test_hostile_requests_get_no_500_and_leave_a_store_that_verifies(client, bank):
+    """Hypothesis over the real endpoints (random JSON, unicode edge cases, raw bytes, path
+    segments); bench/fuzz.py sends more than 10,000 of these."""
+    from hypothesis import HealthCheck, given, settings
+
+    from memory_bank.store.verify import verify_store
+    from tests.fuzz_inputs import Tally, http_requests, send_hostile_request
+
+    session = client.post("/sessions", json={"task_goal": "Answer hostile requests"})
+    tally = Tally()
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(request=http_requests(session=session.json()["doc_id"]))
+    def hostile(request):
+        send_hostile_request(client, request, tally)
+
+    hostile()
+    assert tally.inputs >= 60
+    assert tally.server_errors == tally.tracebacks == 0, tally.failures
+    assert verify_store(bank.store).ok

@@ -7,6 +7,7 @@ the loopback LLM), and the Host / Origin guard. The Serve app mounts the same ro
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 
 import httpx
@@ -20,7 +21,7 @@ from memory_bank.agents.gateway import MemoryGateway
 from memory_bank.agents.keys import KeyRing, KeyScope
 from memory_bank.agents.local import LocalMemory
 from memory_bank.app.bank import MemoryBank
-from memory_bank.config import AgentsConfig, AppConfig, RouterConfig
+from memory_bank.config import AgentsConfig, AppConfig, LimitsConfig, RouterConfig
 from memory_bank.store.layout import FAISS_FILE
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.verify import verify_store
@@ -653,3 +654,148 @@ def test_chat_errors_come_in_openai_shape(server):
     assert invalid.status_code == 400 and invalid.json()["error"]["message"].startswith(
         "invalid request"
     )
+
+
+# --- limits and text no UTF-8 can hold, on every route ------------------------------------------
+
+BODY_LIMIT, UPLOAD_LIMIT, FILES_LIMIT = 4096, 16384, 3
+SURROGATE = b"\\ud800"  # as JSON escapes it: valid JSON, no valid UTF-8
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory, team_store_template, embedder):
+    """A server of its own with small limits (its writes leave the shared one alone)."""
+    store = copy_store(team_store_template, tmp_path_factory.mktemp("limited"))
+    notes = team_store_template.parent / "notes"
+    config = AppConfig(
+        limits=LimitsConfig(
+            max_body_bytes=BODY_LIMIT, max_upload_bytes=UPLOAD_LIMIT, max_files=FILES_LIMIT
+        ),
+        agents=AgentsConfig(add_roots=[str(notes)]),
+    )
+    ring = KeyRing(store)
+    # Its part of the store holds more documents than one request may name.
+    wide = ring.create("wide", "read", KeyScope(documents=(str(notes),)))[1]
+    memory = LocalMemory(MemoryBank(store, config=config, embedder=embedder))
+    with serve_asgi(agents_app(MemoryGateway(memory, config))) as base_url:
+        yield {"url": base_url, "store": store, "notes": notes, "keys": {"wide": wide}}
+    memory.close()
+
+
+def _chunked(size: int):
+    """A body sent without Content-Length, in pieces."""
+    for _ in range(size // 1024):
+        yield b"x" * 1024
+
+
+def test_an_oversized_body_is_a_413_on_every_route(limited):
+    mcp_headers = {"Accept": "application/json, text/event-stream"}
+    with _http(limited) as http:
+        query = http.post("/query", content=b"x" * (2 * BODY_LIMIT))
+        upload = http.post("/documents/files/big.md", content=b"x" * (2 * UPLOAD_LIMIT))
+        streamed = http.post("/documents/files/big.md", content=_chunked(2 * UPLOAD_LIMIT))
+        chat = http.post("/v1/chat/completions", content=b"x" * (2 * BODY_LIMIT))
+        mcp = http.post("/mcp", content=b"x" * (2 * BODY_LIMIT), headers=mcp_headers)
+        mcp_streamed = http.post("/mcp", content=_chunked(2 * BODY_LIMIT), headers=mcp_headers)
+        allowed = http.post(
+            "/documents/files/note.md", content=b"# Note\n\n" + b"The kiln fires at dawn. " * 300
+        )
+
+    body_refusal = {
+        "error": "ContentTooLarge",
+        "detail": f"the request body is larger than {BODY_LIMIT:,} bytes (limits.max_body_bytes)",
+    }
+    assert query.status_code == 413 and query.json() == body_refusal
+    for refused in (upload, streamed):  # a file has a limit of its own
+        assert refused.status_code == 413, refused.text
+        assert refused.json()["detail"].endswith(
+            f"larger than {UPLOAD_LIMIT:,} bytes (limits.max_upload_bytes)"
+        )
+    assert chat.status_code == 413  # in OpenAI's shape, which chat clients parse
+    assert chat.json()["error"]["type"] == "invalid_request_error"
+    assert "limits.max_body_bytes" in chat.json()["error"]["message"]
+    # The MCP endpoint answers a body it failed to read with a 500 of its own: the client
+    # still gets the 413.
+    assert [mcp.json(), mcp_streamed.json()] == [body_refusal, body_refusal]
+    assert allowed.status_code == 202 and allowed.json()["state"] == "succeeded"  # > body limit
+    uploads = limited["store"].parent / f".{limited['store'].name}.uploads"
+    assert [path.name for path in uploads.rglob("*.md")] == ["note.md"]
+
+
+def test_a_lone_surrogate_is_refused_on_every_route_never_a_500(limited):
+    def text_body(field: str) -> bytes:
+        return b'{"' + field.encode() + b'": "why ' + SURROGATE + b'?"}'
+
+    json_headers = {"Content-Type": "application/json"}
+    chat_body = (
+        b'{"model": "memory-bank", "messages": [{"role": "user", "content": "hi '
+        + SURROGATE
+        + b'"}]}'
+    )
+    mcp_call = (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search", '
+        b'"arguments": {"query": "' + SURROGATE + b'"}}}'
+    )
+    with _http(limited) as http:
+        added = http.post("/documents", content=text_body("text"), headers=json_headers)
+        removed = http.post(
+            "/documents/remove",
+            content=b'{"sources": ["' + SURROGATE + b'"]}',
+            headers=json_headers,
+        )
+        turn = http.post(
+            "/conversations/c/turns",
+            content=b'{"speaker": "Ana", "text": "' + SURROGATE + b'"}',
+            headers=json_headers,
+        )
+        chat = http.post("/v1/chat/completions", content=chat_body, headers=json_headers)
+        mcp = http.post(
+            "/mcp",
+            content=mcp_call,
+            headers={**json_headers, "Accept": "application/json, text/event-stream"},
+        )
+
+    for response in (added, removed, turn):
+        assert response.status_code == 422, response.text
+        assert "holds a lone surrogate" in response.text
+    assert chat.status_code == 422  # in OpenAI's shape (the openai client cannot send one)
+    assert chat.json()["error"] == {
+        "message": "body.messages[0].content holds a lone surrogate: not valid Unicode text",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": None,
+    }
+    # MCP's own JSON parser takes no lone surrogate: its JSON-RPC parse error.
+    assert mcp.status_code == 400 and mcp.json()["error"]["code"] == -32700
+
+
+def test_naming_more_files_than_the_limit_is_a_413_but_a_keys_own_part_is_not(limited):
+    names = [str(limited["notes"] / f"n{number}.md") for number in range(FILES_LIMIT + 1)]
+    with _http(limited) as http:
+        search = http.post("/search", json={"query": "Falcon", "within": names})
+        add = http.post("/documents", json={"paths": names})
+        remove = http.post("/documents/remove", json={"sources": names})
+    with _http(limited, "wide") as http:  # four documents in its part, none named
+        wide = http.post("/search", json={"query": "Falcon budget", "top_k": 3})
+
+    for refused in (search, add, remove):
+        assert refused.status_code == 413, refused.text
+        assert refused.json()["error"] == "InputTooLargeError"
+        assert f"more than the {FILES_LIMIT} accepted (limits.max_files)" in refused.text
+    assert wide.status_code == 200 and "40,000 euros" in wide.json()[0]["text"]
+
+
+def test_a_write_job_failing_on_a_full_disk_has_one_line_as_its_error(limited, monkeypatch):
+    from tests.unit.test_write_failures import fail_store_writes
+
+    store = limited["store"]
+    fail_store_writes(monkeypatch, errno.ENOSPC)
+    with _http(limited) as http:
+        submitted = http.post("/documents", json={"text": "The mill turns on Sundays only."})
+    monkeypatch.undo()
+
+    assert submitted.status_code == 202  # the job was taken; its run failed
+    job = submitted.json()
+    assert job["state"] == "failed"
+    assert job["error"].startswith(f"no space left on the device of {store.parent}")
+    assert "\n" not in job["error"] and "Traceback" not in job["error"]

@@ -13,7 +13,7 @@ import pytest
 from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
 from memory_bank.graph.batch import BatchOutcome, GraphCommit
-from memory_bank.graph.layers import GraphSnapshot, load_graph_state
+from memory_bank.graph.layers import GraphSnapshot
 from memory_bank.graph.storage import GraphStorage
 from memory_bank.ingest.commit_change import Change, apply_request, check_change
 from memory_bank.ingest.commit_readmes import readme_stage, stale_directories
@@ -34,6 +34,7 @@ from memory_bank.store.snapshot import MemoryParts, StoreSnapshot, load_snapshot
 from memory_bank.store.writer import write_store
 from memory_bank.text.sources import document_from_text
 from tests.fakes import HashingEmbedder
+from tests.support import written_node_ids
 
 TOPICS = {
     "bread": "Sourdough bread needs a lively starter, flour, water and salt; the dough rises "
@@ -257,23 +258,20 @@ def test_the_ingest_graph_step_checkpoints_added_nodes_and_prunes_removed_ones(
 
     snapshot, outcome = step.prepare_commit(graph_commit(added, now=1000.0))
 
-    assert outcome.nodes_added == len(added.parts.memories) and snapshot.seq == 1
-    assert _written_nodes(snapshot, tmp_path / "v1") == graph_commit(added, 0).chunk_ids_after
-    assert (tmp_path / ".store.graph" / "000000001").is_dir()  # acknowledged on disk
+    # Two checkpoints: the nodes, then the verdicts of their analysis (run without the lock).
+    assert outcome.nodes_added == len(added.parts.memories) and outcome.pairs > 0
+    assert snapshot.seq == 2
+    assert written_node_ids(snapshot, tmp_path / "v1") == graph_commit(added, 0).chunk_ids_after
+    log = tmp_path / ".store.graph"
+    assert (log / "000000001").is_dir() and (log / "000000002").is_dir()  # acknowledged on disk
     gone = store_of_four_topics.parts.documents[0].document_id
     removal = apply_request(store_of_four_topics, MemoryParts(), [gone])
 
     snapshot, outcome = step.prepare_commit(graph_commit(removal, now=1001.0))
 
-    assert outcome.nodes_removed == 1 and snapshot.seq == 2
-    assert _written_nodes(snapshot, tmp_path / "v2") == graph_commit(removal, 0).chunk_ids_after
-
-
-def _written_nodes(snapshot: GraphSnapshot, version: Path) -> set[str]:
-    """The node ids of a graph snapshot once written into a version being built."""
-    snapshot.write(version / ".bank")
-    state = load_graph_state(version / ".bank" / "graph", version / "no checkpoints")
-    return set(state.graph.nodes)
+    # Nothing added, nothing analysed: one checkpoint.
+    assert outcome.nodes_removed == 1 and snapshot.seq == 3
+    assert written_node_ids(snapshot, tmp_path / "v2") == graph_commit(removal, 0).chunk_ids_after
 
 
 # --- the new version ------------------------------------------------------------------------

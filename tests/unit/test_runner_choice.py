@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from memory_bank.cli.main import app
 from memory_bank.ingest.runner_choice import choose_runner, estimated_tokens
-from memory_bank.text.sources import discover_files
+from memory_bank.text.inputs import discover_files
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
 

@@ -13,12 +13,8 @@ from reportlab.lib.utils import ImageReader
 from reportlab.pdfgen import canvas
 
 from memory_bank.errors import SourceError
-from memory_bank.text.sources import (
-    discover_files,
-    document_from_text,
-    load_file,
-    load_sources,
-)
+from memory_bank.text.inputs import discover_files, load_sources
+from memory_bank.text.sources import document_from_text, load_file
 
 
 def write(path: Path, content: str | bytes) -> Path:

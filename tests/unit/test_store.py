@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from memory_bank.config import AppConfig, TaxonomyConfig
-from memory_bank.errors import StoreError
+from memory_bank.errors import StorageError, StoreError
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import (
     MemoryParts,
@@ -257,6 +257,7 @@ EXPECTED_FILES = {
     ".bank/tables/paths/*.parquet",
     ".bank/tables/sentences/*.parquet",
     ".bank/tables/readmes/*.parquet",
+    ".bank/hashes.parquet",
 }
 
 
@@ -453,7 +454,7 @@ def test_a_switch_failing_midway_leaves_the_previous_store_live(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(location, "_switch_link", failing_switch)
-    with pytest.raises(StoreError, match="could not publish"):
+    with pytest.raises(StorageError, match=f"no space left on the device of {store_dir} "):
         write_store(store_dir, make_inputs(seed=4).as_snapshot())
     monkeypatch.undo()
     assert snapshot(store_dir) == before

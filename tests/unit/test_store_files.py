@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_bank.errors import StoreError
+from memory_bank.errors import StorageError, StoreError
 from memory_bank.schemas import DirectoryNode, MemorizedChunk
 from memory_bank.store import (
     assign_chunk_paths,
@@ -244,7 +244,7 @@ def test_atomic_writes_replace_content_and_leave_no_temp_files(tmp_path: Path) -
         temp_path.write_text("partial")
         raise OSError("disk full")
 
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(StorageError, match=f"cannot write {target}: disk full"):
         atomic_write_with(target, failing_writer)
     assert target.read_bytes() == b"second"
     assert sorted(p.name for p in target.parent.iterdir()) == ["file.txt"]

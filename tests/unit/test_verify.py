@@ -11,6 +11,8 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -19,6 +21,7 @@ from memory_bank.cli.main import app
 from memory_bank.config import AppConfig, TaxonomyConfig
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.ingest.runner import local_runner
+from memory_bank.store.integrity import HASHES_FILE, file_sha256, read_hashes
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.segments import read_manifest
 from memory_bank.store.tables import build_faiss_index, write_faiss_index
@@ -102,8 +105,9 @@ def test_meta_counts_that_differ_from_the_tables_are_named(store: Path, tmp_path
     report = verify_store(damaged)
     assert problems_naming(report, ".gam_meta.json", "total_chunks"), report.problems
     assert problems_naming(report, ".gam_meta.json", "source_files"), report.problems
-    # The counts are not part of the content hash: nothing else is reported.
-    assert len(report.problems) == 2, report.problems
+    # The counts are not part of the content hash; the meta file's own recorded hash differs.
+    assert problems_naming(report, ".gam_meta.json was changed after the store wrote it")
+    assert len(report.problems) == 3, report.problems
 
 
 def test_a_missing_readme_is_named(store: Path, tmp_path: Path) -> None:
@@ -126,6 +130,14 @@ def with_memories_graph(damaged: Path, vectors: np.ndarray) -> None:
     )
     segment.attachments = [name]
     (damaged / ".bank/tables.json").write_text(manifest.model_dump_json())
+    # Recorded as a commit would record them, so only what the graph holds can be wrong.
+    recorded = read_hashes(damaged)
+    for relative in (".bank/tables.json", f".bank/tables/memories/{name}"):
+        recorded[relative] = file_sha256(damaged / relative)
+    pq.write_table(
+        pa.table({"path": list(recorded), "sha256": list(recorded.values())}),
+        damaged / HASHES_FILE,
+    )
 
 
 def test_a_segment_graph_one_vector_short_is_named(store: Path, tmp_path: Path) -> None:

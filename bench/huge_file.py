@@ -1,0 +1,172 @@
+"""One huge text file: `python bench/huge_file.py [--mb 30]`.
+
+Writes a file of that many MB (paragraphs of varied English-like sentences), ingests it with
+`memory-bank ingest --runner local` in a child process, and prints: the peak memory of the
+process tree, when the first batch reached the journal (the first progress), the chunks
+journaled when it was killed (SIGKILL once about half the file's chunks were journaled), and
+what the resumed run took from the journal (work lost in the kill: at most the one batch that
+was being made, each batch being journaled as soon as it is made). Timings: run under
+`flock /tmp/bench.lock`; the load average is printed beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pyarrow.parquet as pq
+from rich.console import Console
+from rich.table import Table
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from memory_bank.config import AppConfig  # noqa: E402
+from memory_bank.ingest.stages import chunk_documents  # noqa: E402
+from memory_bank.text.sources import load_file  # noqa: E402
+
+CLI = [sys.executable, "-m", "memory_bank.cli.main"]
+WORDS = [
+    "ferry",
+    "harbour",
+    "island",
+    "lighthouse",
+    "keeper",
+    "storm",
+    "night",
+    "lamp",
+    "bread",
+    "starter",
+    "flour",
+    "water",
+    "tide",
+    "moon",
+    "river",
+    "mountain",
+    "valley",
+    "village",
+    "market",
+    "council",
+    "bridge",
+    "engine",
+    "signal",
+    "archive",
+    "letter",
+    "winter",
+    "summer",
+    "garden",
+    "orchard",
+    "library",
+    "captain",
+    "station",
+    "railway",
+    "cargo",
+    "weather",
+    "forecast",
+]
+
+
+def write_file(path: Path, megabytes: float) -> None:
+    rng = random.Random(29)
+    target = int(megabytes * 2**20)
+    with path.open("w", encoding="utf-8") as handle:
+        written = 0
+        while written < target:
+            sentences = [
+                " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 20))).capitalize() + "."
+                for _ in range(rng.randint(3, 7))
+            ]
+            paragraph = " ".join(sentences) + "\n\n"
+            handle.write(paragraph)
+            written += len(paragraph)
+
+
+def journaled_chunks(journal: Path) -> int:
+    return sum(pq.ParquetFile(path).metadata.num_rows for path in journal.rglob("batch-*.parquet"))
+
+
+def run(arguments: list[str], journal: Path, kill_at: int | None) -> dict:
+    """One ingest; peak RSS of its process tree, the first journal batch, the kill."""
+    started = time.perf_counter()
+    process = subprocess.Popen([*CLI, *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak = first = 0.0
+    killed_at = batch = None
+    while process.poll() is None:
+        try:
+            tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(True)]
+            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+        except psutil.Error:
+            pass
+        done = journaled_chunks(journal) if journal.is_dir() else 0
+        if done and not first:
+            first = time.perf_counter() - started
+        if kill_at is not None and done >= kill_at:
+            process.send_signal(signal.SIGKILL)
+            killed_at = journaled_chunks(journal)
+            batch = max(
+                pq.ParquetFile(path).metadata.num_rows for path in journal.rglob("batch-*.parquet")
+            )
+            break
+        time.sleep(0.5)
+    stdout, _ = process.communicate()
+    summary = json.loads(stdout.decode().strip().splitlines()[-1]) if stdout.strip() else {}
+    return {
+        "seconds": time.perf_counter() - started,
+        "peak_gb": peak / 2**30,
+        "first_batch_s": first,
+        "killed_with": killed_at,
+        "batch": batch,
+        "summary": summary,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mb", type=float, default=30.0)
+    args = parser.parse_args()
+    console = Console(width=150)
+    with tempfile.TemporaryDirectory(prefix="huge-") as scratch:
+        work = Path(scratch)
+        source = work / "huge.txt"
+        write_file(source, args.mb)
+        total = len(chunk_documents([load_file(source)], AppConfig().chunking))
+        store, journal = work / "store", work / ".store.journal"
+        arguments = ["ingest", str(source), "--store", str(store), "--runner", "local", "--json"]
+        killed = run(arguments, journal, kill_at=total // 2)
+        resumed = run(arguments, journal, kill_at=None)
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        table = Table(title=f"one {args.mb:g} MB file, {total:,} chunks (load average {load})")
+        for column in ("run", "seconds", "peak memory (GB)", "first journal batch (s)", "chunks"):
+            table.add_column(column)
+        table.add_row(
+            "killed (SIGKILL) at half",
+            f"{killed['seconds']:.0f}",
+            f"{killed['peak_gb']:.2f}",
+            f"{killed['first_batch_s']:.1f}",
+            f"{killed['killed_with']:,} journaled at the kill",
+        )
+        summary = resumed["summary"]
+        made = summary.get("chunks", 0) - summary.get("resumed_chunks", 0)
+        table.add_row(
+            "resumed",
+            f"{resumed['seconds']:.0f}",
+            f"{resumed['peak_gb']:.2f}",
+            f"{resumed['first_batch_s']:.1f}",
+            f"{summary.get('resumed_chunks', 0):,} from the journal, {made:,} made; lost in "
+            f"the kill: at most the batch in flight, <= {killed['batch'] or 0} chunks "
+            f"({(killed['batch'] or 0) / total:.1%} of the file)",
+        )
+        console.print(table)
+
+
+if __name__ == "__main__":
+    main()
