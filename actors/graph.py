@@ -28,8 +28,8 @@ from actors.store_actors import NAMESPACE, store_actor_name, store_actor_options
 from memory_bank.config import AppConfig
 from memory_bank.errors import MemoryBankError
 from memory_bank.graph.batch import BatchOutcome, GraphCommit
+from memory_bank.graph.layers import GraphSnapshot
 from memory_bank.graph.model import Attachment
-from memory_bank.graph.persist import GraphSnapshot
 from memory_bank.graph.storage import GraphStorage
 from memory_bank.ingest.graph_step import IngestGraphStep
 from memory_bank.session.models import (

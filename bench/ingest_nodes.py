@@ -13,12 +13,14 @@ of each run is checked against the first (same chunk ids).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,19 +60,29 @@ def node_config(config: AppConfig, nodes: int) -> AppConfig:
     return AppConfig.model_validate(raw)
 
 
-def run_on_nodes(corpus_dir: Path, nodes: int, config: AppConfig, out: Path) -> NodeRun:
-    """One ingest of `corpus_dir` on a fresh cluster of `nodes` nodes."""
+def run_on_nodes(
+    corpus_dir: Path,
+    nodes: int,
+    config: AppConfig,
+    out: Path,
+    sample: Callable[[LocalCluster], contextlib.AbstractContextManager] | None = None,
+) -> NodeRun:
+    """One ingest of `corpus_dir` on a fresh cluster of `nodes` nodes; `sample(cluster)` gives a
+    context held around the job (bench/growth.py samples the cluster's memory in it)."""
     store = out / f"store_{nodes}"
     StoreLocation(store).delete()
     config_file = out / f"config_{nodes}.yaml"
     config_file.write_text(yaml.safe_dump(node_config(config, nodes).model_dump(mode="json")))
     load_before = os.getloadavg()[0]
-    with LocalCluster(
-        workers=nodes - 1,
-        cpus_per_node=1,
-        object_store_bytes=OBJECT_STORE_BYTES,
-        pin_cores=True,
-    ) as cluster:
+    with (
+        LocalCluster(
+            workers=nodes - 1,
+            cpus_per_node=1,
+            object_store_bytes=OBJECT_STORE_BYTES,
+            pin_cores=True,
+        ) as cluster,
+        sample(cluster) if sample else contextlib.nullcontext(),
+    ):
         submission = f"nodes-{nodes}-{uuid.uuid4().hex[:6]}"
         started = time.perf_counter()
         cluster.submit_job(
@@ -138,6 +150,7 @@ def print_node_table(runs: list[NodeRun]) -> None:
         "read+chunk s",
         "embed+memorize s",
         "commit s",
+        "commit share",
         "plan / readme / graph / write",
         "load before/after",
     ]
@@ -172,6 +185,7 @@ def print_node_table(runs: list[NodeRun]) -> None:
                 f"{stages.get('read', 0) + stages.get('chunk', 0):.1f}",
                 f"{stages.get('embed+memorize', 0):.1f}",
                 f"{stages.get('commit', 0):.1f}",
+                f"{stages.get('commit', 0) / run.ingest_seconds:.2f}",
                 " / ".join(f"{seconds:.0f}" for seconds in commit_parts),
                 f"{run.load[0]:.1f}/{run.load[1]:.1f}",
             ]
@@ -204,6 +218,14 @@ def run_node_sweep(corpus, node_counts: list[int], config: AppConfig, out: Path)
     )
     print()
     print_node_table(runs)
+    one = next((run for run in runs if run.nodes == 1), None)
+    two = next((run for run in runs if run.nodes == 2), None)
+    if one is not None:
+        share = one.stages.get("commit", 0) / one.ingest_seconds
+        print(f"commit share of the 1-node ingest: {share:.2f} (target <= 0.15)")
+    if one is not None and two is not None:
+        efficiency = (two.tokens / two.ingest_seconds) / (2 * one.tokens / one.ingest_seconds)
+        print(f"2-node efficiency: {efficiency:.2f} (target >= 0.85)")
     print()
     print(f"Where the {runs[-1].nodes}-node run's tasks ran:")
     print(runs[-1].placement)

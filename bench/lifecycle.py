@@ -134,7 +134,13 @@ def tokens_of(files: list[Path]) -> int:
 
 
 def copy_store(store: Path, dest: Path) -> Path:
-    shutil.copytree(store.resolve(), dest)  # the store path is a link into .NAME.versions/
+    """A copy of the store's live version, laid out as a store is (its path a link into
+    .NAME.versions/), so that the next commit links its files as it would in the original."""
+    live = store.resolve()
+    versions = dest.parent / f".{dest.name}.versions"
+    versions.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(live, versions / live.name)
+    os.symlink(os.path.relpath(versions / live.name, dest.parent), dest)
     return dest
 
 
@@ -218,6 +224,7 @@ def part_a(base: Path, add_files: list[Path], runner: IngestRunner, build: Took,
     note = add_note(warm.model_dump(), moved(before, base))
     row("a", "add 1%, warm, in-process", str(warm_took), "", note)
     ratio_row("a", "  / full build", warm_took, build, 0.05)
+    written_row(base)
     stages = ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in warm.stage_seconds.items())
     row("a", "  of which the ingest itself", f"{warm.total_seconds:.1f} s", "", stages)
     started = clocks()
@@ -230,10 +237,31 @@ def part_a(base: Path, add_files: list[Path], runner: IngestRunner, build: Took,
     note = add_note(cold, moved(before, cold_store))
     row("a", "add 1%, cold, `memory-bank add`", str(cold_took), "", note)
     ratio_row("a", "  / full build", cold_took, build, 0.05)
+    written_row(cold_store)
     stages = ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in cold["stage_seconds"].items())
     row("a", "  of which the ingest itself", f"{cold['total_seconds']:.1f} s", "", stages)
     verify(base, "warm", args.out)
     verify(cold_store, "cold", args.out)
+
+
+def written_row(store: Path) -> None:
+    """Bytes of the live version that no other version shares (what the add wrote), against
+    the version's bytes. Files it kept are hard links of the previous version's."""
+    files = [p for p in store.resolve().rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    written = sum(p.stat().st_size for p in files if p.stat().st_nlink == 1)
+    biggest = sorted(
+        (
+            (p.stat().st_size, p.relative_to(store.resolve()))
+            for p in files
+            if p.stat().st_nlink == 1
+        ),
+        reverse=True,
+    )[:3]
+    note = f"{written / 1e6:.1f} of {total / 1e6:.1f} MB; largest: " + ", ".join(
+        f"{path} {size / 1e6:.1f} MB" for size, path in biggest
+    )
+    row("a", "  bytes written / store", f"{written / total:.3f}", "<= 0.05", note)
 
 
 def part_b(copies: list[Path], groups: list[list[Path]], base_files: list[Path], args) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 from memory_bank.config import AppConfig
+from memory_bank.graph.layers import GraphSnapshot, load_graph_state
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.index.embedding import Embedder
 from memory_bank.index.hybrid import HybridSearch
@@ -22,3 +24,10 @@ def shared_embedder() -> Embedder:
 def open_search(reader, embedder=None, config=None) -> Searcher:
     """A Searcher over an opened store, as the query service builds one."""
     return Searcher(HybridSearch(StoreCorpus(reader, embedder), embedder, config))
+
+
+def written_node_ids(snapshot: GraphSnapshot, version: Path) -> set[str]:
+    """The node ids of a graph snapshot once written into `version` (a version being built)."""
+    snapshot.write(version / ".bank")
+    state = load_graph_state(version / ".bank" / "graph", version / "no checkpoints")
+    return set(state.graph.nodes)

@@ -106,7 +106,7 @@ class StoreFiles:
             for node in reader.tree().iter_nodes()
             if view.sees_file(readme_relative_path(node.path))
         ]
-        for row in reader.memories().select(["path", "title", "tldr"]).to_pylist():
+        for row in reader.rows("memories", ["path", "title", "tldr"]).to_pylist():
             if len(listed) >= MAX_LISTED_RESOURCES:
                 break
             if view.sees_file(row["path"]):

@@ -89,7 +89,7 @@ class Visibility:
         """Work the scope out against one opened store version."""
         if scope.is_whole_store:
             return cls.everything()
-        table = reader.memories().select(["index", "chunk_id", "document_id", "source", "path"])
+        table = reader.rows("memories", ["index", "chunk_id", "document_id", "source", "path"])
         rows = table.to_pylist()
         source_of = {row["document_id"]: row["source"] for row in rows}
         named = documents_named(source_of, scope.documents) if scope.documents else None

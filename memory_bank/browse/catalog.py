@@ -16,13 +16,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from memory_bank.errors import StoreError
 from memory_bank.schemas import DirectoryNode
 from memory_bank.session.models import HistoryView
-from memory_bank.store import layout
 from memory_bank.store.files import readme_relative_path
 from memory_bank.store.reader import StoreReader
 from memory_bank.taxonomy.readme import readme_key_terms
@@ -66,7 +63,7 @@ class StoreCatalog:
         self.reader = reader
         self.sight: Sight | None = None  # None: the whole store
         self._index_tree(reader.tree())
-        self._memories = _read_columns(reader.root / layout.MEMORIES_FILE, MEMORY_COLUMNS)
+        self._memories = _read_columns(reader, "memories", MEMORY_COLUMNS)
         self._chunk_ids = self._memories.column("chunk_id").to_pylist()
         self._row_of_chunk = {chunk_id: row for row, chunk_id in enumerate(self._chunk_ids)}
         # Read on first use, then kept, and shared with the views `seen_by` makes: the rows by
@@ -154,7 +151,7 @@ class StoreCatalog:
         is read whole once (as Arrow columns: about the size of the text), since finding one
         row in it costs as much as reading it all."""
         if "chunks" not in self._lazy:  # two first calls at once both read it; either is right
-            table = _read_columns(self.root / layout.CHUNKS_FILE, CHUNK_COLUMNS)
+            table = _read_columns(self.reader, "chunks", CHUNK_COLUMNS)
             ids = table.column("chunk_id").to_pylist()
             self._lazy["chunks"] = (table, {chunk: row for row, chunk in enumerate(ids)})
         table, rows = self._lazy["chunks"]
@@ -162,10 +159,8 @@ class StoreCatalog:
         return None if row is None else table.slice(row, 1).to_pylist()[0]
 
     def document(self, document_id: str) -> dict[str, Any] | None:
-        table = pq.read_table(
-            self.root / layout.DOCUMENTS_FILE,
-            columns=["document_id", "source", "title", "kind"],
-            filters=pc.field("document_id") == document_id,
+        table = self.reader.rows(
+            "documents", ["document_id", "source", "title", "kind"], ("document_id", [document_id])
         )
         return table.to_pylist()[0] if table.num_rows else None
 
@@ -198,8 +193,8 @@ def _count_memories(node: DirectoryNode, sizes: dict[str, int]) -> int:
     return total
 
 
-def _read_columns(path: Path, columns: Sequence[str]) -> pa.Table:
+def _read_columns(reader: StoreReader, table: str, columns: Sequence[str]) -> pa.Table:
     try:
-        return pq.read_table(path, columns=list(columns))
+        return reader.rows(table, list(columns))
     except (OSError, pa.ArrowException) as exc:
-        raise StoreError(f"store table {path} is unreadable: {exc}") from exc
+        raise StoreError(f"store table {table} of {reader.root} is unreadable: {exc}") from exc

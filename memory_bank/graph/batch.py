@@ -91,17 +91,26 @@ def candidate_tasks(
     new_nodes: Sequence[GraphNode],
     view: Callable[[str], NodeView],
     k: int,
+    prefetch: Callable[[list[str]], object] | None = None,
 ) -> list[AnalyzeTask]:
     """Add `new_nodes` to the graph, oldest first, each after looking up its candidates (the
     hybrid top-k and their neighbours among the nodes already there): each pair once, the
-    later node judging the earlier."""
-    tasks = []
+    later node judging the earlier.
+
+    Each node's view is made once (`prefetch` first gets every node's stored text and
+    sentences in one read): a node is a candidate of many, and the tasks of one fanned-out
+    call then share one copy of it."""
+    pairs: list[tuple[str, list[str]]] = []
     for node in sorted(new_nodes, key=lambda n: (n.timestamp, n.id)):
         found = graph.retrieve(node.embedding, query_terms(node), k)
         graph.add_node(node)
         if found:
-            tasks.append(AnalyzeTask(view(node.id), [view(other.id) for other in found]))
-    return tasks
+            pairs.append((node.id, [other.id for other in found]))
+    needed = list(dict.fromkeys(i for new, others in pairs for i in (new, *others)))
+    if prefetch is not None and needed:
+        prefetch(needed)
+    views = {node_id: view(node_id) for node_id in needed}
+    return [AnalyzeTask(views[new], [views[i] for i in others]) for new, others in pairs]
 
 
 def run_tasks(

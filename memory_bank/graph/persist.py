@@ -1,11 +1,16 @@
 """The Query Graph, the Interaction Tree and the sessions on disk: Parquet tables, never pickle.
 
-One format for two places:
-- a *snapshot*, in each store version's `.bank/graph/` (written by the commit that made the
-  version): every record, and `graph.json` with the number of the last checkpoint it holds;
+One format of records (tables of upserted records, and the ids deleted) for two places:
 - a *checkpoint*, in the store's graph log `.<store>.graph/<seq>/` beside the versions: the
-  records one batch of changes touched (upserts, and the ids it deleted). A checkpoint is
-  written into a temporary directory and renamed into place, so it is there whole or not.
+  records one batch of changes touched. A checkpoint is written into a temporary directory and
+  renamed into place, so it is there whole or not.
+- a *snapshot*, in each store version's `.bank/graph/`: `graph.json` names the last checkpoint
+  it holds (`seq`) and its *layers*, record directories applied in order. A commit links the
+  previous version's layers and the checkpoints since as new layers (hard links: the files
+  are never changed), so it writes nothing of the graph it did not change; when the layers
+  grow past `MAX_LAYERS` or `LAYERS_SHARE` of the first one's bytes, it writes the whole graph
+  as one layer instead (compaction). A snapshot written before layers holds its records in
+  `.bank/graph/` itself.
 
 A graph is the live version's snapshot with every checkpoint numbered above the snapshot's
 `seq` applied in order (`load_graph_state`). Records are upserted whole, so applying a
@@ -167,18 +172,6 @@ class GraphRecords:
         )
 
 
-@dataclass
-class GraphSnapshot:
-    """The graph as one store version holds it: every record, and the last checkpoint applied."""
-
-    records: GraphRecords
-    seq: int
-
-    def write(self, bank_dir: Path) -> None:
-        """Into a version being built (its `.bank/` directory)."""
-        write_records(bank_dir / GRAPH_DIR, self.records, self.seq)
-
-
 def all_records(state: GraphState) -> GraphRecords:
     return GraphRecords(
         nodes=list(state.graph.nodes.values()),
@@ -323,18 +316,6 @@ def apply_records(state: GraphState, directory: Path) -> None:
             graph.forget_conflict(row["id"])
     graph.take_changes()
     tree.take_changes()
-
-
-def load_graph_state(snapshot_dir: Path | None, log_dir: Path, alpha: float = 0.5) -> GraphState:
-    """The snapshot in `snapshot_dir` (None or missing: empty) with every later checkpoint."""
-    state = GraphState(graph=QueryGraph(alpha=alpha))
-    if snapshot_dir is not None and snapshot_dir.is_dir():
-        apply_records(state, snapshot_dir)
-        state.seq = read_seq(snapshot_dir)
-    for seq, path in checkpoints(log_dir, after=state.seq):
-        apply_records(state, path)
-        state.seq = seq
-    return state
 
 
 # --- rows -----------------------------------------------------------------------------------

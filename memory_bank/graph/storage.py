@@ -35,12 +35,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memory_bank.errors import StoreError
+from memory_bank.graph.layers import load_graph_state
 from memory_bank.graph.memory_source import MemorySource
 from memory_bank.graph.persist import (
     GRAPH_DIR,
     GraphState,
     checkpoints,
-    load_graph_state,
     read_seq,
     take_changes,
     write_checkpoint,

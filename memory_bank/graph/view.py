@@ -12,13 +12,13 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_bank.graph.layers import load_graph_state
 from memory_bank.graph.model import Conflict, GraphNode
 from memory_bank.graph.persist import (
     GRAPH_DIR,
     GraphState,
     apply_records,
     checkpoints,
-    load_graph_state,
     read_seq,
 )
 from memory_bank.store import layout

@@ -151,10 +151,12 @@ class StoreCommitter:
                 live, plan.reorganization, ledger_after(live, request.llm_usage, self.llm)
             ),
             graph=graph.snapshot if graph else None,
+            stored_documents=change.stored_documents,
         )
-        stats = self._write(snapshot, change.before, readmes, graph)
+        stats = self._write(snapshot, change.before, readmes, graph, compact=request.replan)
         clock.lap("write")
-        self._snapshot = replace(snapshot, graph=None, version=stats.store_version)
+        if stats.written:  # else the live version (this content) stays the one read
+            self._snapshot = _lending(replace(snapshot, graph=None, version=stats.store_version))
         return _written(result, change, plan, readmes, graph, stats)
 
     def _write(
@@ -163,15 +165,18 @@ class StoreCommitter:
         before: StoreSnapshot | None,
         readmes: ReadmeSet,
         graph: GraphUpdate | None,
+        compact: bool,
     ) -> StoreStats:
         """Publish `snapshot` (unless the live version already is it), linking the files of
-        `before` it holds unchanged; then let the graph know."""
+        `before` it holds unchanged; then let the graph know. `compact` (a rebuild) folds the
+        tables into one segment each."""
         stats = write_store(
             self.store,
             snapshot,
             taxonomy_config=self.config.taxonomy,
             skip_if_unchanged=True,
             reuse_files=unchanged_files(self.store, before, snapshot, readmes.stale),
+            compact=compact,
         )
         if graph is not None and stats.written:
             drop_checkpoints(self.location.graph_log_dir, graph.snapshot.seq)
@@ -191,6 +196,18 @@ class _Clock:
         now = time.perf_counter()
         self.seconds[name] = self.seconds.get(name, 0.0) + now - self._last
         self._last = now
+
+
+def _lending(snapshot: StoreSnapshot) -> StoreSnapshot:
+    """A written version as the next commit starts from it: its memories, and every document
+    lent from the store (the rows of this commit's documents are not kept here)."""
+    return replace(
+        snapshot,
+        parts=MemoryParts(
+            memories=snapshot.parts.memories, memory_vectors=snapshot.parts.memory_vectors
+        ),
+        stored_documents=snapshot.documents(),
+    )
 
 
 def _counted(change: Change, live: StoreSnapshot | None) -> CommitResult:

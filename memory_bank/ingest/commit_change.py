@@ -25,6 +25,8 @@ class Change:
     kept_index: dict[int, int]  # memory index in `before` -> index in `parts`
     removed: frozenset[str]  # document ids that left
     duplicates: int  # offered documents `before` already held
+    # Kept documents of `before` whose rows stay in the store (`StoreSnapshot.stored_documents`)
+    stored_documents: dict[str, str] | None = None
 
     @property
     def kept(self) -> int:
@@ -46,10 +48,12 @@ def apply_request(
     """`before` without the documents of `remove` it holds, with the `offered` documents it
     does not hold (whole documents: their memory indices are provisional)."""
     base = before.parts if before else MemoryParts()
-    removed = frozenset(remove) & {doc.document_id for doc in base.documents}
+    stored = before.documents() if before else {}
+    removed = frozenset(remove) & set(stored)
     kept, kept_index = select_documents(base, lambda doc_id: doc_id not in removed, 0)
-    known = {doc.document_id for doc in kept.documents}
+    known = set(stored) - removed
     added, _ = select_documents(offered, lambda doc_id: doc_id not in known, len(kept.memories))
+    lent = before.stored_documents if before is not None else None
     return Change(
         before=before,
         parts=concatenate(kept, added),
@@ -57,6 +61,11 @@ def apply_request(
         kept_index=kept_index,
         removed=removed,
         duplicates=len({doc.document_id for doc in offered.documents} & known),
+        stored_documents=(
+            {doc: source for doc, source in lent.items() if doc not in removed}
+            if lent is not None
+            else None
+        ),
     )
 
 

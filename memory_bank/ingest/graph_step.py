@@ -24,11 +24,13 @@ from memory_bank.graph.batch import (
     memory_node,
     run_tasks,
 )
+from memory_bank.graph.layers import GraphSnapshot
 from memory_bank.graph.node_views import NodeViews
-from memory_bank.graph.persist import GraphSnapshot, all_records
+from memory_bank.graph.persist import GRAPH_DIR
 from memory_bank.graph.storage import GraphStorage
 from memory_bank.ingest.commit_change import Change
 from memory_bank.schemas import Chunk
+from memory_bank.store import layout
 from memory_bank.store.snapshot import MemoryParts
 from memory_bank.tasks import TaskMap, run_serially
 
@@ -139,7 +141,9 @@ class IngestGraphStep:
             ]
             new_ids = [node.id for node in fresh]
             views = NodeViews(graph, memories, self.encode)
-            tasks = candidate_tasks(graph, fresh, views.view, self.top_k)
+            tasks = candidate_tasks(
+                graph, fresh, views.view, self.top_k, prefetch=memories.prefetch
+            )
             outcome.nodes_added = len(new_ids)
         # The analysis, the part that grows with the change, runs without the graph lock:
         # sessions go on meanwhile, and a verdict about a node they retired is dropped when
@@ -149,7 +153,11 @@ class IngestGraphStep:
             apply_verdicts(
                 state.graph, tasks, results, self.encode, time.time(), outcome, new_ids=new_ids
             )
-        return GraphSnapshot(all_records(state), state.seq), outcome
+        # After `mutating` checkpointed the commit's changes: the snapshot holds them.
+        location = self.storage.location
+        live = location.live_directory()
+        base = live / layout.BANK_DIR / GRAPH_DIR if live is not None else None
+        return GraphSnapshot(state.seq, base, location.graph_log_dir, self.storage.alpha), outcome
 
     def committed(self) -> None:
         self.storage.committed()

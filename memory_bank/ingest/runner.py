@@ -33,7 +33,6 @@ from memory_bank.store.location import StoreLocation
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.sources import resolve_documents
-from memory_bank.store.tables import documents_from_table
 
 # Makes the executor an ingest runs on; `MemoryBank` and the CLI take one of these.
 ExecutorFactory = Callable[[AppConfig], Executor]
@@ -141,8 +140,14 @@ class IngestRunner:
         directory path that resolves to it, or a document id)."""
         if not is_store(store):
             raise StoreError(f"no memory store at {store}")
-        stored = documents_from_table(StoreReader(Path(store).resolve()).documents())
-        source_of = {document.document_id: document.source for document in stored}
+        stored = StoreReader(Path(store).resolve()).rows("documents", ["document_id", "source"])
+        source_of = dict(
+            zip(
+                stored.column("document_id").to_pylist(),
+                stored.column("source").to_pylist(),
+                strict=True,
+            )
+        )
         return self.executor.commit(
             store, CommitRequest(remove=resolve_documents(source_of, sources)), self.llm
         )

@@ -77,14 +77,14 @@ def plan_work(
     reader = StoreReader(Path(store).resolve())
     if not reembed:
         check_store_embedder(reader.meta, config.embedding)
-    table = reader.documents()
-    stored_ids = set(table.column("document_id").to_pylist())
+    # The ids only: the documents' text is read when every document is processed again.
+    stored_ids = set(reader.rows("documents", ["document_id"]).column("document_id").to_pylist())
     fresh = [doc for doc in loaded.documents if doc.document_id not in stored_ids]
     unchanged = len(loaded.documents) - len(fresh)
     if reader.meta.get("memory_recipe") == memory_recipe(config) or not stored_ids:
         return IngestWork(fresh, len(fresh), unchanged, 0, base_version=reader.store_version)
     # Only a rebuild needs the stored documents themselves (their text, turns, metadata).
-    stored = documents_from_table(table)
+    stored = documents_from_table(reader.documents())
     given = {doc.document_id: doc for doc in loaded.documents}
     everything = list(given.values()) + [doc for doc in stored if doc.document_id not in given]
     return IngestWork(

@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import shutil
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -29,16 +28,7 @@ from memory_bank.store.disk import is_storage_failure, storage_error, writing
 from memory_bank.store.integrity import HASHES_FILE, RecordedHashes
 from memory_bank.store.location import StoreLocation
 from memory_bank.store.snapshot import MemoryParts
-from memory_bank.store.tables import (
-    build_faiss_index,
-    chunks_table,
-    documents_table,
-    memories_table,
-    readmes_table,
-    sentences_table,
-    write_faiss_index,
-    write_parquet,
-)
+from memory_bank.store.table_changes import write_version_tables
 
 
 class StoreBuilder:
@@ -102,25 +92,39 @@ class StoreBuilder:
             self._made_directories.add(path.parent)
         return path
 
-    def write_tables(self, parts: MemoryParts, chunk_paths: Mapping[int, str]) -> None:
-        """Write the four Parquet tables of `.bank/`."""
-        token_counts: Counter[str] = Counter()
-        for chunk in parts.chunks:
-            token_counts[chunk.document_id] += chunk.token_count
-        tables = {
-            layout.DOCUMENTS_FILE: documents_table(parts.documents, token_counts),
-            layout.CHUNKS_FILE: chunks_table(parts.chunks),
-            layout.MEMORIES_FILE: memories_table(parts.memories, parts.memory_vectors, chunk_paths),
-            layout.SENTENCES_FILE: sentences_table(parts.sentences, parts.sentence_vectors),
-        }
-        for relative, table in tables.items():
-            write_parquet(table, self._bank_path(relative))
-
-    def write_readme_vectors(
-        self, readmes: Mapping[str, str], vectors: Mapping[str, np.ndarray]
-    ) -> None:
-        """Write `.bank/readmes.parquet`: each directory's README text and vector."""
-        write_parquet(readmes_table(readmes, vectors), self._bank_path(layout.READMES_FILE))
+    def write_tables(
+        self,
+        parts: MemoryParts,
+        chunk_paths: Mapping[int, str],
+        *,
+        base: Path | None,
+        compact: bool,
+        document_ids: set[str],
+        readmes: Mapping[str, str] | None = None,
+        readme_vectors: Mapping[str, np.ndarray] | None = None,
+    ) -> int:
+        """Write the tables of `.bank/` as segments, with the memories' vector index: with
+        `base` (a published version directory holding the same kind of rows), only what changed
+        since it, linking the rest, folded into one segment per table when `compact`; without,
+        everything anew. `document_ids`: every document of the new version (with a base,
+        `parts` may hold only the new documents' rows). Returns the number of sentences the
+        version holds."""
+        manifest, _ = write_version_tables(
+            self._build_path(layout.TABLES_FILE).parent,  # .bank/, made if missing
+            base / layout.BANK_DIR if base is not None else None,
+            compact=compact,
+            document_ids=document_ids,
+            documents=parts.documents,
+            chunks=parts.chunks,
+            memories=parts.memories,
+            memory_vectors=parts.memory_vectors,
+            sentences=parts.sentences,
+            sentence_vectors=parts.sentence_vectors,
+            chunk_paths=chunk_paths,
+            readmes=readmes,
+            readme_vectors=readme_vectors,
+        )
+        return sum(s.live_rows for s in manifest.tables["sentences"].segments)
 
     def write_tree(self, tree: DirectoryNode) -> None:
         self._write_json(layout.TREE_FILE, tree.model_dump(mode="json"))
@@ -145,14 +149,8 @@ class StoreBuilder:
             },
         )
 
-    def write_faiss(self, vectors: np.ndarray) -> None:
-        write_faiss_index(build_faiss_index(vectors), self._bank_path(layout.FAISS_FILE))
-
     def _write_json(self, relative: str, value: Any) -> None:
         self.write_file(relative, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
-
-    def _bank_path(self, relative: str) -> Path:
-        return self._build_path(relative)
 
     # --- the live store ---------------------------------------------------------------------
 

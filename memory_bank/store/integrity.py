@@ -6,7 +6,8 @@ itself excepted; files linked unchanged from the previous version keep their rec
 Whatever is written into a version later (the query side's BM25 cache) is not recorded and not
 checked.
 
-A reader checks each table it loads, and the query service the memory files an answer read,
+A reader checks each table it loads whole (each of its segments) and the vector index's files,
+and the query service the memory files an answer read,
 against that record (`StoreIntegrity`): a mismatch (a chunk file edited by hand, vectors
 rewritten) becomes a warning in the answer and a problem in `verify`, never silence. A file's
 hash is computed once per process while its stat (inode, size, mtime) stays the same, so the
@@ -84,13 +85,17 @@ class RecordedHashes:
         self._hashes[relative] = recorded if recorded is not None else file_sha256(source)
 
     def write(self, build_dir: Path) -> None:
-        """Hash what was written without passing through here (tables, the faiss index, the
-        graph snapshot), then write the record into the build."""
+        """Record what was put under `.bank/` without passing through here (table segments and
+        their index files, the graph snapshot's layers, the JSON files), then write the record
+        into the build. A file that is the live version's own file at the same path (a hard
+        link: a kept segment, a linked layer) keeps its record unread, so a commit hashes what
+        it wrote, not the whole store."""
         for directory, _, names in os.walk(build_dir / BANK_DIR):
             for name in names:
-                relative = (Path(directory) / name).relative_to(build_dir).as_posix()
+                path = Path(directory) / name
+                relative = path.relative_to(build_dir).as_posix()
                 if relative not in self._hashes and relative != HASHES_FILE:
-                    self._hashes[relative] = file_sha256(Path(directory) / name)
+                    self._hashes[relative] = self._kept(relative, path) or file_sha256(path)
         paths = sorted(self._hashes)
         table = pa.table(
             {"path": paths, "sha256": [self._hashes[path] for path in paths]}, schema=_SCHEMA
@@ -100,15 +105,29 @@ class RecordedHashes:
     def _previously_recorded(self, source: Path) -> str | None:
         if self._previous is None:
             return None
+        for root in (self._store_path, self._previous):
+            if Path(source).is_relative_to(root):
+                return self._previous_record().get(Path(source).relative_to(root).as_posix())
+        return None
+
+    def _kept(self, relative: str, path: Path) -> str | None:
+        """The live version's record of `relative` when `path` is that version's file."""
+        if self._previous is None:
+            return None
+        try:
+            if not os.path.samefile(path, self._previous / relative):
+                return None
+        except OSError:
+            return None
+        return self._previous_record().get(relative)
+
+    def _previous_record(self) -> dict[str, str]:
         if self._previous_hashes is None:
             try:
                 self._previous_hashes = read_hashes(self._previous) or {}
             except (OSError, pa.ArrowException):
                 self._previous_hashes = {}
-        for root in (self._store_path, self._previous):
-            if Path(source).is_relative_to(root):
-                return self._previous_hashes.get(Path(source).relative_to(root).as_posix())
-        return None
+        return self._previous_hashes
 
 
 class StoreIntegrity:

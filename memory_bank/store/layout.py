@@ -20,24 +20,27 @@ FAISS_FILE = f"{BANK_DIR}/vectors.faiss"
 READMES_FILE = f"{BANK_DIR}/readmes.parquet"
 BM25_DIR = f"{BANK_DIR}/bm25"
 ROOT_README = "README.md"
+# The tables of a store as segments (memory_bank/store/segments.py): the manifest under .bank/.
+TABLES_FILE = f"{BANK_DIR}/tables.json"
 
 # Everything a committed store always has; anything less is an incomplete store.
-REQUIRED_FILES = (
-    META_FILE,
-    ROOT_README,
-    MANIFEST_FILE,
-    DOCUMENTS_FILE,
-    CHUNKS_FILE,
-    MEMORIES_FILE,
-    SENTENCES_FILE,
-    TREE_FILE,
-    FAISS_FILE,
-)
+REQUIRED_FILES = (META_FILE, ROOT_README, MANIFEST_FILE, TREE_FILE, TABLES_FILE)
+# A store written before segments has its tables as whole files and a faiss index instead.
+WHOLE_TABLE_FILES = (DOCUMENTS_FILE, CHUNKS_FILE, MEMORIES_FILE, SENTENCES_FILE, FAISS_FILE)
 
 
 def missing_store_files(store_dir: Path) -> list[str]:
     """The required store files that `store_dir` lacks (all of them if it does not exist)."""
-    return [name for name in REQUIRED_FILES if not (store_dir / name).is_file()]
+    missing = [name for name in REQUIRED_FILES if not (store_dir / name).is_file()]
+    if TABLES_FILE in missing and any((store_dir / name).is_file() for name in WHOLE_TABLE_FILES):
+        missing.remove(TABLES_FILE)
+        missing += [name for name in WHOLE_TABLE_FILES if not (store_dir / name).is_file()]
+    return missing
+
+
+def has_whole_tables(store_dir: Path) -> bool:
+    """A store written before segments (its tables whole, its faiss index one file)."""
+    return not (store_dir / TABLES_FILE).is_file()
 
 
 def is_store(store_dir: str | Path) -> bool:

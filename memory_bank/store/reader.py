@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 import faiss
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from memory_bank.errors import StoreError
@@ -17,17 +18,36 @@ from memory_bank.schemas import DirectoryNode
 from memory_bank.store import layout
 from memory_bank.store.atomic import safe_join
 from memory_bank.store.integrity import StoreIntegrity
+from memory_bank.store.segments import SEGMENTS_DIR, TablesManifest, read_manifest, read_table
 from memory_bank.store.tables import (
     CHUNKS_SCHEMA,
+    DERIVED_MEMORY_COLUMNS,
     DOCUMENTS_SCHEMA,
     EMBEDDING_DIM,
     MEMORIES_SCHEMA,
+    MEMORY_SEGMENT_SCHEMA,
+    PATHS_SCHEMA,
     READMES_SCHEMA,
+    SENTENCE_SEGMENT_SCHEMA,
     SENTENCES_SCHEMA,
+    conform_table,
+    directory_of,
     embeddings_to_numpy,
     read_faiss_index,
     read_parquet,
+    with_memory_index,
+    with_placement,
 )
+from memory_bank.store.vectors import SegmentedVectorIndex
+
+# A store table's file when the store keeps its tables whole (written before segments).
+_WHOLE_FILES = {
+    "documents": layout.DOCUMENTS_FILE,
+    "chunks": layout.CHUNKS_FILE,
+    "memories": layout.MEMORIES_FILE,
+    "sentences": layout.SENTENCES_FILE,
+    "readmes": layout.READMES_FILE,
+}
 
 _T = TypeVar("_T")
 
@@ -36,8 +56,10 @@ class StoreReader:
     """One committed store, opened read-only.
 
     Opening checks that every required file is there and that the meta and the manifest agree
-    on the store version; tables, vectors and the faiss index load lazily and are cached. If the
-    store is replaced while a reader is open, later loads fail with StoreError: reopen it.
+    on the store version; tables, vectors and the vector index load lazily and are cached. Each
+    table reads as one table whether the store keeps it in segments (segments.py) or, written
+    before segments, whole. If the store is replaced while a reader is open, later loads fail
+    with StoreError: reopen it.
     """
 
     def __init__(self, store_dir: str | Path) -> None:
@@ -87,17 +109,37 @@ class StoreReader:
 
         return self._cached("tree", load)
 
+    @property
+    def segmented(self) -> bool:
+        """True for a store whose tables are segments (every store written since they exist)."""
+        return not layout.has_whole_tables(self.root)
+
+    def table_manifest(self) -> TablesManifest:
+        """`.bank/tables.json`: each table's segments and tombstones (segmented stores only)."""
+
+        def load() -> TablesManifest:
+            manifest = read_manifest(self.root / layout.BANK_DIR)
+            self.integrity.check_loaded(layout.TABLES_FILE)
+            return manifest
+
+        return self._cached("table_manifest", load)
+
     def documents(self) -> pa.Table:
-        return self._table("documents", layout.DOCUMENTS_FILE, DOCUMENTS_SCHEMA)
+        return self._table("documents", DOCUMENTS_SCHEMA)
 
     def chunks(self) -> pa.Table:
-        return self._table("chunks", layout.CHUNKS_FILE, CHUNKS_SCHEMA)
+        return self._table("chunks", CHUNKS_SCHEMA)
 
     def memories(self) -> pa.Table:
-        """memories.parquet; row i is memory index i."""
+        """The memories; row i is memory index i."""
 
         def load() -> pa.Table:
-            table = self._table("memories_raw", layout.MEMORIES_FILE, MEMORIES_SCHEMA)
+            if self.segmented:
+                rows = self._table("memories_rows", MEMORY_SEGMENT_SCHEMA, "memories")
+                paths = self._table("paths", PATHS_SCHEMA).column("path").to_pylist()
+                return with_placement(rows, paths)
+            table = read_parquet(self._existing(layout.MEMORIES_FILE), MEMORIES_SCHEMA)
+            self.integrity.check_loaded(layout.MEMORIES_FILE)
             if table.column("index").to_pylist() != list(range(table.num_rows)):
                 path = self.root / layout.MEMORIES_FILE
                 raise StoreError(f"{path}: row numbers and memory indices differ")
@@ -106,7 +148,15 @@ class StoreReader:
         return self._cached("memories", load)
 
     def sentences(self) -> pa.Table:
-        return self._table("sentences", layout.SENTENCES_FILE, SENTENCES_SCHEMA)
+        """Every chunk's sentences; `index` is the memory index of the sentence's chunk."""
+        if not self.segmented:
+            return self._table("sentences", SENTENCES_SCHEMA)
+
+        def load() -> pa.Table:
+            rows = self._table("sentence_rows", SENTENCE_SEGMENT_SCHEMA, "sentences")
+            return with_memory_index(rows, self.memories().column("chunk_id"))
+
+        return self._cached("sentences", load)
 
     def memory_vectors(self) -> np.ndarray:
         """(n, 384) float32, read-only, row i = memory index i."""
@@ -117,10 +167,14 @@ class StoreReader:
         return self._cached("sentence_vectors", lambda: embeddings_to_numpy(self.sentences()))
 
     def readmes(self) -> pa.Table | None:
-        """readmes.parquet (directory, text, embedding; sorted by directory), or None for a
-        store written without README vectors."""
+        """The READMEs (directory, text, embedding; sorted by directory), or None for a store
+        written without README vectors."""
 
         def load() -> pa.Table | None:
+            if self.segmented:
+                if "readmes" not in self.table_manifest().tables:
+                    return None
+                return self._table("readmes_rows", READMES_SCHEMA, "readmes").sort_by("directory")
             if not (self.root / layout.READMES_FILE).is_file():
                 return None
             self.integrity.check_loaded(layout.READMES_FILE)
@@ -139,8 +193,18 @@ class StoreReader:
 
         return self._cached("readme_vectors", load)
 
-    def faiss_index(self) -> faiss.Index:
-        def load() -> faiss.Index:
+    def faiss_index(self) -> faiss.Index | SegmentedVectorIndex:
+        """The vector index over the memories: `search(queries, k)` gives memory indices."""
+
+        def load() -> faiss.Index | SegmentedVectorIndex:
+            if self.segmented:
+                segments = self.table_manifest().tables.get("memories")
+                self._check_segments("memories", attachments=True)
+                return SegmentedVectorIndex(
+                    self.root / layout.BANK_DIR,
+                    segments.segments if segments else [],
+                    self.memory_vectors(),
+                )
             self.integrity.check_loaded(layout.FAISS_FILE)
             index = read_faiss_index(self.root / layout.FAISS_FILE)
             if index.ntotal != self.memories().num_rows:
@@ -152,6 +216,38 @@ class StoreReader:
 
         return self._cached("faiss_index", load)
 
+    def rows(
+        self, name: str, columns: list[str], where: tuple[str, list[Any]] | None = None
+    ) -> pa.Table:
+        """Some columns of a stored table (documents, chunks, sentences), optionally only the
+        rows whose column `where[0]` is one of `where[1]`, without reading the whole table.
+        For the memories, the columns in memory-index order and no `where`."""
+        if name == "memories":
+            return self._memory_columns(columns)
+        if self.segmented:
+            return read_table(
+                self.root / layout.BANK_DIR, name, columns, where, manifest=self.table_manifest()
+            )
+        path = self._existing(_WHOLE_FILES[name])
+        if where is not None and not where[1]:
+            return pq.read_table(path, columns=columns).slice(0, 0)
+        filters = [(where[0], "in", list(where[1]))] if where else None
+        return pq.read_table(path, columns=columns, filters=filters)
+
+    def _memory_columns(self, columns: list[str]) -> pa.Table:
+        if not self.segmented or "memories" in self._cache:
+            return self.memories().select(columns)
+        stored = [c for c in columns if c not in DERIVED_MEMORY_COLUMNS]
+        bank = self.root / layout.BANK_DIR
+        table = read_table(bank, "memories", stored, manifest=self.table_manifest())
+        paths = self._table("paths", PATHS_SCHEMA).column("path").to_pylist()
+        derived = {
+            "index": pa.array(range(table.num_rows), type=pa.int64()),
+            "path": pa.array(paths, type=pa.string()),
+            "directory": pa.array([directory_of(p) for p in paths], type=pa.string()),
+        }
+        return pa.table({c: derived[c] if c in derived else table.column(c) for c in columns})
+
     def chunk_path(self, index: int) -> str:
         """Store-relative path of memory `index`'s chunk file ("dir/sub/title.md")."""
         paths: list[str] = self._cached(
@@ -161,13 +257,34 @@ class StoreReader:
             raise StoreError(f"store {self.root} has no memory with index {index}")
         return paths[index]
 
-    def _table(self, key: str, relative: str, schema: pa.Schema) -> pa.Table:
+    def _table(self, key: str, schema: pa.Schema, name: str | None = None) -> pa.Table:
+        """Table `name` (default: `key`) read whole and checked against `schema`, and its files
+        against what the version recorded of them."""
+        name = name or key
+
         def load() -> pa.Table:
-            table = read_parquet(self._existing(relative), schema)
-            self.integrity.check_loaded(relative)
-            return table
+            if not self.segmented:
+                relative = _WHOLE_FILES[name]
+                table = read_parquet(self._existing(relative), schema)
+                self.integrity.check_loaded(relative)
+                return table
+            bank = self.root / layout.BANK_DIR
+            table = read_table(bank, name, schema=schema, manifest=self.table_manifest())
+            self._check_segments(name, attachments=False)
+            return conform_table(table, schema, f"{name} of {bank}")
 
         return self._cached(key, load)
+
+    def _check_segments(self, name: str, attachments: bool) -> None:
+        """Check the segment files of table `name` (or, with `attachments`, the files beside
+        them: the vector index's) against the version's record; a reader that reads only some
+        rows or columns (`rows`) checks nothing, as hashing a file reads all of it."""
+        entry = self.table_manifest().tables.get(name)
+        for segment in entry.segments if entry else []:
+            path = PurePosixPath(layout.BANK_DIR, SEGMENTS_DIR, segment.file)
+            files = [path.parent / a for a in segment.attachments] if attachments else [path]
+            for relative in files:
+                self.integrity.check_loaded(relative.as_posix())
 
     def _cached(self, key: str, load: Callable[[], _T]) -> _T:
         if key not in self._cache:

@@ -43,6 +43,7 @@ COMPUTED_META_KEYS = (
 _STANDARD_BANK_JSON = {
     Path(layout.MANIFEST_FILE).name,
     Path(layout.TREE_FILE).name,
+    Path(layout.TABLES_FILE).name,
 }
 
 
@@ -92,6 +93,17 @@ class StoreSnapshot:
     # loads it (with the checkpoints written after it).
     graph: BankPart | None = None
     version: str = ""  # the content hash; "" until written
+    # Documents (id -> source) whose rows this version keeps from the live one without holding
+    # them: `parts` then has only the other documents' rows, and every memory. A version read
+    # from a store with segments lends all its documents so (its documents', chunks' and
+    # sentences' rows stay on disk); None: `parts` holds every row.
+    stored_documents: dict[str, str] | None = None
+
+    def documents(self) -> dict[str, str]:
+        """Every document of this version: id -> source."""
+        listed = dict(self.stored_documents or {})
+        listed.update({doc.document_id: doc.source for doc in self.parts.documents})
+        return listed
 
     def readme_vectors_by_text(self) -> dict[str, np.ndarray]:
         """README text -> vector, for texts this version already embedded."""
@@ -118,8 +130,10 @@ def load_snapshot(store: Path) -> StoreSnapshot | None:
             readme = reader.root / readme_relative_path(node.path)
             readmes[node.path] = readme.read_text(encoding="utf-8") if readme.is_file() else ""
     bank = reader.root / layout.BANK_DIR
+    documents = {str(k): str(v) for k, v in dict(reader.manifest.get("documents", {})).items()}
     return StoreSnapshot(
-        parts=load_parts(reader),
+        parts=load_memories(reader) if reader.segmented else load_parts(reader),
+        stored_documents=documents if reader.segmented else None,
         tree=tree,
         readmes=readmes,
         meta={k: v for k, v in reader.meta.items() if k not in COMPUTED_META_KEYS},
@@ -149,6 +163,13 @@ def load_parts(reader: StoreReader) -> MemoryParts:
         memory_vectors=reader.memory_vectors(),
         sentences=sentences_from_table(reader.sentences()),
         sentence_vectors=reader.sentence_vectors(),
+    )
+
+
+def load_memories(reader: StoreReader) -> MemoryParts:
+    """Only the memories and their vectors of an opened store (what a commit plans with)."""
+    return MemoryParts(
+        memories=memories_from_table(reader.memories()), memory_vectors=reader.memory_vectors()
     )
 
 

@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 import faiss
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
@@ -127,6 +128,19 @@ READMES_SCHEMA = pa.schema(
 )
 
 
+# What segments hold (memory_bank/store/segments.py): the logical tables above without the
+# columns a reader derives. A memory's `index` is its row in the logical table; a sentence's is
+# its chunk's memory index; `path` and `directory` are where the memory lives now (placement,
+# which a re-plan changes) and sit in their own table, so that moving a memory does not rewrite
+# its row and removing one does not renumber the rows after it.
+DERIVED_MEMORY_COLUMNS = ("index", "path", "directory")
+MEMORY_SEGMENT_SCHEMA = pa.schema(
+    [f for f in MEMORIES_SCHEMA if f.name not in DERIVED_MEMORY_COLUMNS]
+)
+SENTENCE_SEGMENT_SCHEMA = pa.schema([f for f in SENTENCES_SCHEMA if f.name != "index"])
+PATHS_SCHEMA = pa.schema([_required("path", pa.string())])  # row i: memory i's chunk file
+
+
 class SentenceRecord(BaseModel):
     """One sentence of a chunk, with offsets into the chunk text (for sentence-level search)."""
 
@@ -203,38 +217,70 @@ def chunks_table(chunks: Sequence[Chunk]) -> pa.Table:
 def memories_table(
     memories: Sequence[MemorizedChunk], vectors: np.ndarray, chunk_paths: Mapping[int, str]
 ) -> pa.Table:
-    """Build memories.parquet. Memories must be indices 0..n-1; they are written in that order."""
+    """The logical memories table. Memories must be indices 0..n-1; they are written in that
+    order."""
     ordered = sorted(memories, key=lambda memory: memory.index)
     if [memory.index for memory in ordered] != list(range(len(ordered))):
         raise StoreError("memory indices must be exactly 0..n-1 (row number = memory index)")
     matrix = check_vectors(vectors, len(ordered), "memory vectors")
-    rows = []
-    for memory in ordered:
-        path = chunk_paths.get(memory.index)
-        if path is None:
-            raise StoreError(f"memory {memory.index} has no chunk file path")
-        rows.append(
-            {
-                "index": memory.index,
-                "chunk_id": _metadata_str(memory, "chunk_id"),
-                "document_id": _metadata_str(memory, "document_id"),
-                "source": _metadata_str(memory, "source"),
-                "title": memory.title,
-                "memory": memory.memory,
-                "tldr": memory.tldr,
-                "keywords": list(memory.keywords),
-                "context": memory.context,
-                "path": path,
-                "directory": directory_of(path),
-                "token_count": memory.metadata.get("token_count"),
-            }
-        )
-    return _table_with_embeddings(rows, matrix, MEMORIES_SCHEMA)
+    lacking = [memory.index for memory in ordered if memory.index not in chunk_paths]
+    if lacking:
+        raise StoreError(f"memory {lacking[0]} has no chunk file path")
+    paths = [chunk_paths[memory.index] for memory in ordered]
+    return with_placement(memory_segment_table(ordered, matrix), paths)
+
+
+def memory_segment_table(memories: Sequence[MemorizedChunk], vectors: np.ndarray) -> pa.Table:
+    """Memories' rows as a segment holds them (no index, path, directory), in the given order."""
+    matrix = check_vectors(vectors, len(memories), "memory vectors")
+    rows = [
+        {
+            "chunk_id": _metadata_str(memory, "chunk_id"),
+            "document_id": _metadata_str(memory, "document_id"),
+            "source": _metadata_str(memory, "source"),
+            "title": memory.title,
+            "memory": memory.memory,
+            "tldr": memory.tldr,
+            "keywords": list(memory.keywords),
+            "context": memory.context,
+            "token_count": memory.metadata.get("token_count"),
+        }
+        for memory in memories
+    ]
+    return _table_with_embeddings(rows, matrix, MEMORY_SEGMENT_SCHEMA)
+
+
+def with_placement(rows: pa.Table, paths: Sequence[str]) -> pa.Table:
+    """The logical memories table from segment rows and each memory's path (row i: memory i)."""
+    if len(paths) != rows.num_rows:
+        raise StoreError(f"{rows.num_rows} memories but {len(paths)} chunk file paths")
+    columns = {name: rows.column(name) for name in rows.column_names}
+    columns["index"] = pa.array(range(rows.num_rows), type=pa.int64())
+    columns["path"] = pa.array(paths, type=pa.string())
+    columns["directory"] = pa.array([directory_of(path) for path in paths], type=pa.string())
+    return pa.table([columns[field.name] for field in MEMORIES_SCHEMA], schema=MEMORIES_SCHEMA)
 
 
 def sentences_table(sentences: Sequence[SentenceRecord], vectors: np.ndarray) -> pa.Table:
     matrix = check_vectors(vectors, len(sentences), "sentence vectors")
     return _table_with_embeddings([s.model_dump() for s in sentences], matrix, SENTENCES_SCHEMA)
+
+
+def sentence_segment_table(sentences: Sequence[SentenceRecord], vectors: np.ndarray) -> pa.Table:
+    """Sentences' rows as a segment holds them (no memory index)."""
+    return sentences_table(sentences, vectors).select(SENTENCE_SEGMENT_SCHEMA.names)
+
+
+def with_memory_index(rows: pa.Table, memory_chunk_ids: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """The logical sentences table: each row's `index` is the memory index of its chunk
+    (row i of `memory_chunk_ids` is memory i's chunk id); -1 for a chunk no memory has."""
+    if isinstance(memory_chunk_ids, pa.ChunkedArray):
+        memory_chunk_ids = memory_chunk_ids.combine_chunks()
+    found = pc.index_in(rows.column("chunk_id"), value_set=memory_chunk_ids)
+    index = pc.fill_null(found, -1).cast(pa.int64())
+    columns = {name: rows.column(name) for name in rows.column_names}
+    columns["index"] = index
+    return pa.table([columns[field.name] for field in SENTENCES_SCHEMA], schema=SENTENCES_SCHEMA)
 
 
 def readmes_table(readmes: Mapping[str, str], vectors: Mapping[str, np.ndarray]) -> pa.Table:
@@ -327,16 +373,22 @@ def read_parquet(path: Path, schema: pa.Schema) -> pa.Table:
         raise StoreError(f"store table {path} is missing") from exc
     except (OSError, pa.ArrowException) as exc:
         raise StoreError(f"store table {path} is unreadable: {exc}") from exc
+    return conform_table(table, schema, str(path))
+
+
+def conform_table(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
+    """`table` with exactly the columns and types of `schema` (list columns added since the
+    table was written come back empty), or StoreError naming `where`."""
     table = _with_later_columns(table, schema)
     if table.schema.names != schema.names:
         raise StoreError(
-            f"store table {path} has columns {table.schema.names}, expected {schema.names}"
+            f"store table {where} has columns {table.schema.names}, expected {schema.names}"
         )
     if not table.schema.equals(schema, check_metadata=False):
         try:
             table = table.cast(schema)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise StoreError(f"store table {path} has unexpected column types: {exc}") from exc
+            raise StoreError(f"store table {where} has unexpected column types: {exc}") from exc
     return table
 
 

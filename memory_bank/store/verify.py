@@ -7,8 +7,11 @@ and keeps going after a problem so one run lists all of them. What it checks, in
 - tables: documents <-> chunks <-> memories <-> sentences (`find_store_problems`, which also
   validates the tree against the taxonomy config: every memory in exactly one leaf, depth and
   leaf bounds), plus the document and source each memory and chunk names;
-- vectors: memory and sentence vectors finite with 384 columns; the faiss index holds exactly
-  the memory vectors, row for row;
+- segments (tables.json): every listed segment there with its row count, tombstones sorted
+  ranges within it, attachments present, no file under .bank/tables/ that nobody lists;
+- vectors: memory and sentence vectors finite with 384 columns; the vector index holds exactly
+  the memory vectors (each segment's HNSW graph its segment's rows; in a store written before
+  segments, vectors.faiss the memories row for row);
 - files: each memory's chunk file exists where memories.parquet says, in the tree directory
   that lists the memory, and its frontmatter and body equal the table's; no stray files; every
   tree directory on disk with a README.md, and no directory on disk outside the tree;
@@ -38,6 +41,7 @@ from memory_bank.store import layout
 from memory_bank.store.files import readme_relative_path
 from memory_bank.store.integrity import HASHES_FILE, file_sha256, read_hashes
 from memory_bank.store.reader import StoreReader
+from memory_bank.store.segments import read_segment, segment_problems
 
 # The meta keys writing computes, as the writer uses them, so the two cannot drift apart.
 from memory_bank.store.snapshot import COMPUTED_META_KEYS
@@ -46,10 +50,12 @@ from memory_bank.store.tables import (
     check_vectors,
     chunks_from_table,
     documents_from_table,
+    embeddings_to_numpy,
     memories_from_table,
     read_faiss_index,
     sentences_from_table,
 )
+from memory_bank.store.vectors import MEMORIES_TABLE, attachment_path, attachment_problems
 from memory_bank.store.verify_files import chunk_file_problems, disk_tree_problems, readme_texts
 from memory_bank.store.writer import compute_store_version, count_directories, find_store_problems
 
@@ -58,6 +64,7 @@ _FAISS_BATCH = 10_000  # vectors compared per step, so a 100k store is not copie
 _STANDARD_BANK_JSON = {
     PurePosixPath(layout.MANIFEST_FILE).name,
     PurePosixPath(layout.TREE_FILE).name,
+    PurePosixPath(layout.TABLES_FILE).name,
 }
 _T = TypeVar("_T")
 
@@ -132,6 +139,8 @@ class _Verifier:
                 taxonomy_config=self.taxonomy_config,
             )
             self._check_references(documents, chunks, memory_table)
+        if r.segmented:
+            self._check_segments()
         vectors = self._check_vectors(memory_table)
         if memory_table is not None and tree is not None:
             self._add(chunk_file_problems(r, memory_table, tree))
@@ -197,6 +206,9 @@ class _Verifier:
             return None
         rows = memory_table.num_rows
         vectors = self._load(lambda: check_vectors(vectors, rows, "memory vectors"))
+        if self.reader.segmented:
+            self._check_segment_graphs(vectors)
+            return vectors
         index = self._load(lambda: read_faiss_index(self.reader.root / layout.FAISS_FILE))
         if index is None or vectors is None:
             return vectors
@@ -220,6 +232,41 @@ class _Verifier:
                     self._add([f"vectors.faiss row {mismatch} is not memory {mismatch}'s vector"])
                     break
         return vectors
+
+    def _check_segments(self) -> None:
+        manifest = self._load(self.reader.table_manifest)
+        if manifest is None:
+            return
+        bank = self.reader.root / layout.BANK_DIR
+        self._add(segment_problems(bank, manifest))
+        self.counts["segments"] = sum(len(entry.segments) for entry in manifest.tables.values())
+        self.counts["tombstoned_rows"] = sum(
+            segment.rows - segment.live_rows
+            for entry in manifest.tables.values()
+            for segment in entry.segments
+        )
+
+    def _check_segment_graphs(self, vectors: np.ndarray | None) -> None:
+        """Each memories segment's HNSW graph holds its rows' vectors; the index as a whole
+        answers with every memory."""
+        manifest = self._load(self.reader.table_manifest)
+        if manifest is None or vectors is None:
+            return
+        bank = self.reader.root / layout.BANK_DIR
+        entry = manifest.tables.get(MEMORIES_TABLE)
+        for segment in entry.segments if entry else []:
+            if attachment_path(bank, segment) is None:
+                continue
+            rows = self._load(lambda s=segment: read_segment(bank, s, ["embedding"], live=False))
+            if rows is not None:
+                self._add(attachment_problems(bank, segment, embeddings_to_numpy(rows)))
+        index = self._load(self.reader.faiss_index)
+        if index is not None:
+            self.counts["faiss_vectors"] = index.ntotal
+            if index.ntotal != len(vectors):
+                self._add(
+                    [f"the vector index holds {index.ntotal} vectors, {len(vectors)} memories"]
+                )
 
     # --- files ----------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import layout
 from memory_bank.store.builder import StoreBuilder
 from memory_bank.store.files import assign_chunk_paths, readme_relative_path, render_chunk_file
+from memory_bank.store.location import StoreLocation
 from memory_bank.store.snapshot import COMPUTED_META_KEYS, MemoryParts, StoreSnapshot
 from memory_bank.store.tables import SentenceRecord, check_vectors
 
@@ -56,6 +57,7 @@ def write_store(
     taxonomy_config: TaxonomyConfig | None = None,
     skip_if_unchanged: bool = False,
     reuse_files: Mapping[str, Path] | None = None,
+    compact: bool = False,
 ) -> StoreStats:
     """Write `snapshot` and make it the live version at `store_dir` in one swap.
 
@@ -68,12 +70,19 @@ def write_store(
     `reuse_files` maps store-relative paths of chunk files and READMEs to files of the live
     version that already hold exactly what would be written there (the caller knows: same
     memory, same path); they are hard-linked instead of rendered and written again.
+
+    The tables are written as segments (segments.py): only the rows the live version lacks,
+    with tombstones for the rows it has and this one does not; the rest is linked. `compact`
+    (a rebuild) folds every table into one segment, and a change of the memory recipe writes
+    them anew (the same chunk may then hold another memory). A snapshot with
+    `stored_documents` takes those documents' rows from the live version, which must have
+    segments and the same memory recipe.
     """
     parts = checked_parts(snapshot, taxonomy_config or TaxonomyConfig())
     chunk_paths = snapshot.chunk_paths
     if chunk_paths is None:
         chunk_paths = assign_chunk_paths(snapshot.tree, parts.memories)
-    manifest_documents = {doc.document_id: doc.source for doc in parts.documents}
+    manifest_documents = snapshot.documents()
     store_version = compute_store_version(
         manifest_documents,
         snapshot.tree,
@@ -86,7 +95,7 @@ def write_store(
     stats = StoreStats(
         store_dir=str(store_dir),
         store_version=store_version,
-        documents=len(parts.documents),
+        documents=len(manifest_documents),
         chunks=len(parts.memories),
         directories=count_directories(snapshot.tree),
         sentences=len(parts.sentences),
@@ -95,18 +104,30 @@ def write_store(
         return stats.model_copy(update={"written": False})
     with StoreBuilder(store_dir) as builder:
         _write_files(builder, snapshot, chunk_paths, reuse_files or {})
-        builder.write_tables(parts, chunk_paths)
-        if snapshot.readme_vectors is not None:
-            builder.write_readme_vectors(snapshot.readmes, snapshot.readme_vectors)
+        with builder.locked():  # the base must stay the version this is written against
+            base = _appendable_base(builder.location, snapshot.meta)
+            if snapshot.stored_documents is not None and base is None:
+                raise StoreError(
+                    f"{store_dir}: the live version cannot lend its rows (it has no segments, "
+                    "or another memory recipe): give every document's rows"
+                )
+            sentences = builder.write_tables(
+                parts,
+                chunk_paths,
+                base=base,
+                compact=compact,
+                document_ids=set(manifest_documents),
+                readmes=snapshot.readmes,
+                readme_vectors=snapshot.readme_vectors,
+            )
         builder.write_tree(snapshot.tree)
         for name, value in snapshot.bank_json.items():
             builder.write_bank_json(name, value)
         if snapshot.graph is not None:
             snapshot.graph.write(builder.build_dir / layout.BANK_DIR)
         builder.write_manifest(store_version, manifest_documents)
-        builder.write_faiss(parts.memory_vectors)
         committed = _publish(builder, snapshot, store_version)
-    return stats.model_copy(update={"store_dir": str(committed)})
+    return stats.model_copy(update={"store_dir": str(committed), "sentences": sentences})
 
 
 def checked_parts(snapshot: StoreSnapshot, taxonomy_config: TaxonomyConfig) -> MemoryParts:
@@ -121,6 +142,7 @@ def checked_parts(snapshot: StoreSnapshot, taxonomy_config: TaxonomyConfig) -> M
         tree=snapshot.tree,
         readmes=snapshot.readmes,
         taxonomy_config=taxonomy_config,
+        stored_documents=snapshot.stored_documents,
     )
     problems += _meta_problems(snapshot.meta)
     vectors = snapshot.readme_vectors
@@ -163,7 +185,7 @@ def _write_files(
 def _publish(builder: StoreBuilder, snapshot: StoreSnapshot, store_version: str) -> Path:
     """Write the meta file and publish the build, under the store's lock (the meta carries
     `created_at` over from the version it replaces)."""
-    parts, meta = snapshot.parts, snapshot.meta
+    parts, meta, documents = snapshot.parts, snapshot.meta, snapshot.documents()
     with builder.locked():
         previous = builder.previous_meta() or {}
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -173,16 +195,33 @@ def _publish(builder: StoreBuilder, snapshot: StoreSnapshot, store_version: str)
                 "store_version": store_version,
                 "created_at": previous.get("created_at") or now,
                 "updated_at": now,
-                "total_documents": len(parts.documents),
+                "total_documents": len(documents),
                 "total_chunks": len(parts.memories),
                 "total_directories": count_directories(snapshot.tree),
-                "source_files": sorted({doc.source for doc in parts.documents}),
+                "source_files": sorted(set(documents.values())),
                 # The documented keys first, in the documented order, then any additions.
                 **{key: meta[key] for key in REQUIRED_META_EXTRA},
                 **{k: v for k, v in meta.items() if k not in REQUIRED_META_EXTRA},
             }
         )
         return builder.commit()
+
+
+def _appendable_base(location: StoreLocation, meta: Mapping[str, Any]) -> Path | None:
+    """The live version, when the new one can be written as changes to its tables: it has
+    segments and the same memory recipe (a chunk id then means the same chunk and memory)."""
+    live = location.live_directory()
+    if live is None or layout.has_whole_tables(live):
+        return None
+    try:
+        live_meta = json.loads((live / layout.META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(live_meta, dict) or live_meta.get("memory_recipe") != meta.get(
+        "memory_recipe"
+    ):
+        return None
+    return live
 
 
 def _live_store_is(store_dir: str | Path, store_version: str, meta: Mapping[str, Any]) -> bool:
@@ -250,8 +289,12 @@ def find_store_problems(
     tree: DirectoryNode,
     readmes: Mapping[str, str],
     taxonomy_config: TaxonomyConfig,
+    stored_documents: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """Every inconsistency between the parts of a store (empty list = consistent)."""
+    """Every inconsistency between the parts of a store (empty list = consistent). With
+    `stored_documents` (kept documents of the live version, not given), `documents`, `chunks`
+    and `sentences` are only the new rows, and what is checked of the kept ones is that the
+    memories name them."""
     # Imported here: the taxonomy package pulls in scikit-learn (seconds), which readers and
     # the file helpers of this package do not need.
     from memory_bank.taxonomy import validate_taxonomy
@@ -266,6 +309,9 @@ def find_store_problems(
     document_ids = [doc.document_id for doc in documents]
     if len(set(document_ids)) != len(document_ids):
         problems.append("duplicate document_id in documents")
+    kept = stored_documents or {}
+    if set(document_ids) & set(kept):
+        problems.append("new documents that the store already holds")
     chunk_ids = [chunk.chunk_id for chunk in chunks]
     if len(set(chunk_ids)) != len(chunk_ids):
         problems.append("duplicate chunk_id in chunks")
@@ -278,7 +324,18 @@ def find_store_problems(
         lacking = [memory.index for memory in memories if not memory.metadata.get(key)]
         if lacking:
             problems.append(f"memories lack metadata[{key!r}]: {lacking[:5]}")
-    if sorted(memory_chunk_ids) != sorted(chunk_ids):
+    new_documents = set(document_ids)
+    unknown = sorted(
+        {str(m.metadata.get("document_id")) for m in memories} - new_documents - set(kept)
+    )
+    if unknown:
+        problems.append(f"memories of unknown documents: {unknown[:5]}")
+    given_chunk_ids = [
+        chunk_id
+        for chunk_id, memory in zip(memory_chunk_ids, memories, strict=True)
+        if memory.metadata.get("document_id") in new_documents
+    ]
+    if sorted(given_chunk_ids) != sorted(chunk_ids):
         problems.append("memories and chunks must match one to one (by chunk_id)")
 
     chunk_id_of = dict(zip(indices, memory_chunk_ids, strict=True))
@@ -293,6 +350,12 @@ def find_store_problems(
             f"sentences with a wrong memory index, chunk_id or span: {bad_sentences[:5]}"
         )
 
+    return problems + _readme_problems(tree, readmes)
+
+
+def _readme_problems(tree: DirectoryNode, readmes: Mapping[str, str]) -> list[str]:
+    """Every directory has a README with text, and every README a directory."""
+    problems = []
     directories = {node.path for node in tree.iter_nodes()}
     missing_readmes = sorted(directories - set(readmes))
     if missing_readmes:

@@ -22,6 +22,9 @@ from memory_bank.agents.keys import KeyRing, KeyScope
 from memory_bank.agents.local import LocalMemory
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AgentsConfig, AppConfig, LimitsConfig, RouterConfig
+from memory_bank.store.layout import FAISS_FILE
+from memory_bank.store.reader import StoreReader
+from memory_bank.store.verify import verify_store
 from tests.agents_support import agents_app, browse_tree, copy_store, memories_below
 from tests.loopback_llm import serve_asgi, serve_loopback
 
@@ -327,6 +330,13 @@ def test_an_add_and_a_removal_run_as_jobs_with_their_status(server):
     assert removed["state"] == "succeeded" and removed["removed_documents"] == 1
     assert not after or "Vega" not in after[0]["text"]
     assert {submitted.json()["id"], removal.json()["id"]} <= set(listed)
+    # The jobs committed through the segment writer: one logical table, no whole-table index.
+    stored = StoreReader(server["store"])
+    memories = stored.rows("memories", ["memory"]).column("memory").to_pylist()
+    assert stored.segmented and not (stored.root / FAISS_FILE).exists()
+    assert not any("Vega" in memory for memory in memories)
+    report = verify_store(server["store"])
+    assert report.ok, report.problems
 
 
 def test_server_files_are_added_only_from_the_configured_roots(server, tmp_path):

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 from memory_bank.browse import StoreCatalog, directory_page, memory_page
@@ -36,7 +35,7 @@ def browser(bank) -> StoreBrowser:
 
 
 def _chunk_id(bank, source_name: str) -> str:
-    table = pq.read_table(bank.store / ".bank" / "memories.parquet", columns=["chunk_id", "source"])
+    table = StoreReader(bank.store).rows("memories", ["chunk_id", "source"])
     return next(r["chunk_id"] for r in table.to_pylist() if Path(r["source"]).name == source_name)
 
 

@@ -13,7 +13,7 @@ import pytest
 from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
 from memory_bank.graph.batch import BatchOutcome, GraphCommit
-from memory_bank.graph.persist import GraphRecords, GraphSnapshot
+from memory_bank.graph.layers import GraphSnapshot
 from memory_bank.graph.storage import GraphStorage
 from memory_bank.ingest.commit_change import Change, apply_request, check_change
 from memory_bank.ingest.commit_readmes import readme_stage, stale_directories
@@ -34,6 +34,7 @@ from memory_bank.store.snapshot import MemoryParts, StoreSnapshot, load_snapshot
 from memory_bank.store.writer import write_store
 from memory_bank.text.sources import document_from_text
 from tests.fakes import HashingEmbedder
+from tests.support import written_node_ids
 
 TOPICS = {
     "bread": "Sourdough bread needs a lively starter, flour, water and salt; the dough rises "
@@ -222,7 +223,7 @@ class RecordingGraph:
 
     def prepare_commit(self, commit: GraphCommit) -> tuple[GraphSnapshot, BatchOutcome]:
         self.commits.append(commit)
-        return GraphSnapshot(GraphRecords(), 7), BatchOutcome(nodes_added=len(commit.added))
+        return GraphSnapshot(7, None, Path("unused")), BatchOutcome(nodes_added=len(commit.added))
 
     def committed(self) -> None:
         pass
@@ -260,7 +261,7 @@ def test_the_ingest_graph_step_checkpoints_added_nodes_and_prunes_removed_ones(
     # Two checkpoints: the nodes, then the verdicts of their analysis (run without the lock).
     assert outcome.nodes_added == len(added.parts.memories) and outcome.pairs > 0
     assert snapshot.seq == 2
-    assert {node.id for node in snapshot.records.nodes} == graph_commit(added, 0).chunk_ids_after
+    assert written_node_ids(snapshot, tmp_path / "v1") == graph_commit(added, 0).chunk_ids_after
     log = tmp_path / ".store.graph"
     assert (log / "000000001").is_dir() and (log / "000000002").is_dir()  # acknowledged on disk
     gone = store_of_four_topics.parts.documents[0].document_id
@@ -270,7 +271,7 @@ def test_the_ingest_graph_step_checkpoints_added_nodes_and_prunes_removed_ones(
 
     # Nothing added, nothing analysed: one checkpoint.
     assert outcome.nodes_removed == 1 and snapshot.seq == 3
-    assert {node.id for node in snapshot.records.nodes} == graph_commit(removal, 0).chunk_ids_after
+    assert written_node_ids(snapshot, tmp_path / "v2") == graph_commit(removal, 0).chunk_ids_after
 
 
 # --- the new version ------------------------------------------------------------------------
@@ -340,7 +341,9 @@ def test_a_written_snapshot_reads_back_as_the_same_version(
     assert [_stored(m) for m in loaded.parts.memories] == [
         _stored(m) for m in written.parts.memories
     ]
-    assert loaded.parts.documents == written.parts.documents
+    # The documents', chunks' and sentences' rows stay in the store: the version lends them.
+    assert loaded.stored_documents == written.documents() == loaded.documents()
+    assert loaded.parts.documents == loaded.parts.chunks == loaded.parts.sentences == []
     np.testing.assert_array_equal(loaded.parts.memory_vectors, written.parts.memory_vectors)
     assert set(loaded.readme_vectors) == set(written.readme_vectors)
     assert load_snapshot(tmp_path / "nothing") is None

@@ -58,9 +58,8 @@ def test_a_commit_records_every_file_it_writes(built):
     reader = StoreReader(root)
     for path in reader.memories().column("path").to_pylist():
         assert path in recorded
-    assert {"README.md", ".gam_meta.json", ".bank/memories.parquet", ".bank/vectors.faiss"} <= set(
-        recorded
-    )
+    assert {"README.md", ".gam_meta.json", ".bank/tables.json"} <= set(recorded)
+    assert set(_segment_files(root)) <= set(recorded)
     assert HASHES_FILE not in recorded
     assert verify_store(built).ok
 
@@ -85,7 +84,8 @@ def test_a_chunk_file_edited_by_hand_is_a_warning_in_the_answer_and_in_verify(st
 
 
 def test_zeroed_vectors_are_a_warning_in_every_answer(store, embedder):
-    path = store / ".bank/memories.parquet"
+    (segment,) = _segment_files(store, "memories")
+    path = store / segment
     table = pq.read_table(path)
     column = table.schema.get_field_index("embedding")
     zeros = np.zeros((table.num_rows, 384), dtype=np.float32)
@@ -99,9 +99,7 @@ def test_zeroed_vectors_are_a_warning_in_every_answer(store, embedder):
 
     result = ask(store, embedder, "How far out to sea can the lighthouse be seen?")
 
-    assert any(
-        w.startswith(".bank/memories.parquet is not what the store wrote") for w in result.warnings
-    )
+    assert any(w.startswith(f"{segment} is not what the store wrote") for w in result.warnings)
     assert not verify_store(store).ok
 
 
@@ -127,3 +125,49 @@ def test_a_file_linked_into_the_next_version_keeps_its_record(built, tmp_path):
     (build / ".bank").mkdir(parents=True)
     hashes.write(build)
     assert read_hashes(build) == {path: recorded[path]}
+
+
+def test_a_segment_the_next_commit_keeps_keeps_its_record_unread(tmp_path, embedder):
+    """The next version hard-links the segments it keeps and carries their hashes over, so an
+    add hashes only what it wrote, and a kept segment changed in place (shared by the link)
+    before that commit is still caught in the new version."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name, text in NOTES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    store = tmp_path / "store"
+    bank = MemoryBank(store, embedder=embedder)
+    bank.add(files=[folder / "ferry.md", folder / "bread.md"])
+    (kept,) = _segment_files(store.resolve(), "documents")
+    recorded = read_hashes(store.resolve())[kept]
+    path = store.resolve() / kept
+    table = pq.read_table(path)
+    titles = table.column("title").to_pylist()
+    changed = table.set_column(
+        table.schema.get_field_index("title"), "title", pa.array([t + "!" for t in titles])
+    )
+    scratch = tmp_path / "changed.parquet"
+    pq.write_table(changed, scratch)
+    with path.open("r+b") as handle:  # in place: the same inode the next version links
+        handle.write(scratch.read_bytes())
+        handle.truncate()
+
+    bank.add(files=[folder / "lighthouse.md"])
+
+    live = store.resolve()
+    assert kept in _segment_files(live, "documents") and (live / kept).samefile(path)
+    assert read_hashes(live)[kept] == recorded
+    report = verify_store(store)
+    assert any(f"{kept} was changed after the store wrote it" in p for p in report.problems)
+
+
+def _segment_files(root: Path, table: str | None = None) -> list[str]:
+    """The store-relative paths of a version's segment files and their attachments."""
+    manifest = StoreReader(root).table_manifest()
+    files = []
+    for name, entry in manifest.tables.items():
+        for segment in entry.segments if table in (None, name) else []:
+            files.append(f".bank/tables/{segment.file}")
+            parent = segment.file.rsplit("/", 1)[0]
+            files += [f".bank/tables/{parent}/{a}" for a in segment.attachments]
+    return files

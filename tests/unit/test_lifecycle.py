@@ -170,11 +170,18 @@ def test_remove_then_verify_keeps_every_other_path(tmp_path: Path, embedder: Emb
     store = tmp_path / "pruned"
     runner = local_runner(AppConfig(), embedder)
     runner.run(store, [str(SAMPLE / "articles"), str(SAMPLE / "notes")])
-    before = StoreReader(store).memories().to_pylist()
+    old = StoreReader(store)
+    before = old.memories().to_pylist()
     target = SAMPLE / "notes" / "home" / "sourdough_baking.md"
     result = runner.remove(store, [str(target)])
     assert result.removed_documents == 1 and result.removed_chunks > 0
-    after = StoreReader(store).memories().to_pylist()
+    new = StoreReader(store)
+    after = new.memories().to_pylist()
+    # The sentences (most of a store's bytes) are not rewritten: tombstones on the same file.
+    (old_sentences,) = old.table_manifest().tables["sentences"].segments
+    (new_sentences,) = new.table_manifest().tables["sentences"].segments
+    assert new_sentences.file == old_sentences.file and new_sentences.deleted
+    assert new_sentences.live_rows == new.sentences().num_rows < old.sentences().num_rows
     assert not any(row["source"].endswith("sourdough_baking.md") for row in after)
     kept = {row["chunk_id"]: row["path"] for row in before if "sourdough" not in row["source"]}
     assert {row["chunk_id"]: row["path"] for row in after} == kept
@@ -218,6 +225,7 @@ def test_an_add_links_the_files_it_keeps_and_old_readers_keep_their_version(
 
     new = StoreReader(store)
     assert new.root != old.root and result.documents == 1
+    new_rows = [c for c in new.memories().column("chunk_id").to_pylist() if c not in old_rows]
     same_inode = moved = 0
     for row in new.memories().drop_columns(["embedding"]).to_pylist():
         before = old_rows.get(row["chunk_id"])
@@ -231,6 +239,14 @@ def test_an_add_links_the_files_it_keeps_and_old_readers_keep_their_version(
             assert not linked
             moved += 1
     assert same_inode > 0 and same_inode + moved == len(old_rows)
+    # Every table segment of the old version is linked, and the new rows are new segments.
+    for table, entry in old.table_manifest().tables.items():
+        new_entry = new.table_manifest().tables[table]
+        for segment in entry.segments:
+            where = f".bank/tables/{segment.file}"
+            assert os.stat(new.path(where)).st_ino == os.stat(old.path(where)).st_ino
+        if table in ("memories", "chunks", "paths"):
+            assert sum(s.rows for s in new_entry.segments[len(entry.segments) :]) == len(new_rows)
     # The version a reader opened before the add is intact.
     assert {
         cid: old.path(row["path"]).read_text("utf-8") for cid, row in old_rows.items()

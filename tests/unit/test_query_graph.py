@@ -11,12 +11,12 @@ import pytest
 
 from memory_bank.graph.graph import QueryGraph, compose_embedding
 from memory_bank.graph.interaction import InteractionTree, ReadOnlyEntryError
+from memory_bank.graph.layers import load_graph_state
 from memory_bank.graph.model import Conflict, GraphNode, InteractionEntry, MergeEvent
 from memory_bank.graph.persist import (
     GraphState,
     all_records,
     checkpoints,
-    load_graph_state,
     take_changes,
     write_checkpoint,
     write_records,
@@ -107,6 +107,55 @@ def test_snapshot_and_checkpoints_reload_to_the_same_graph(tmp_path):
     assert (conflict.status, conflict.current, conflict.superseded) == ("resolved", "c", "a")
     assert loaded.tree.entries_for("c")[0].text == "raw text"
     assert [seq for seq, _ in checkpoints(tmp_path / "log")] == [2]
+
+
+def _same_graph(first: GraphState, second: GraphState) -> bool:
+    def rows(state: GraphState) -> list[tuple]:
+        return sorted(
+            (n.id, n.summary, json.dumps(n.links, sort_keys=True), n.embedding.tobytes())
+            for n in state.graph.nodes.values()
+        )
+
+    return rows(first) == rows(second) and set(first.graph.conflicts) == set(second.graph.conflicts)
+
+
+def test_a_version_snapshot_links_earlier_layers_and_compacts_when_they_pile_up(
+    tmp_path, monkeypatch
+):
+    import memory_bank.graph.layers as layers
+
+    monkeypatch.setattr(layers, "LAYERS_SHARE", 100.0)  # here every layer is alike
+    state, log = GraphState(), tmp_path / "log"
+    versions = []
+    for seq in range(1, 6):
+        state.graph.add_node(_node(f"n{seq}", f"topic {seq}", seed=seq, timestamp=seq))
+        if seq > 1:
+            state.graph.add_edge(f"n{seq}", f"n{seq - 1}", "related")
+        if seq == 4:
+            state.graph.delete_node("n1")
+        write_checkpoint(log, take_changes(state), seq=seq)
+        state.seq = seq
+        version = tmp_path / f"v{seq}" / "graph"
+        layers.write_snapshot(version, versions[-1] if versions else None, log, seq)
+        versions.append(version)
+        assert _same_graph(load_graph_state(version, tmp_path / "empty"), state)
+        assert load_graph_state(version, tmp_path / "empty").seq == seq
+    names = sorted(p.name for p in (versions[-1] / "layers").iterdir())
+    assert names == [f"{n:09d}" for n in range(1, 6)]
+    shared = versions[-2] / "layers" / f"{4:09d}" / "nodes.parquet"
+    assert (
+        shared.stat().st_ino
+        == (versions[-1] / "layers" / f"{4:09d}" / "nodes.parquet").stat().st_ino
+    )
+
+    monkeypatch.setattr(layers, "MAX_LAYERS", 3)
+    state.graph.add_node(_node("n6", "topic 6", seed=6, timestamp=6))
+    write_checkpoint(log, take_changes(state), seq=6)
+    state.seq = 6
+    compacted = tmp_path / "v6" / "graph"
+    layers.write_snapshot(compacted, versions[-1], log, 6)
+    assert [p.name for p in (compacted / "layers").iterdir()] == [f"{6:09d}-all"]
+    assert _same_graph(load_graph_state(compacted, tmp_path / "empty"), state)
 
 
 def _tree_digest(tree: InteractionTree) -> str:

@@ -18,6 +18,7 @@ from memory_bank.session.agents import ClusterDraft
 from memory_bank.session.models import PlanRequest, PlanResult
 from memory_bank.session.planning import plan_offline
 from memory_bank.session.service import SessionService, context_pieces
+from tests.support import written_node_ids
 
 PIECE_CHARS = 1_000
 
@@ -159,7 +160,7 @@ def test_sessions_go_on_while_a_commit_analyses_its_graph(tmp_path, embedder):
         release.set()
         worker.join(120)
     snapshot, _ = outcome["commit"]
-    node_ids = {record.id for record in snapshot.records.nodes}
+    node_ids = written_node_ids(snapshot, tmp_path / "version")
     assert {"c0", "c1", "c2"} <= node_ids
     # The commit's snapshot holds what the intercept did meanwhile, and its own verdicts.
     assert outcome["intercept"].new_nodes[0].id in node_ids

@@ -37,10 +37,12 @@ from memory_bank.store import (
 )
 from memory_bank.store.files import FRONTMATTER_FIELDS
 from memory_bank.store.tables import (
+    build_faiss_index,
     chunks_from_table,
     documents_from_table,
     memories_from_table,
     sentences_from_table,
+    write_faiss_index,
 )
 from memory_bank.text.sentences import split_sentence_spans
 
@@ -204,6 +206,16 @@ def snapshot(directory: Path) -> dict[str, bytes]:
     }
 
 
+def layout_of(directory: Path) -> set[str]:
+    """The files of a store, a segment named by its table ("tables/<table>/*.parquet")."""
+    return {
+        re.sub(r"/[^/]+\.parquet$", "/*.parquet", name)
+        if name.startswith(".bank/tables/")
+        else name
+        for name in snapshot(directory)
+    }
+
+
 def leftovers(store_dir: Path) -> list[str]:
     """What a finished commit must not leave beside the store: build directories, temporary
     links, anything hidden but the lock file, the version area and the ingest journal."""
@@ -236,13 +248,15 @@ EXPECTED_FILES = {
     "cooking/pasta_basics_2.md",
     "cooking/sauce_reduction.md",
     ".bank/manifest.json",
-    ".bank/documents.parquet",
-    ".bank/chunks.parquet",
-    ".bank/memories.parquet",
-    ".bank/sentences.parquet",
     ".bank/tree.json",
-    ".bank/vectors.faiss",
-    ".bank/readmes.parquet",
+    ".bank/tables.json",
+    # A new store: one segment per table (names vary: numbered and random).
+    ".bank/tables/documents/*.parquet",
+    ".bank/tables/chunks/*.parquet",
+    ".bank/tables/memories/*.parquet",
+    ".bank/tables/paths/*.parquet",
+    ".bank/tables/sentences/*.parquet",
+    ".bank/tables/readmes/*.parquet",
     ".bank/hashes.parquet",
 }
 
@@ -268,7 +282,7 @@ def reader(written: tuple[Path, StoreStats]) -> StoreReader:
 
 def test_layout_is_exactly_the_documented_one(written: tuple[Path, StoreStats]) -> None:
     store_dir, _ = written
-    assert set(snapshot(store_dir)) == EXPECTED_FILES
+    assert layout_of(store_dir) == EXPECTED_FILES
     assert leftovers(store_dir) == []
     assert is_store(store_dir) and StoreReader.is_store(store_dir)
 
@@ -362,7 +376,7 @@ def test_a_store_written_without_readme_vectors_has_no_readmes_table(
 ) -> None:
     write_store(tmp_path / "mem", inputs.as_snapshot(readme_vectors=None))
     reader = StoreReader(tmp_path / "mem")
-    assert not (tmp_path / "mem" / ".bank" / "readmes.parquet").exists()
+    assert "readmes" not in reader.table_manifest().tables
     assert reader.readmes() is None
     assert reader.readme_vectors().shape == (0, 384)
 
@@ -404,9 +418,9 @@ def test_reader_refuses_missing_and_incomplete_stores(
         StoreReader(tmp_path / "nowhere")
     broken = tmp_path / "broken"
     shutil.copytree(written[0], broken)
-    (broken / ".bank" / "vectors.faiss").unlink()
+    (broken / ".bank" / "tables.json").unlink()
     assert not is_store(broken)
-    with pytest.raises(StoreError, match="vectors.faiss"):
+    with pytest.raises(StoreError, match="tables.json"):
         StoreReader(broken)
     with pytest.raises(StoreError, match="no memory with index"):
         StoreReader(written[0]).chunk_path(8)
@@ -535,7 +549,7 @@ def test_second_build_replaces_first_and_keeps_created_at(
     assert reader.meta["updated_at"] != "2020-01-01T00:00:00Z"
     counts = [reader.meta[f"total_{name}"] for name in ("chunks", "directories", "documents")]
     assert counts == [2, 1, 1]
-    assert set(snapshot(store_dir)) == {
+    assert layout_of(store_dir) == {
         ".gam_meta.json",
         "README.md",
         "biology/README.md",
@@ -576,7 +590,7 @@ def test_concurrent_builds_serialize_and_leave_one_complete_store(tmp_path: Path
     assert len(set(versions)) == 2
     reader = StoreReader(store_dir)
     winner = candidates[versions.index(reader.store_version)]
-    assert set(snapshot(store_dir)) == EXPECTED_FILES
+    assert layout_of(store_dir) == EXPECTED_FILES
     assert memories_from_table(reader.memories()) == winner.memories
     np.testing.assert_array_equal(reader.memory_vectors(), winner.memory_vectors)
     assert reader.faiss_index().ntotal == 8
@@ -723,3 +737,32 @@ def test_deleting_a_store_takes_its_versions_and_siblings_and_leaves_its_neighbo
     ]
     assert StoreReader(tmp_path / "mem.old").meta["total_chunks"] > 0
     StoreLocation(tmp_path / "mem").delete()  # gone already: nothing to do
+
+
+def test_a_store_with_whole_tables_is_read_and_its_next_commit_writes_segments(
+    tmp_path: Path, written: tuple[Path, StoreStats], inputs: StoreInputs
+) -> None:
+    """A store from before segments: whole Parquet tables and one faiss index."""
+    store = tmp_path / "old"
+    shutil.copytree(written[0].resolve(), store)
+    current = StoreReader(store)
+    tables = {name: getattr(current, name)() for name in ("documents", "chunks", "memories")}
+    tables["sentences"] = current.sentences()
+    tables["readmes"] = current.readmes()
+    shutil.rmtree(store / ".bank" / "tables")
+    (store / ".bank" / "tables.json").unlink()
+    for name, table in tables.items():
+        pq.write_table(table, store / ".bank" / f"{name}.parquet")
+    write_faiss_index(build_faiss_index(current.memory_vectors()), store / ".bank/vectors.faiss")
+
+    old = StoreReader(store)
+    assert not old.segmented and is_store(store)
+    for name, table in tables.items():
+        assert getattr(old, name)().equals(table), name
+    assert old.faiss_index().search(inputs.memory_vectors[:1], 1)[1][0, 0] == 0
+
+    write_store(store, inputs.as_snapshot())
+    new = StoreReader(store)
+    assert new.segmented and not (new.root / ".bank" / "vectors.faiss").exists()
+    for name, table in tables.items():
+        assert getattr(new, name)().equals(table), name

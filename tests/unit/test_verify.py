@@ -10,7 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
-import faiss
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
@@ -20,7 +21,9 @@ from memory_bank.cli.main import app
 from memory_bank.config import AppConfig, TaxonomyConfig
 from memory_bank.index.corpus import StoreCorpus
 from memory_bank.ingest.runner import local_runner
+from memory_bank.store.integrity import HASHES_FILE, file_sha256, read_hashes
 from memory_bank.store.reader import StoreReader
+from memory_bank.store.segments import read_manifest
 from memory_bank.store.tables import build_faiss_index, write_faiss_index
 from memory_bank.store.verify import VerifyReport, verify_store
 
@@ -115,24 +118,66 @@ def test_a_missing_readme_is_named(store: Path, tmp_path: Path) -> None:
     assert problems_naming(report, "without a README", f"/{directory.as_posix()}"), report.problems
 
 
-def test_a_faiss_index_one_vector_short_is_named(store: Path, tmp_path: Path) -> None:
+def with_memories_graph(damaged: Path, vectors: np.ndarray) -> None:
+    """Give the store's memories segment an HNSW graph of `vectors` (as a segment of
+    HNSW_MIN_VECTORS rows has one)."""
+    manifest = read_manifest(damaged / ".bank")
+    segment = manifest.tables["memories"].segments[0]
+    name = Path(segment.file).with_suffix(".hnsw").name
+    write_faiss_index(
+        build_faiss_index(vectors, hnsw_min_vectors=1),
+        damaged / ".bank/tables/memories" / name,
+    )
+    segment.attachments = [name]
+    (damaged / ".bank/tables.json").write_text(manifest.model_dump_json())
+    # Recorded as a commit would record them, so only what the graph holds can be wrong.
+    recorded = read_hashes(damaged)
+    for relative in (".bank/tables.json", f".bank/tables/memories/{name}"):
+        recorded[relative] = file_sha256(damaged / relative)
+    pq.write_table(
+        pa.table({"path": list(recorded), "sha256": list(recorded.values())}),
+        damaged / HASHES_FILE,
+    )
+
+
+def test_a_segment_graph_one_vector_short_is_named(store: Path, tmp_path: Path) -> None:
     damaged = copy_of(store, tmp_path)
     vectors = StoreReader(damaged).memory_vectors()
-    write_faiss_index(build_faiss_index(vectors[:-1]), damaged / ".bank/vectors.faiss")
+    with_memories_graph(damaged, vectors[:-1])
     report = verify_store(damaged)
     rows = len(vectors)
-    assert problems_naming(report, "vectors.faiss", f"{rows - 1} vectors", f"{rows} rows")
+    assert problems_naming(report, ".hnsw", f"{rows - 1} vectors", f"segment {rows}"), (
+        report.problems
+    )
 
 
-def test_a_faiss_index_of_other_vectors_is_named(store: Path, tmp_path: Path) -> None:
+def test_a_segment_graph_of_other_vectors_is_named(store: Path, tmp_path: Path) -> None:
     damaged = copy_of(store, tmp_path)
     vectors = StoreReader(damaged).memory_vectors().copy()
+    with_memories_graph(damaged, vectors)
+    assert verify_store(damaged).ok
     vectors[[0, 1]] = vectors[[1, 0]]
-    index = faiss.IndexFlatIP(vectors.shape[1])
-    index.add(vectors)
-    faiss.write_index(index, str(damaged / ".bank/vectors.faiss"))
+    with_memories_graph(damaged, vectors)
     report = verify_store(damaged)
-    assert problems_naming(report, "vectors.faiss row 0"), report.problems
+    assert problems_naming(report, ".hnsw", "row 0 is not the segment's vector"), report.problems
+
+
+def test_damaged_segments_are_named(store: Path, tmp_path: Path) -> None:
+    damaged = copy_of(store, tmp_path)
+    manifest = read_manifest(damaged / ".bank")
+    chunks = manifest.tables["chunks"].segments[0]
+    (damaged / ".bank/tables" / chunks.file).unlink()
+    documents = manifest.tables["documents"].segments[0]
+    documents.rows += 1
+    sentences = manifest.tables["sentences"].segments[0]
+    sentences.deleted = [(5, 3)]
+    (damaged / ".bank/tables/sentences/000009-stray.parquet").write_bytes(b"")
+    (damaged / ".bank/tables.json").write_text(manifest.model_dump_json())
+    report = verify_store(damaged)
+    assert problems_naming(report, chunks.file, "missing"), report.problems
+    assert problems_naming(report, documents.file, f"tables.json says {documents.rows}")
+    assert problems_naming(report, sentences.file, "tombstones")
+    assert problems_naming(report, "does not list", "sentences/000009-stray.parquet")
 
 
 def test_corrupt_or_edited_frontmatter_is_named(store: Path, tmp_path: Path) -> None:
@@ -148,13 +193,15 @@ def test_corrupt_or_edited_frontmatter_is_named(store: Path, tmp_path: Path) -> 
 
 def test_a_dropped_memory_row_is_named(store: Path, tmp_path: Path) -> None:
     damaged = copy_of(store, tmp_path)
-    table = pq.read_table(damaged / ".bank/memories.parquet")
-    last = table.num_rows - 1
-    pq.write_table(table.slice(0, last), damaged / ".bank/memories.parquet")
+    manifest = read_manifest(damaged / ".bank")
+    last = StoreReader(damaged).memories().num_rows - 1
+    for table in ("memories", "paths"):  # tombstoned, as a removal would, chunks left alone
+        segment = manifest.tables[table].segments[0]
+        segment.deleted = [(last, last + 1)]
+    (damaged / ".bank/tables.json").write_text(manifest.model_dump_json())
     report = verify_store(damaged)
     assert problems_naming(report, "tree", f"indices outside 0..{last - 1}: {last}")
     assert problems_naming(report, "memories and chunks must match")
-    assert problems_naming(report, "vectors.faiss", f"{last + 1} vectors", f"{last} rows")
     assert problems_naming(report, "stray chunk file")  # the dropped memory's file
     assert problems_naming(report, "total_chunks")
 

@@ -1,0 +1,189 @@
+"""A new version's tables as segments: the previous version's, linked, plus what changed.
+
+`write_version_tables` gets the whole content of the new version (as `write_store` does) and
+the previous version's `.bank` directory; it compares keys (document ids, chunk ids,
+directories), never whole rows, and writes segments only for rows the previous version lacks,
+tombstones for rows it has and the new one does not, and links everything else (see
+segments.py). Rows under a kept key are the same rows: documents are named by their content
+hash and chunks by their document and position, and `write_store` starts from no base when the
+memory recipe changed (then the same chunk id may hold another memory). With no base, or when
+compacting (a rebuild), every table is written as one new segment.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from memory_bank.schemas import Chunk, Document, MemorizedChunk
+from memory_bank.store.segment_writer import TableSetWriter
+from memory_bank.store.segments import TablesManifest, read_table
+from memory_bank.store.tables import (
+    HNSW_MIN_VECTORS,
+    PATHS_SCHEMA,
+    READMES_SCHEMA,
+    SentenceRecord,
+    chunks_table,
+    documents_table,
+    embeddings_to_numpy,
+    memory_segment_table,
+    readmes_table,
+    sentence_segment_table,
+)
+from memory_bank.store.vectors import MEMORIES_TABLE, hnsw_attachments
+
+DOCUMENTS, CHUNKS, SENTENCES, READMES, PATHS = (
+    "documents",
+    "chunks",
+    "sentences",
+    "readmes",
+    "paths",
+)
+
+
+def write_version_tables(
+    target: Path,
+    base: Path | None,
+    *,
+    compact: bool = False,
+    document_ids: set[str] | None = None,
+    documents: Sequence[Document],
+    chunks: Sequence[Chunk],
+    memories: Sequence[MemorizedChunk],
+    memory_vectors: np.ndarray,
+    sentences: Sequence[SentenceRecord],
+    sentence_vectors: np.ndarray,
+    chunk_paths: Mapping[int, str],
+    readmes: Mapping[str, str] | None = None,
+    readme_vectors: Mapping[str, np.ndarray] | None = None,
+    hnsw_min_vectors: int = HNSW_MIN_VECTORS,
+) -> tuple[TablesManifest, int]:
+    """Write the tables of the version being built in `target` (its `.bank`); returns the
+    manifest and the bytes of segments written (linked ones not counted).
+
+    With a base, `documents`, `chunks` and `sentences` may be only the new rows: rows of the
+    base stay unless their chunk left the memories or their document left `document_ids`
+    (every document of the new version; default: those of `documents`). `compact` folds each
+    table into one segment afterwards."""
+    document_ids = document_ids if document_ids is not None else {d.document_id for d in documents}
+    ordered = sorted(memories, key=lambda memory: memory.index)
+    matrix = (
+        memory_vectors[[memory.index for memory in ordered]] if len(ordered) else memory_vectors
+    )
+    paths = [chunk_paths[memory.index] for memory in ordered]
+    with TableSetWriter(base, target, on_segment=hnsw_attachments(hnsw_min_vectors)) as writer:
+        if writer.base is None:
+            _write_whole(writer, documents, chunks, ordered, matrix, sentences, sentence_vectors)
+            writer.replace(PATHS, pa.table({"path": paths}, schema=PATHS_SCHEMA))
+        else:
+            _write_changes(
+                writer,
+                documents,
+                document_ids,
+                chunks,
+                ordered,
+                matrix,
+                sentences,
+                sentence_vectors,
+                paths,
+            )
+        if readmes is not None and readme_vectors is not None:
+            _write_readmes(writer, readmes, readme_vectors)
+        if compact:
+            for name in writer.tables():
+                writer.compact(name)
+        # Memories added since the last HNSW graph are searched exactly; once they are as many
+        # as a graph is worth, they become one segment with its own graph.
+        writer.merge_tail(MEMORIES_TABLE, hnsw_min_vectors)
+    return writer.manifest, writer.written_bytes
+
+
+def _write_whole(writer, documents, chunks, memories, matrix, sentences, sentence_vectors):
+    writer.replace(DOCUMENTS, documents_table(documents, _token_counts(chunks)))
+    writer.replace(CHUNKS, chunks_table(chunks))
+    writer.replace(MEMORIES_TABLE, memory_segment_table(memories, matrix))
+    writer.replace(SENTENCES, sentence_segment_table(sentences, sentence_vectors))
+
+
+def _write_changes(
+    writer, documents, document_ids, chunks, memories, matrix, sentences, vectors, paths
+):
+    live = writer.keys(MEMORIES_TABLE, "chunk_id")
+    wanted = [str(memory.metadata["chunk_id"]) for memory in memories]
+    wanted_set, live_set = set(wanted), set(live)
+    gone = live_set - wanted_set
+    fresh = wanted_set - live_set
+    kept = [chunk_id for chunk_id in live if chunk_id in wanted_set]
+    if wanted[: len(kept)] == kept:
+        # Kept memories keep their order: the new ones go after them, removed ones are
+        # tombstoned and the rows after them move up (their memory indices are row numbers).
+        writer.delete(MEMORIES_TABLE, "chunk_id", gone)
+        tail = slice(len(kept), None)
+        writer.append(MEMORIES_TABLE, memory_segment_table(memories[tail], matrix[tail]))
+    else:
+        writer.replace(MEMORIES_TABLE, memory_segment_table(memories, matrix))
+    writer.delete(SENTENCES, "chunk_id", gone)
+    new_sentences = [n for n, sentence in enumerate(sentences) if sentence.chunk_id in fresh]
+    writer.append(
+        SENTENCES,
+        sentence_segment_table([sentences[n] for n in new_sentences], vectors[new_sentences]),
+    )
+    writer.delete(CHUNKS, "chunk_id", gone)
+    writer.append(CHUNKS, chunks_table([chunk for chunk in chunks if chunk.chunk_id in fresh]))
+
+    stored_documents = set(writer.keys(DOCUMENTS, "document_id"))
+    writer.delete(DOCUMENTS, "document_id", stored_documents - document_ids)
+    added = [document for document in documents if document.document_id not in stored_documents]
+    writer.append(DOCUMENTS, documents_table(added, _token_counts(chunks)))
+
+    stored_paths = writer.keys(PATHS, "path")
+    if paths[: len(stored_paths)] == stored_paths:
+        writer.append(PATHS, pa.table({"path": paths[len(stored_paths) :]}, schema=PATHS_SCHEMA))
+    else:
+        writer.replace(PATHS, pa.table({"path": paths}, schema=PATHS_SCHEMA))
+
+
+def _write_readmes(
+    writer: TableSetWriter, readmes: Mapping[str, str], vectors: Mapping[str, np.ndarray]
+) -> None:
+    """Rows for directories whose README text or vector changed; tombstones for the rest that
+    went away or changed."""
+    new = readmes_table(readmes, vectors)
+    if writer.base is None or READMES not in writer.tables():
+        writer.replace(READMES, new)
+        return
+    stored = read_table(writer.base, READMES, schema=READMES_SCHEMA)
+    before = {
+        directory: (text, vector)
+        for directory, text, vector in zip(
+            stored.column("directory").to_pylist(),
+            stored.column("text").to_pylist(),
+            embeddings_to_numpy(stored),
+            strict=True,
+        )
+    }
+    changed = [
+        row
+        for row, (directory, text) in enumerate(
+            zip(new.column("directory").to_pylist(), new.column("text").to_pylist(), strict=True)
+        )
+        if directory not in before
+        or before[directory][0] != text
+        or not np.array_equal(before[directory][1], vectors[directory])
+    ]
+    changed_directories = {new.column("directory")[row].as_py() for row in changed}
+    writer.delete(
+        READMES, "directory", (set(before) - set(readmes)) | (changed_directories & set(before))
+    )
+    writer.append(READMES, new.take(pa.array(changed, type=pa.int64())))
+
+
+def _token_counts(chunks: Sequence[Chunk]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for chunk in chunks:
+        counts[chunk.document_id] += chunk.token_count
+    return counts
