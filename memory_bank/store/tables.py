@@ -1,17 +1,13 @@
-"""The `.bank/` tables: Parquet schemas, model <-> table conversion, and the faiss index.
+"""The `.bank/` tables: Parquet schemas, model <-> table conversion, and the faiss index builder.
 
 Embeddings are stored as `fixed_size_list<float32>[384]`, which maps onto an (n, 384) numpy
-array without copying. Row i of `memories.parquet` and of the faiss index is memory index i.
+array without copying.
 
-The faiss index is exact (IndexFlatIP) below HNSW_MIN_VECTORS memories and an HNSW graph from
-there on: a flat scan costs about 0.1 ms per 1k vectors per query (10-15 ms at 100k on this
-2-core machine), HNSW under 1 ms at 100k. Measured on the 100k synthetic store of
-bench/query.py with M=32, efConstruction=100: recall of the exact top-10 0.98 and top-50 0.94
-at efSearch=128, 0.9 ms (0.98/0.91 at 64, 0.4 ms); hybrid search re-scores every candidate
-exactly, so a neighbour missed near rank 50 rarely changes its top 5 (200 queries: the same
-top 1 for all, the same top 5 for 199, versus an exact index). The graph is built on one
-OpenMP thread so the same vectors always give the same index: 1-2 minutes at 100k here, small
-next to embedding 100k chunks.
+A faiss index (one per memories segment, `store/vectors.py`) is exact (IndexFlatIP) below
+HNSW_MIN_VECTORS vectors, where a flat scan is still cheap, and an HNSW graph from there on;
+hybrid search re-scores every candidate exactly, so a neighbour the graph misses near rank 50
+rarely changes the top 5 (docs/benchmarks.md, "Search", has the measurements). The graph is
+built on one OpenMP thread so the same vectors always give the same index.
 """
 
 from __future__ import annotations
