@@ -120,8 +120,10 @@ function followJobs(container, jobs) {
 }
 
 export async function renderStatus(main) {
-  const [status, jobs] = await Promise.all([getJSON("browse/status"), fetchJobs()]);
-  const jobsBox = h("div", { "aria-live": "polite" }, jobsContent(jobs));
+  // The jobs come from the writer, which may still be starting: the store's figures do not wait.
+  const jobsRequest = fetchJobs();
+  const status = await getJSON("browse/status");
+  const jobsBox = h("div", { "aria-live": "polite" }, h("p", {}, "Loading the jobs…"));
   const heading = h("h1", { tabindex: "-1" }, "Store at a glance");
   const edges = Object.entries(status.graph_edges).map(([relation, n]) => `${count(n)} ${relation}`).join(", ");
   replaceChildren(
@@ -166,6 +168,13 @@ export async function renderStatus(main) {
         )
       : null,
   );
-  followJobs(jobsBox, jobs);
+  jobsRequest.then(
+    (jobs) => {
+      if (!jobsBox.isConnected) return;
+      replaceChildren(jobsBox, jobsContent(jobs));
+      followJobs(jobsBox, jobs);
+    },
+    (error) => replaceChildren(jobsBox, message(`The jobs could not be fetched: ${error.message}`, "error")),
+  );
   return heading;
 }
