@@ -121,7 +121,12 @@ function followJobs(container, jobs) {
 
 export async function renderStatus(main) {
   // The jobs come from the writer, which may still be starting: the store's figures do not wait.
-  const jobsRequest = fetchJobs();
+  // Settled at once either way, so a refusal that the status request reports is not also an
+  // unhandled rejection of this one.
+  const jobsRequest = fetchJobs().then(
+    (jobs) => ({ jobs }),
+    (error) => ({ error }),
+  );
   const status = await getJSON("browse/status");
   const jobsBox = h("div", { "aria-live": "polite" }, h("p", {}, "Loading the jobs…"));
   const heading = h("h1", { tabindex: "-1" }, "Store at a glance");
@@ -168,13 +173,14 @@ export async function renderStatus(main) {
         )
       : null,
   );
-  jobsRequest.then(
-    (jobs) => {
-      if (!jobsBox.isConnected) return;
-      replaceChildren(jobsBox, jobsContent(jobs));
-      followJobs(jobsBox, jobs);
-    },
-    (error) => replaceChildren(jobsBox, message(`The jobs could not be fetched: ${error.message}`, "error")),
-  );
+  jobsRequest.then(({ jobs, error }) => {
+    if (!jobsBox.isConnected) return;
+    if (error) {
+      replaceChildren(jobsBox, message(`The jobs could not be fetched: ${error.message}`, "error"));
+      return;
+    }
+    replaceChildren(jobsBox, jobsContent(jobs));
+    followJobs(jobsBox, jobs);
+  });
   return heading;
 }
