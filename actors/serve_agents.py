@@ -24,7 +24,7 @@ from memory_bank.agents.mcp_server import MemoryMCP
 from memory_bank.agents.port import AskMode, SearchMode
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
 from memory_bank.errors import ToolError
-from memory_bank.index.scope import SearchScope
+from memory_bank.index.scope import SearchScope, scope_filters
 from memory_bank.schemas import ChatResult, SearchHit
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class ServeMemory:
         system_prompt: str | None,
         scope: SearchScope | None,
     ) -> ChatResult:
-        within, under = _parts(scope)
+        within, under = scope_filters(scope)
         request = _valid(
             QueryRequest,
             question=question,
@@ -78,7 +78,7 @@ class ServeMemory:
     async def search(
         self, query: str, top_k: int | None, mode: SearchMode, scope: SearchScope | None
     ) -> list[SearchHit]:
-        within, under = _parts(scope)
+        within, under = scope_filters(scope)
         request = _valid(
             SearchRequest, query=query, top_k=top_k, mode=mode, within=within, under=under
         )
@@ -169,10 +169,6 @@ class McpEndpoint:
         async with self.manager.run():
             self._ready.set()
             await asyncio.Event().wait()  # until the replica's loop ends
-
-
-def _parts(scope: SearchScope | None) -> tuple[list[str], str | None]:
-    return ([], None) if scope is None else (list(scope.documents), scope.directory)
 
 
 def _valid(model, **fields):

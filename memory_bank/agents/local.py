@@ -17,7 +17,7 @@ from memory_bank.agents.jobs import JobStatus, WriteJobs, WriteRequest, jobs_dir
 from memory_bank.agents.port import AskMode, SearchMode
 from memory_bank.app.bank import MemoryBank
 from memory_bank.conversation.records import ConversationInfo, RecallResult, TurnRecord
-from memory_bank.index.scope import SearchScope
+from memory_bank.index.scope import SearchScope, scope_filters
 from memory_bank.schemas import ChatResult, SearchHit
 
 R = TypeVar("R")
@@ -48,7 +48,7 @@ class LocalMemory:
         system_prompt: str | None,
         scope: SearchScope | None,
     ) -> ChatResult:
-        within, under = (scope.documents, scope.directory) if scope is not None else ((), None)
+        within, under = scope_filters(scope)
         if mode == "research":
             return await self._run(
                 self.bank.research, question, max_iterations, within=within, under=under
@@ -60,7 +60,7 @@ class LocalMemory:
     async def search(
         self, query: str, top_k: int | None, mode: SearchMode, scope: SearchScope | None
     ) -> list[SearchHit]:
-        within, under = (scope.documents, scope.directory) if scope is not None else ((), None)
+        within, under = scope_filters(scope)
         return await self._run(self.bank.search, query, top_k, mode, within=within, under=under)
 
     async def add_turn(

@@ -50,6 +50,11 @@ class SearchScope(BaseModel):
         return not self.documents and self.directory in (None, "", "/")
 
 
+def scope_filters(scope: SearchScope | None) -> tuple[list[str], str | None]:
+    """A scope as the (within, under) pair `MemoryBank.search`, `request` and `research` take."""
+    return ([], None) if scope is None else (list(scope.documents), scope.directory)
+
+
 class ResolvedScope:
     """A scope resolved against one opened store: which memories and READMEs are in it."""
 
