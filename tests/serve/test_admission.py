@@ -89,28 +89,41 @@ def test_a_place_handed_to_a_caller_that_gave_up_goes_to_the_next_in_line():
 
 
 def test_under_random_load_never_more_than_capacity_are_out():
+    # The load is a seeded sequence of arrivals and departures, each followed by a few turns of
+    # the event loop; no wall-clock sleeps, so the machine's load cannot change what happens.
     async def scenario() -> tuple[int, int, int]:
         gate = AdmissionQueue(capacity=3, queue=5)
         rng = random.Random(14)
         out = peak = refused = 0
+        inside: list[asyncio.Event] = []
 
         async def call() -> None:
             nonlocal out, peak, refused
+            leave = asyncio.Event()
             try:
                 async with gate.admitted():
                     out += 1
                     peak = max(peak, out)
-                    await asyncio.sleep(rng.random() / 500)
+                    inside.append(leave)
+                    await leave.wait()
                     out -= 1
             except QueueFull:
                 refused += 1
 
         calls = []
-        for _ in range(200):
-            calls.append(asyncio.ensure_future(call()))
-            if rng.random() < 0.5:
-                await asyncio.sleep(rng.random() / 2000)
-        await asyncio.gather(*calls)
+        for _ in range(400):
+            if len(calls) < 200 and (not inside or rng.random() < 0.6):
+                calls.append(asyncio.ensure_future(call()))
+            elif inside:
+                inside.pop(rng.randrange(len(inside))).set()
+            for _ in range(3):
+                await asyncio.sleep(0)
+            assert out <= 3
+        while inside or not all(c.done() for c in calls):
+            if inside:
+                inside.pop(0).set()
+            await asyncio.sleep(0)
+        await asyncio.wait_for(asyncio.gather(*calls), DEADLOCK_GUARD_S)
         return peak, refused, gate.in_flight
 
     peak, refused, left = asyncio.run(scenario())
