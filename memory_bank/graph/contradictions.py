@@ -210,19 +210,19 @@ def find_contradictions(
     `cosine(old sentence, new sentence)` gives their embeddings' cosine, where known; it is
     asked only for sentences that share a value."""
     found: list[Contradiction] = []
+    # What each earlier sentence is about, read once: it is asked for every later sentence.
+    earlier_about = [old.about(earlier) for earlier in old.sentences]
     for later in new.sentences:
         later_about = new.about(later)
         if not later_about:
             continue
-        for earlier in old.sentences:
+        for earlier, about in zip(old.sentences, earlier_about, strict=True):
             if not (earlier.keys & later.keys) and not (earlier.frame & later.frame):
                 continue
             similarity = None
             if cosine is not None and earlier.keys & later.keys:
                 similarity = cosine(earlier.text, later.text)
-            contradiction = find_contradiction(
-                earlier, later, similarity, old.about(earlier), later_about
-            )
+            contradiction = find_contradiction(earlier, later, similarity, about, later_about)
             if contradiction is not None and all(
                 (c.old_sentence, c.new_sentence)
                 != (contradiction.old_sentence, contradiction.new_sentence)

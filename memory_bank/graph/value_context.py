@@ -5,10 +5,15 @@ alias, not one item of an enumeration, not qualified by a date of its clause).""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from memory_bank.graph.sentence_facts import SentenceFacts
 from memory_bank.graph.values import Value
 from memory_bank.text.lexicon import FUNCTION_WORDS, search_tokens, stem_words
+
+# A sentence's facts are made once per text (`sentence_facts`) and compared with many others:
+# what is read around one of its values is kept rather than read again for every pair.
+_AROUND_VALUES = 65536
 
 _ALIAS = re.compile(
     r"\b(?:known|called|nicknamed|referred to|dubbed|titled)\s+(?:as|by)?\b", re.IGNORECASE
@@ -33,6 +38,7 @@ _NOUN_AFTER = re.compile(r" ([a-z][a-z-]*)\b")
 _VERB_LIKE = re.compile(r"(?:[a-z]+ed|[a-z]*[^s]s|[a-z]{3,}ly)")
 
 
+@lru_cache(maxsize=_AROUND_VALUES)
 def modifies_noun(facts: SentenceFacts, value: Value) -> bool:
     """Whether a name stands as a modifier before a common noun ("an American actress") or as
     a possessor ("NBA TV's NBA Inside Stuff"): no value of its own."""
@@ -83,6 +89,7 @@ def clause_words(facts: SentenceFacts, value: Value) -> frozenset[str]:
     return frozenset(stem_words(words))  # not "co" of "co-wrote" and "co-written"
 
 
+@lru_cache(maxsize=_AROUND_VALUES)
 def local_frame(facts: SentenceFacts, value: Value) -> frozenset[str]:
     """The content words next to a value (five before, two after, other values skipped): the
     attribute it fills. A lifespan "(1 July 1903 – 5 January 1941)" says born and died."""
@@ -119,6 +126,7 @@ def assigns(facts: SentenceFacts, value: Value) -> bool:
     return not (aliased or in_list(facts, value))
 
 
+@lru_cache(maxsize=_AROUND_VALUES)
 def predicate_of(facts: SentenceFacts, value: Value) -> frozenset[str]:
     """The two content words nearest before a value (its predicate: "formed in", "born on");
     the dates of a lifespan "(1 July 1903 - 5 January 1941)" are born and died, and so are
@@ -141,6 +149,7 @@ def predicate_of(facts: SentenceFacts, value: Value) -> frozenset[str]:
     return frozenset(stem_words(before))
 
 
+@lru_cache(maxsize=_AROUND_VALUES)
 def left_context(facts: SentenceFacts, value: Value, words: int = 3) -> frozenset[str]:
     """The content words before a value, back to the previous value of its kind."""
     start = max(

@@ -4,6 +4,8 @@ its unit."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from memory_bank.graph.values import Value, extract_values
 
 
@@ -52,11 +54,16 @@ def name_contains(first: Value, second: Value) -> bool:
     "Inside the NBA" is no part of "NBA Inside Stuff"."""
     if first.kind != "name":
         return False
-    a = first.key[2:].replace("|", " ").split()
-    b = second.key[2:].replace("|", " ").split()
+    a, b = _name_words(first.key), _name_words(second.key)
     short, long = (a, b) if len(a) <= len(b) else (b, a)
     remaining = iter(long)
     return all(word in remaining for word in short)
+
+
+@lru_cache(maxsize=65536)
+def _name_words(key: str) -> tuple[str, ...]:
+    """A name key's words (asked for every pair of values compared)."""
+    return tuple(key[2:].replace("|", " ").split())
 
 
 def present_in(value: Value, others: tuple[Value, ...]) -> bool:

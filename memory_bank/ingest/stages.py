@@ -37,6 +37,7 @@ from memory_bank.taxonomy.readme_role import readmes
 from memory_bank.taxonomy.roles import OrganizeRequest, ReadmeRequest, readme_requests
 from memory_bank.taxonomy.summary import (
     index_text,
+    index_words,
     subtree_highlights,
     subtree_index_terms,
     subtree_key_terms,
@@ -219,22 +220,27 @@ def subtree_summaries(
     memories: Sequence[MemorizedChunk],
     vectors: np.ndarray,
     chunk_paths: Mapping[int, str],
+    map_subtrees: TaskMap = run_serially,
 ) -> dict[str, SubtreeSummary]:
     """What every directory's README says of its subtree (`taxonomy.summary`): the TL;DRs of
     its central and diverse memories, its most telling key terms, and its index: the words of
     its memories (title, keywords and memory text), the most telling first. `vectors` row i
-    belongs to `memories[i]`."""
+    belongs to `memories[i]`. Reading every memory's words (the part that grows with the
+    store) takes one call of `map_subtrees` per top-level subtree; ranking them is cheap."""
     by_index = {memory.index: memory for memory in memories}
     row_of = {memory.index: row for row, memory in enumerate(memories)}
     highlights = subtree_highlights(tree, vectors, row_of)
     key_terms = subtree_key_terms(tree, {memory.index: memory.keywords for memory in memories})
-    index_terms = subtree_index_terms(
-        tree,
-        {
-            memory.index: index_text(memory.title, memory.keywords, memory.memory)
-            for memory in memories
-        },
-    )
+    texts = {
+        memory.index: index_text(memory.title, memory.keywords, memory.memory)
+        for memory in memories
+    }
+    words: dict[int, list[str]] = {}
+    for part in map_subtrees(
+        index_words, [(texts_part,) for texts_part in _by_subtree(tree, texts)]
+    ):
+        words.update(part)
+    index_terms = subtree_index_terms(tree, texts, words)
     return {
         node.path: SubtreeSummary(
             highlights=tuple(
@@ -248,6 +254,16 @@ def subtree_summaries(
         )
         for node in tree.iter_nodes()
     }
+
+
+def _by_subtree(tree: DirectoryNode, texts: Mapping[int, str]) -> list[dict[int, str]]:
+    """`texts` split by top-level subtree (the root's own memories apart), none empty."""
+    parts = [
+        {i: texts[i] for node in subtree.iter_nodes() for i in node.chunk_indices}
+        for subtree in tree.children
+    ]
+    parts.append({i: texts[i] for i in tree.chunk_indices})
+    return [part for part in parts if part]
 
 
 def _relative_to(chunk_path: str, directory: str) -> str:
@@ -272,10 +288,15 @@ def compose_readmes(
     the parts are independent); a small tree is composed in one go, where shipping parts would
     cost more.
     """
+    large = len(memories) > config.coarse_threshold
     subtrees = (
-        subtree_summaries(tree, memories, vectors, chunk_paths) if vectors is not None else {}
+        subtree_summaries(
+            tree, memories, vectors, chunk_paths, map_subtrees if large else run_serially
+        )
+        if vectors is not None
+        else {}
     )
-    if len(memories) <= config.coarse_threshold:
+    if not large:
         return compose_subtree_readmes(tree, memories, chunk_paths, llm, subtrees)
     by_index = {memory.index: memory for memory in memories}
     calls = []

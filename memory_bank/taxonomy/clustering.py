@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 import faiss
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
-from sklearn.metrics import silhouette_score
 from threadpoolctl import threadpool_limits
 
 from memory_bank.config import TaxonomyConfig
@@ -199,6 +198,15 @@ def _size_bounded_cut(tree: np.ndarray, count: int, limit: int) -> np.ndarray:
     return labels
 
 
+def silhouette(distances: np.ndarray, labels: np.ndarray) -> float:
+    """scikit-learn's silhouette of `labels` over precomputed `distances`. Imported on first
+    use: scikit-learn's import (scipy.stats, pandas) costs a process more than a second, and a
+    small add or a query never clusters."""
+    from sklearn.metrics import silhouette_score
+
+    return float(silhouette_score(distances, labels, metric="precomputed"))
+
+
 def _ward_labels(
     vectors: np.ndarray, k_target: int, leaf_children: bool, bounds: LeafBounds
 ) -> np.ndarray:
@@ -217,7 +225,7 @@ def _ward_labels(
         return candidates[0] if candidates else fcluster(tree, k_target, criterion="maxclust") - 1
     distances = cosine_distances(vectors)
     scores = [
-        silhouette_score(distances, labels, metric="precomputed")
+        silhouette(distances, labels)
         - LEAF_BOUNDS_PENALTY * _out_of_bounds_share(labels, bounds, leaf_children)
         - BRANCHING_PENALTY * abs(int(labels.max()) + 1 - k_target)
         for labels in candidates

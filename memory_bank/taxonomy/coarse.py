@@ -24,7 +24,6 @@ import math
 
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
-from sklearn.metrics import silhouette_score
 
 from memory_bank.config import TaxonomyConfig
 from memory_bank.errors import TaxonomyError
@@ -35,6 +34,7 @@ from memory_bank.taxonomy.clustering import (
     cosine_distances,
     euclidean_condensed,
     nearest_centroid,
+    silhouette,
     spherical_kmeans,
 )
 
@@ -100,7 +100,7 @@ def top_level_labels(
     if len(candidates) <= 1:
         return (candidates[0] if candidates else np.zeros(len(data))).astype(np.int64)
     distances = cosine_distances(judge.astype(np.float64))
-    scores = [silhouette_score(distances, labels, metric="precomputed") for labels in candidates]
+    scores = [silhouette(distances, labels) for labels in candidates]
     return candidates[int(np.argmax(scores))].astype(np.int64)
 
 
@@ -202,18 +202,18 @@ def accept_splits(
     distances = cosine_distances(_check_vectors(judge)[rows].astype(np.float64))
     current = labels.astype(np.int64).copy()
 
-    def silhouette(candidate: np.ndarray) -> float:
+    def sampled_silhouette(candidate: np.ndarray) -> float:
         sampled = candidate[rows]
         if not 1 < len(np.unique(sampled)) < len(sampled):
             return -np.inf
-        return float(silhouette_score(distances, sampled, metric="precomputed"))
+        return silhouette(distances, sampled)
 
     accepted = []
     for split in splits:
         proposed = current.copy()
         inside = split >= 0
         proposed[inside] = int(current.max()) + 1 + split[inside]
-        made = silhouette(proposed) >= silhouette(current)
+        made = sampled_silhouette(proposed) >= sampled_silhouette(current)
         if made:
             current = proposed
         accepted.append(made)

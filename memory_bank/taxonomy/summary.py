@@ -177,15 +177,25 @@ def index_text(title: str, keywords: Sequence[str], memory: str) -> str:
     return " ".join([title.replace("_", " "), " ".join(keywords), memory])
 
 
-def subtree_index_terms(tree: DirectoryNode, texts: Mapping[int, str]) -> dict[str, list[str]]:
+def subtree_index_terms(
+    tree: DirectoryNode, texts: Mapping[int, str], words: Mapping[int, Sequence[str]] | None = None
+) -> dict[str, list[str]]:
     """The index of every directory: the words of its subtree's memories (`texts[index]`, as
     search reads them: `search_tokens`), ranked against its siblings like the key terms,
     `INDEX_TERMS_PER_MEMORY` per memory, at most `MAX_INDEX_TERMS`. The README lists them in
     its last section, for search and for the README-only descent: a question names the words
     of a passage ("why was the farmer angry?"), which a few key phrases per memory rarely hold.
     The root has no siblings to be told apart from, and no index: its README is the one a
-    person opens first."""
-    words = {index: search_tokens(text) for index, text in texts.items()}
+    person opens first. `words` (index -> `index_words` of its text) when already read."""
+    if words is None:
+        words = index_words(texts)
     found = ranked_against_siblings(tree, words, INDEX_TERMS_PER_MEMORY, 0, MAX_INDEX_TERMS)
     found.pop("/", None)
     return found
+
+
+def index_words(texts: Mapping[int, str]) -> dict[int, list[str]]:
+    """Each memory's words as the README index counts them (`search_tokens` of its
+    `index_text`): the part of the index that reads every memory, done in parts by the
+    caller on a large tree."""
+    return {index: search_tokens(text) for index, text in texts.items()}

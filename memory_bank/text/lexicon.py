@@ -21,14 +21,15 @@ stems.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 import threading
 import unicodedata
 from collections.abc import Iterable
+from pathlib import Path
 
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from memory_bank.text.languages import (
     DEFAULT_LANGUAGE,
@@ -51,12 +52,28 @@ CJK_CONTENT_RUN = re.compile(f"[{HAN}{KATAKANA}{HANGUL}]{{2,}}")
 
 # --- words that carry no topic --------------------------------------------------------------
 
+
+def _scikit_learn_stop_words() -> frozenset[str]:
+    """scikit-learn's English stop-word list (the Glasgow IR group's), read from its module
+    without importing the package: scikit-learn's `__init__` imports scipy.stats and pandas,
+    more than a second of every process that only needs this list (a CLI command, a Ray
+    worker)."""
+    found = importlib.util.find_spec("sklearn")
+    assert found is not None and found.submodule_search_locations is not None
+    module_file = Path(found.submodule_search_locations[0], "feature_extraction", "_stop_words.py")
+    spec = importlib.util.spec_from_file_location("_scikit_learn_stop_words", module_file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return frozenset(module.ENGLISH_STOP_WORDS)
+
+
 # Function words for search: bm25s's English list (with contractions, "s", "t", ...).
 SEARCH_STOPWORDS = frozenset(STOPWORDS_EN_PLUS)
 # scikit-learn's English list holds a few words that are topics in their own right ("file
 # system", "interest rates"); without them it is the function-word list of key terms and names.
 TOPIC_WORDS = frozenset({"bill", "computer", "detail", "fire", "interest", "system"})
-FUNCTION_WORDS = frozenset(ENGLISH_STOP_WORDS) - TOPIC_WORDS
+FUNCTION_WORDS = _scikit_learn_stop_words() - TOPIC_WORDS
 # Fillers of prose and conversation ("yeah", "let's say"): never a key term.
 FILLER_WORDS = frozenset(
     [

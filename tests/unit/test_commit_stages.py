@@ -200,6 +200,29 @@ def test_only_readmes_whose_inputs_changed_are_composed_anew(
     assert new_file.rsplit("/", 1)[-1] in readmes.texts[leaf]
 
 
+def test_a_large_store_composes_its_stale_readmes_by_top_level_subtree(
+    store_of_four_topics: StoreSnapshot,
+) -> None:
+    """Above the coarse threshold the stale READMEs (and the words of the index) go out one
+    call per top-level subtree, with the texts of the serial composition."""
+    change = apply_request(store_of_four_topics, _parts(_documents("bees", 1, start=50)), [])
+    plan = _plan(change)
+    small = AppConfig().taxonomy
+    large = small.model_copy(update={"coarse_threshold": 1})
+    calls: list[tuple] = []
+
+    def recording_map(function, arguments):
+        calls.append((function.__name__, len(arguments)))
+        return [function(*each) for each in arguments]
+
+    fanned = readme_stage(change, plan, large, llm=None, map_calls=recording_map)
+    serial = readme_stage(change, plan, small, llm=None)
+    assert fanned == serial
+    top_levels = {path.split("/")[1] for path in fanned.stale if path != "/"}
+    assert ("readmes_and_usage", len(top_levels) + 1) in calls  # the root is its own call
+    assert ("index_words", len(plan.tree.children)) in calls
+
+
 def test_readmes_written_in_another_format_are_all_composed_anew(
     store_of_four_topics: StoreSnapshot,
 ) -> None:
