@@ -151,7 +151,9 @@ def _two_facts(contradiction: Contradiction) -> bool:
     weekdays" / "at 11 am on Sundays"; "the head teacher" / "the deputy head")."""
     new = sentence_facts(contradiction.new_sentence)
     return not (new.announces or new.replaces) and differs_in_several_spans(
-        contradiction.old_sentence, contradiction.new_sentence
+        contradiction.old_sentence,
+        contradiction.new_sentence,
+        contradiction.old_value,
     )
 
 

@@ -7,7 +7,11 @@ from __future__ import annotations
 import pytest
 
 from memory_bank.graph.sentence_facts import text_facts
-from memory_bank.graph.span_difference import differ_on_one_span, span_difference
+from memory_bank.graph.span_difference import (
+    differ_on_one_span,
+    differs_in_several_spans,
+    span_difference,
+)
 
 
 def differences(old_text: str, new_text: str) -> list[tuple[str, str, str]]:
@@ -58,7 +62,32 @@ def differences(old_text: str, new_text: str) -> list[tuple[str, str, str]]:
             "The Quenby Trophy is kept in York.",
             ("Leeds", "York", "name"),
         ),
+        (
+            "The Pell Observatory has three domes.",
+            "The Pell Observatory has four domes.",
+            ("three", "four", "number:dome"),
+        ),
+        (
+            "Dana Hart, the mayor of Kelby, was born in 1961.",
+            "Dana Hart was born in 1964.",
+            ("1961", "1964", "date"),
+        ),
+        (
+            "Brackley Lighthouse stands on the cape. It is 34 metres tall.",
+            "Brackley Lighthouse is 41 metres tall.",
+            ("34", "41", "number:metr"),
+        ),
+        (
+            "Ruth Okoye lives in Leeds.",
+            "Ruth Okoye lives in York.",
+            ("Leeds", "York", "name"),
+        ),
         # common noun phrases
+        (
+            "The Lark Bridge is made of iron.",
+            "The Lark Bridge is made of oak.",
+            ("iron", "oak", "phrase"),
+        ),
         (
             "Hale Tower is a tower house of 1540. It is built of pink sandstone.",
             "Hale Tower stands above the river. It is built of dark basalt.",
@@ -127,7 +156,30 @@ def test_one_differing_span_of_any_kind_is_a_disagreement(old, new, expected):
             "The Wendle Folk Festival ends on 19 July.",
         ),
         ("The Pell Observatory has a telescope.", "The Pell Observatory has a planetarium."),
+        ("The Lark Bridge is made of iron.", "The Lark Bridge is made of cast iron."),
+        ("The Lark Bridge is 40 metres long.", "The Lark Bridge is forty metres long."),
+        (
+            "The summit of Ben Crail is 1,032 metres above sea level.",
+            "The summit of Ben Crail is 1,032 metres high and often in cloud.",
+        ),
+        ("The Wendle Festival starts on 12 July.", "The Wendle Festival starts on July 12."),
+        ("Anna Berg was born in 1950.", "Anna Berg was born in Oslo."),
+        ("The ferry carries 200 passengers.", "The ferry carries 40 cars."),
+        ("The Tolley Museum opened in 1920.", "The Tolley Museum reopened in 2001."),
+        ("Ruth Okoye has two sons.", "Ruth Okoye has a daughter."),
+        (
+            "The Kelby Rovers play their home games at Mill Lane.",
+            "The Kelby Rovers play their away games at Station Park.",
+        ),
         # two differences: facts of other times or occasions
+        (
+            "The Kelby choir sings in Latin on Sundays.",
+            "The Kelby choir rehearses in Welsh on Mondays.",
+        ),
+        (
+            "The first bridge at Kelby was built in 1720.",
+            "The second bridge at Kelby was built in 1851.",
+        ),
         ("In 2010 Kelby had 4,000 residents.", "In 2020 Kelby had 4,600 residents."),
         (
             "The Pell Observatory opens at 9 am on weekdays.",
@@ -148,3 +200,30 @@ def test_the_span_is_read_without_articles_and_cut_at_a_clause():
     assert (found.old_value, found.new_value, found.kind) == ("red fox", "grey wolf", "phrase")
     assert found.anchors == ("Kelby Rovers",)
     assert "mascot" in found.attribute
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "old_value", "several"),
+    [
+        (
+            "The Pell Observatory opens at 9 am on weekdays.",
+            "It opens at 11 am on Sundays.",
+            "9",
+            True,
+        ),
+        (
+            "The head teacher of Ferris Academy is Joan Mabry.",
+            "The deputy head of Ferris Academy is Colin Reyes.",
+            "Joan Mabry",
+            True,
+        ),
+        (
+            "The pier is 370 metres long and has a tea room at its end.",
+            "The pier is 410 metres long, one of the longest on the coast.",
+            "370",
+            False,
+        ),
+    ],
+)
+def test_clauses_worded_alike_that_differ_in_two_spans_say_two_facts(old, new, old_value, several):
+    assert differs_in_several_spans(old, new, old_value) is several
