@@ -3,7 +3,9 @@
 Analysis judges a new node against candidate nodes in two independent phases: first conflict
 or merge, then -- only for a node with neither -- related. The rules:
 - conflict: a sentence of the later node contradicts one of the earlier (`contradictions.py`: a
-  different number, date or name for the same subject and attribute);
+  different number, date or name for the same subject and attribute); between a session's
+  sources, also two sentences worded the same but for one span (`span_difference.py`), and not
+  two that differ in more than one span with no cue;
 - merge: the two say the same thing (cosine >= MERGE_COSINE and most words shared);
 - related: cosine >= RELATED_COSINE, or a shared name with cosine >= RELATED_NAME_COSINE; both
   nodes take the other's keywords that their own text mentions.
