@@ -3,7 +3,9 @@
 Analysis judges a new node against candidate nodes in two independent phases: first conflict
 or merge, then -- only for a node with neither -- related. The rules:
 - conflict: a sentence of the later node contradicts one of the earlier (`contradictions.py`: a
-  different number, date or name for the same subject and attribute);
+  different number, date or name for the same subject and attribute); between a session's
+  sources, also two sentences worded the same but for one span (`span_difference.py`), and not
+  two that differ in more than one span with no cue;
 - merge: the two say the same thing (cosine >= MERGE_COSINE and most words shared);
 - related: cosine >= RELATED_COSINE, or a shared name with cosine >= RELATED_NAME_COSINE; both
   nodes take the other's keywords that their own text mentions.
@@ -20,7 +22,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memory_bank.graph.contradictions import Contradiction, find_contradictions
-from memory_bank.graph.sentence_facts import TextFacts, mentions_value, text_facts
+from memory_bank.graph.sentence_facts import (
+    TextFacts,
+    mentions_value,
+    sentence_facts,
+    text_facts,
+)
+from memory_bank.graph.span_difference import differs_in_several_spans, span_contradictions
 from memory_bank.text.lexicon import stemmed_search_tokens
 from memory_bank.text.sentences import split_sentences
 
@@ -50,12 +58,20 @@ class NodeView:
     # (its chunks are parts of one account, with no order between them).
     document: str = ""
     _facts: TextFacts | None = None
+    _claims: TextFacts | None = None
 
     @property
     def facts(self) -> TextFacts:
         if self._facts is None:
             self._facts = text_facts(self.text, self.title)
         return self._facts
+
+    @property
+    def claims(self) -> TextFacts:
+        """Every sentence, with or without a value (`span_difference` reads phrases too)."""
+        if self._claims is None:
+            self._claims = text_facts(self.text, self.title, all_sentences=True)
+        return self._claims
 
 
 @dataclass
@@ -88,8 +104,13 @@ class Integration:
     current: str | None = None  # a conflict's node whose claim holds
 
 
-def judge_conflict_or_merge(new: NodeView, candidates: Sequence[NodeView]) -> list[Relationship]:
-    """Phase one: conflict (or merge) of `new` with each candidate; others are left out."""
+def judge_conflict_or_merge(
+    new: NodeView, candidates: Sequence[NodeView], one_span: bool = False
+) -> list[Relationship]:
+    """Phase one: conflict (or merge) of `new` with each candidate; others are left out.
+    `one_span`: two claims worded the same but for one span conflict too, with no cue
+    (`span_difference`): where neither is known to replace the other, as between a session's
+    sources."""
     found = []
     for candidate in candidates:
         older, newer = (
@@ -98,6 +119,9 @@ def judge_conflict_or_merge(new: NodeView, candidates: Sequence[NodeView]) -> li
         contradictions = find_contradictions(
             older.facts, newer.facts, cosine=_sentence_cosine(older, newer)
         )
+        if one_span:
+            contradictions = [c for c in contradictions if not _two_facts(c)]
+            contradictions = contradictions or span_contradictions(older.claims, newer.claims)
         if contradictions:
             found.append(
                 Relationship(
@@ -123,6 +147,18 @@ def judge_conflict_or_merge(new: NodeView, candidates: Sequence[NodeView]) -> li
     return found
 
 
+def _two_facts(contradiction: Contradiction) -> bool:
+    """A contradiction the rules found between sentences worded alike that differ in more than
+    one span, with no cue that the later replaces the earlier: two facts ("opens at 9 am on
+    weekdays" / "at 11 am on Sundays"; "the head teacher" / "the deputy head")."""
+    new = sentence_facts(contradiction.new_sentence)
+    return not (new.announces or new.replaces) and differs_in_several_spans(
+        contradiction.old_sentence,
+        contradiction.new_sentence,
+        contradiction.old_value,
+    )
+
+
 def judge_related(new: NodeView, candidates: Sequence[NodeView]) -> list[Relationship]:
     """Phase two: which candidates are related, with both nodes' keyword updates."""
     found = []
@@ -146,12 +182,13 @@ def judge_related(new: NodeView, candidates: Sequence[NodeView]) -> list[Relatio
 
 
 def analyze_offline(
-    new: NodeView, candidates: Sequence[NodeView], judge: Sequence[str]
+    new: NodeView, candidates: Sequence[NodeView], judge: Sequence[str], one_span: bool = False
 ) -> list[Relationship]:
-    """One call of the analysis role: `judge` is ["conflict", "merge"] or ["related"]."""
+    """One call of the analysis role: `judge` is ["conflict", "merge"] or ["related"]
+    (`one_span`: see `judge_conflict_or_merge`)."""
     if "related" in judge:
         return judge_related(new, candidates)
-    return judge_conflict_or_merge(new, candidates)
+    return judge_conflict_or_merge(new, candidates, one_span)
 
 
 def two_phase(

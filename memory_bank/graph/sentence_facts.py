@@ -153,8 +153,9 @@ def subjects_about(principal: Subject, facts: SentenceFacts) -> list[Subject]:
     return subjects
 
 
-def text_facts(text: str, title: str | None = None) -> TextFacts:
-    """The facts of every sentence of `text` that holds a value and a frame."""
+def text_facts(text: str, title: str | None = None, all_sentences: bool = False) -> TextFacts:
+    """The facts of every sentence of `text` that holds a value and a frame (`all_sentences`:
+    of every sentence: a common noun phrase may be what a claim turns on)."""
     sentences = [
         sentence_facts(sentence)
         for sentence in split_sentences(text)
@@ -172,6 +173,8 @@ def text_facts(text: str, title: str | None = None) -> TextFacts:
         principal = frozenset(v.key for v in title_values if v.kind in ("name", "date"))
     if not principal and sentences:
         principal = _subject_of(sentences[0])
+    if all_sentences:
+        return TextFacts(principal, tuple(sentences))
     kept = tuple(fact for fact in sentences if fact.values and fact.frame)
     return TextFacts(principal, kept)
 

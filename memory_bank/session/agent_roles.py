@@ -156,7 +156,9 @@ def _structure_offline(request: StructureRequest) -> StructureResult:
 def _analyze_offline(request: AnalyzeRequest) -> AnalyzeResult:
     if not request.views or len(request.views) != len(request.candidates) + 1:
         raise LLMError("the offline analyze role needs the nodes' views (new node first)")
-    found = analyze_offline(request.views[0], request.views[1:], request.judge)
+    # The session's contexts come from sources none of which is known to replace another: two
+    # that differ in one span are a conflict to cross-validate.
+    found = analyze_offline(request.views[0], request.views[1:], request.judge, one_span=True)
     return AnalyzeResult(relationships=[relationship_found(r) for r in found])
 
 

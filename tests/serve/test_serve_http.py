@@ -291,6 +291,36 @@ def test_an_outside_agent_runs_a_session_over_http(client, bank):
     assert again.status_code == 404 and again.json()["error"] == "SessionError"
 
 
+def test_two_sources_disagreeing_without_a_cue_are_cross_validated_over_http(client):
+    opened = client.post("/sessions", json={"task_goal": "What is the Kelby tram depot built of?"})
+    session = opened.json()["doc_id"]
+    contexts = [
+        ("The Kelby tram depot is built of yellow brick.", "https://a.example.org"),
+        ("The Kelby tram depot is built of grey limestone.", "https://b.example.net"),
+    ]
+    replies = [
+        client.post(
+            f"/sessions/{session}/intercept",
+            json={"context": text, "metadata": {"source": source}},
+        ).json()
+        for text, source in contexts
+    ]
+    [conflict] = replies[1]["conflicts"]
+    assert {conflict["old_value"], conflict["new_value"]} == {"yellow brick", "grey limestone"}
+    assert replies[1]["insight_doc"]["pending_tasks"][0].startswith("Cross-validate")
+
+    validated = client.post(
+        f"/sessions/{session}/intercept",
+        json={"context": "Listed building record: the Kelby tram depot is built of yellow brick."},
+    ).json()
+
+    assert validated["task_type"] == "cross_validate" and validated["resolved"]
+    current = client.get(f"/memory/{validated['new_nodes'][0]['id']}").json()
+    assert current["status"] == "current" and "yellow brick" in current["summary"]
+    assert "grey limestone" not in current["summary"]
+    assert any("grey limestone" in h["summary"] for h in current["history"])
+
+
 def test_a_stored_memory_is_readable_with_its_raw_chunk(client, bank):
     chunk_id = StoreReader(bank.store).memories().column("chunk_id").to_pylist()[0]
 

@@ -156,6 +156,84 @@ def test_a_conflict_puts_cross_validation_first_then_keeps_one_current_node(tmp_
     assert len(entries_after) == len(entries_before) + 2
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "validation", "held", "replaced"),
+    [
+        (
+            "The Kelby tram line opened in 1904. The line has 14 stops.",
+            "The Kelby tram line has 16 stops and a depot at Marsh End.",
+            "Timetable notice: the Kelby tram line has 16 stops.",
+            "16",
+            "14",
+        ),
+        (
+            "The Lark Bridge crosses the Wey. It was finished in 1851.",
+            "The Lark Bridge, an iron arch, was finished in 1855.",
+            "County records: the Lark Bridge was finished in 1851.",
+            "1851",
+            "1855",
+        ),
+        (
+            "The Kelby Gazette is edited by Ruth Okoye.",
+            "The Kelby Gazette is edited by Martin Hale, who joined from York.",
+            "Press register: the Kelby Gazette is edited by Martin Hale.",
+            "Martin Hale",
+            "Ruth Okoye",
+        ),
+        (
+            "The Kelby tram depot is painted bottle green.",
+            "The Kelby tram depot is painted dark red, like the trams.",
+            "Depot survey: the Kelby tram depot is painted bottle green.",
+            "bottle green",
+            "dark red",
+        ),
+    ],
+)
+def test_sources_that_disagree_on_a_value_without_a_cue_are_cross_validated(
+    tmp_path, embedder, first, second, validation, held, replaced
+):
+    bank = MemoryBank(tmp_path / "store", AppConfig(), embedder=embedder)
+    session = bank.session("What do we know about Kelby?")
+    one = session.intercept(first, metadata={"source": "https://a.example.org"})
+    two = session.intercept(second, metadata={"source": "https://b.example.net"})
+
+    assert {(c.old_value, c.new_value) for c in two.conflicts} & {
+        (held, replaced),
+        (replaced, held),
+    }
+    pending = two.insight_doc.pending_tasks
+    assert pending[0].startswith("Cross-validate")
+    assert one.new_nodes[0].id in pending[0] and two.new_nodes[0].id in pending[0]
+
+    validated = session.intercept(validation, metadata={"source": "https://c.example.gov"})
+
+    current = bank.session_service().node(validated.new_nodes[0].id)
+    assert current.status == "current" and validated.resolved
+    assert held in current.summary and replaced not in current.summary
+    assert all(any(v in h.summary for h in current.history) for v in (held, replaced))
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("The Kelby tram line has 14 stops.", "The Wey tram line has 16 stops."),
+        ("The Kelby tram line has 14 stops.", "The Kelby tram line has 3 depots."),
+        ("The Kelby tram depot is painted green.", "The Kelby tram depot is owned by the city."),
+        ("The Kelby trams run every 12 minutes.", "The Kelby trams run every 12 minutes, all day."),
+        ("In 2010 Kelby had 4,000 residents.", "In 2020 Kelby had 4,600 residents."),
+        ("The Kelby trams leave at 6 am on weekdays.", "The Kelby trams leave at 8 am on Sundays."),
+    ],
+)
+def test_sources_that_do_not_disagree_raise_no_conflict(tmp_path, embedder, first, second):
+    bank = MemoryBank(tmp_path / "store", AppConfig(), embedder=embedder)
+    session = bank.session("What do we know about Kelby?")
+    session.intercept(first, metadata={"source": "https://a.example.org"})
+    two = session.intercept(second, metadata={"source": "https://b.example.net"})
+
+    assert two.conflicts == []
+    assert not any(t.startswith("Cross-validate") for t in two.insight_doc.pending_tasks)
+
+
 def test_another_process_graph_sees_every_acknowledged_change(tmp_path, embedder):
     store = tmp_path / "store"
     writer = _sessions(store, embedder)

@@ -1,0 +1,151 @@
+"""Session conflicts between sources: two intercepted contexts from different sources that give
+different values for one attribute, with no cue word, then a context that validates one.
+
+    python bench/session_conflicts.py                 # every suite
+    python bench/session_conflicts.py --suites dev    # development cases only
+
+Suites: "dev" (bench/data/session_conflicts.json: written while building the session
+conflicts), "fresh" (bench/data/fresh_session_conflicts.json) and "fresh2"
+(bench/data/fresh_session_conflicts_2.json), held out while building. Every kind of value:
+number, date, name, common noun phrase. Each case runs in a session of its own, in a store of
+its own (offline agents): intercept the first context, the second (both with their source as
+metadata), then the validating one. Scored per case:
+- conflict: the second intercept records a conflict between the two values;
+- validation first: the first pending task is the cross-validation of the two memories;
+- one current: after the validating context, one current memory states the confirmed value
+  and not the other, and both values stay in its history.
+A suite's "no_conflict" pairs (contexts that agree, speak of other subjects or attributes, add
+a detail, paraphrase, or hold at other times) count the false conflicts their second intercept
+records. It prints a table; it is not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from bench.contradictions import states  # noqa: E402
+from memory_bank.app.bank import MemoryBank  # noqa: E402
+from memory_bank.config import AppConfig  # noqa: E402
+
+SUITES = {
+    "dev": ROOT / "bench" / "data" / "session_conflicts.json",
+    "fresh": ROOT / "bench" / "data" / "fresh_session_conflicts.json",
+    "fresh2": ROOT / "bench" / "data" / "fresh_session_conflicts_2.json",
+}
+COLUMNS = ("conflict", "validation first", "one current")
+
+
+def _intercepted(bank: MemoryBank, case: dict):
+    session = bank.session(case["task_goal"])
+    results = [
+        session.intercept(c["text"], metadata={"source": c["source"]}) for c in case["contexts"]
+    ]
+    return session, results
+
+
+def run_case(case: dict, store: Path, embedder) -> dict:
+    bank = MemoryBank(store, AppConfig(), embedder=embedder)
+    session, (first, second) = _intercepted(bank, case)
+    a, b = case["values"]
+
+    def same(found: str, value: str) -> bool:  # "370" found for "370 metres"
+        return states(found, value) or states(value, found)
+
+    conflict = any(
+        (same(c.old_value, a) and same(c.new_value, b))
+        or (same(c.old_value, b) and same(c.new_value, a))
+        for c in second.conflicts
+    )
+    pending = second.insight_doc.pending_tasks
+    ids = [first.new_nodes[0].id, second.new_nodes[0].id] if first.new_nodes else []
+    validation_first = (
+        bool(pending)
+        and pending[0].startswith("Cross-validate")
+        and bool(ids)
+        and all(i in pending[0] for i in ids)
+    )
+    validated = session.intercept(
+        case["validation"]["text"], metadata={"source": case["validation"]["source"]}
+    )
+    other = b if case["confirmed"] == a else a
+    service = bank.session_service()
+    current = [service.node(n.id) for n in validated.new_nodes]
+    one_current = any(
+        node.status == "current"
+        and states(node.summary, case["confirmed"])
+        and not states(node.summary, other)
+        and all(any(states(h.summary, v) for h in node.history) for v in (a, b))
+        for node in current
+    )
+    session.close()
+    return {
+        "conflict": conflict,
+        "validation first": validation_first,
+        "one current": one_current and bool(validated.resolved),
+        "found": [f"{c.old_value!r} vs {c.new_value!r}" for c in second.conflicts],
+    }
+
+
+def run_agreeing(case: dict, store: Path, embedder) -> list[str]:
+    """The conflicts a pair that must not conflict records (none is right)."""
+    bank = MemoryBank(store, AppConfig(), embedder=embedder)
+    session, (_, second) = _intercepted(bank, case)
+    session.close()
+    return [f"{c.old_value!r} vs {c.new_value!r}" for c in second.conflicts]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suites", default=",".join(SUITES))
+    parser.add_argument("--show", action="store_true", help="print every case")
+    args = parser.parse_args()
+    suites = [s.strip() for s in args.suites.split(",") if s.strip()]
+    rows: list[tuple[str, dict, dict]] = []
+    false: list[tuple[str, dict, list[str]]] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        embedder = MemoryBank(Path(scratch) / "warm", AppConfig())._shared_embedder()
+        for suite in suites:
+            data = json.loads(SUITES[suite].read_text(encoding="utf-8"))
+            for number, case in enumerate(data["cases"]):
+                store = Path(scratch) / f"{suite}{number}" / "store"
+                rows.append((suite, case, run_case(case, store, embedder)))
+            for number, case in enumerate(data.get("no_conflict", [])):
+                store = Path(scratch) / f"{suite}-agree{number}" / "store"
+                false.append((suite, case, run_agreeing(case, store, embedder)))
+    print(f"| {'cases':24} |" + "|".join(f" {c:>16} " for c in COLUMNS) + "|")
+    print(f"|{'-' * 26}|" + "|".join("-" * 18 for _ in COLUMNS) + "|")
+    kinds = sorted({case["kind"] for _, case, _ in rows})
+    for suite in suites:
+        for kind in [None, *kinds]:
+            chosen = [r for s, c, r in rows if s == suite and (kind is None or c["kind"] == kind)]
+            if not chosen:
+                continue
+            label = f"{suite}, {kind or 'all'}"
+            cells = [f"{sum(r[c] for r in chosen)}/{len(chosen)}" for c in COLUMNS]
+            print(f"| {label:24} |" + "|".join(f" {cell:>16} " for cell in cells) + "|")
+    for suite in suites:
+        pairs = [found for s, _, found in false if s == suite]
+        if pairs:
+            wrong = sum(bool(found) for found in pairs)
+            print(f"{suite}: false conflicts on must-not-conflict pairs: {wrong}/{len(pairs)}")
+    if args.show:
+        for suite, case, result in rows:
+            marks = " ".join(c for c in COLUMNS if not result[c]) or "ok"
+            print(f"[{suite}] {case['id']}: {marks}; conflicts found: {result['found']}")
+        for suite, case, found in false:
+            if found:
+                print(f"[{suite}] false conflict {case['id']}: {found}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
