@@ -50,6 +50,10 @@ class NodeViews:
             document=node.id.rsplit("-", 1)[0] if node.kind == "memory" else "",
         )
 
+    def remember(self, node_id: str, sentence_vectors: dict[str, np.ndarray]) -> None:
+        """A session node's sentence vectors, embedded elsewhere (before the node was made)."""
+        self._sentence_cache[node_id] = sentence_vectors
+
     def _session_sentences(self, node_id: str, text: str) -> dict[str, np.ndarray]:
         cached = self._sentence_cache.get(node_id)
         if cached is None:

@@ -5,12 +5,13 @@ and the raw contexts behind it, export and close.
 
 The graph itself is a `GraphStorage` (memory_bank/graph/storage.py), which the store's commits
 share (`ingest.graph_step.IngestGraphStep`); on Ray both live in the store's graph actor.
-Agent calls that take long (classifying and structuring a context) run without the graph lock;
-everything that reads and changes the graph runs under it, on the latest graph, in bounded
-steps: a long context is taken in pieces of at most `session.analysis_chars`, each classified
-outside the lock and analysed under it on its own, so an intercept costs time linear in its
-length and another caller (on Ray, the graph actor runs several at once) waits for one piece at
-most. The limits (`limits.*`) refuse an oversized goal, context or attachment list before any
+Agent calls that take long (classifying, structuring and embedding a context) run without the
+graph lock, through a `PieceDrafter` (`pieces.py`: in this process, or on Ray tasks outside the
+graph actor's process); everything that reads and changes the graph runs under it, on the
+latest graph, in bounded steps: a long context is taken in pieces of at most
+`session.analysis_chars`, each drafted outside the lock and its nodes analysed under it on
+their own, so an intercept costs time linear in its length and another caller (on Ray, the
+graph actor runs several at once) waits for one piece at most. The limits (`limits.*`) refuse an oversized goal, context or attachment list before any
 work.
 """
 
@@ -46,8 +47,8 @@ from memory_bank.session.models import (
     SessionExport,
     TaskType,
 )
+from memory_bank.session.pieces import PieceDraft, PieceDrafter, draft_serially, session_nodes
 from memory_bank.session.planning import enhanced_prompt, should_terminate, task_type_of
-from memory_bank.session.topics import ClusterDraft
 from memory_bank.session.views import (
     conflict_view,
     entry_view,
@@ -83,14 +84,19 @@ class SessionService:
         embedder: Embedder | None = None,
         agents: Callable[[Embedder], SessionAgents] | None = None,
         llm: LLM | None = None,
+        draft_pieces: PieceDrafter | None = None,
     ) -> None:
         """`llm`: the process's LLM for the session's agents (None: offline); `agents` makes
-        other agents over the embedder (tests)."""
+        other agents over the embedder (tests); `draft_pieces` drafts an intercept's pieces
+        elsewhere (default: here, with these agents)."""
         self.storage = storage
         self.config = config or AppConfig()
         self._embedder = embedder
         self._agents_factory = agents or (lambda e: RoleAgents(llm, e, self.config.memorize))
         self._agents: SessionAgents | None = None
+        self.draft_pieces = draft_pieces or draft_serially(
+            lambda: self.agents, lambda: self.embedder
+        )
         # Loads the model once, however many callers (threads of the graph actor) ask at first.
         self._loading = threading.Lock()
 
@@ -196,16 +202,14 @@ class SessionService:
         )
 
     def _memorize(self, session_id: str, task_goal: str, context: str) -> _Absorbed:
-        """`context` as new session nodes, a piece at a time: each piece classified and
-        structured without the graph lock, then its nodes made and analysed under it (one
-        checkpoint per piece)."""
+        """`context` as new session nodes: its pieces drafted without the graph lock, then
+        each piece's nodes made and analysed under it (one checkpoint per piece)."""
         absorbed = _Absorbed()
-        for piece in context_pieces(context, self.config.session.analysis_chars):
-            drafts = self.agents.classify(piece, task_goal)
-            summaries = [self.agents.structure(draft) for draft in drafts]
+        pieces = context_pieces(context, self.config.session.analysis_chars)
+        for draft in self.draft_pieces(pieces, task_goal):
             with self.storage.mutating() as state:
                 self._open_record(session_id)  # not closed meanwhile
-                absorbed.include(_memorized(self._engine(), state, drafts, summaries, session_id))
+                absorbed.include(_memorized(self._engine(), state, draft, session_id))
         return absorbed
 
     def _planned(self, engine: SessionEngine, doc: InsightDoc, **request: Any) -> InsightDoc:
@@ -334,14 +338,14 @@ def _entry(
 def _memorized(
     engine: SessionEngine,
     state: GraphState,
-    drafts: Sequence[ClusterDraft],
-    summaries: Sequence[str],
+    draft: PieceDraft,
     session_id: str,
 ) -> _Absorbed:
-    """A context's clusters as new session nodes, each analysed against the graph."""
+    """A piece's clusters as new session nodes, each analysed against the graph."""
     absorbed = _Absorbed()
-    for node in engine.make_nodes(drafts, summaries, session_id):
+    for node, cluster in zip(session_nodes(draft, session_id), draft.clusters, strict=True):
         state.graph.add_node(node)
+        engine.views.remember(node.id, cluster.sentence_vectors)
         outcome = engine.analyse(node.id, session_id)
         absorbed.new_ids.append(outcome.node_id)
         absorbed.merged += outcome.merged
