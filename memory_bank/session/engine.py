@@ -21,7 +21,7 @@ from memory_bank.graph.batch import conflict_record, refresh_contexts
 from memory_bank.graph.graph import node_terms, query_terms
 from memory_bank.graph.memory_source import MemorySource
 from memory_bank.graph.model import GraphNode
-from memory_bank.graph.node_views import NodeViews
+from memory_bank.graph.node_views import NodeViews, SentenceVectors
 from memory_bank.graph.persist import GraphState
 from memory_bank.index.embedding import Embedder
 from memory_bank.query.question import content_terms
@@ -57,12 +57,13 @@ class SessionEngine:
         embedder: Embedder,
         memories: MemorySource,
         top_k: int = 5,
+        sentences: SentenceVectors | None = None,
     ) -> None:
         self.state = state
         self.agents = agents
         self.embedder = embedder
         self.top_k = top_k
-        self.views = NodeViews(state.graph, memories, embedder.encode)
+        self.views = NodeViews(state.graph, memories, embedder.encode, sentences)
         self.merger = NodeMerger(state, agents, self.views, embedder.encode)
 
     @property

@@ -11,8 +11,8 @@ graph actor's process); everything that reads and changes the graph runs under i
 latest graph, in bounded steps: a long context is taken in pieces of at most
 `session.analysis_chars`, each drafted outside the lock and its nodes analysed under it on
 their own, so an intercept costs time linear in its length and another caller (on Ray, the
-graph actor runs several at once) waits for one piece at most. The limits (`limits.*`) refuse an oversized goal, context or attachment list before any
-work.
+graph actor runs several at once) waits for one piece at most. The limits (`limits.*`) refuse
+an oversized goal, context or attachment list before any work.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 from memory_bank.config import AppConfig
 from memory_bank.errors import SessionError
 from memory_bank.graph.model import Attachment, Conflict, InteractionEntry, SessionRecord
+from memory_bank.graph.node_views import SentenceVectors
 from memory_bank.graph.persist import GraphState, merge_event_row
 from memory_bank.graph.storage import GraphStorage
 from memory_bank.index.embedders import build_embedder
@@ -97,6 +98,9 @@ class SessionService:
         self.draft_pieces = draft_pieces or draft_serially(
             lambda: self.agents, lambda: self.embedder
         )
+        # The session nodes' sentence vectors, kept across calls: each analysis reads its
+        # candidates' (under the graph lock), and embedding them anew each time is most of it.
+        self._sentences = SentenceVectors()
         # Loads the model once, however many callers (threads of the graph actor) ask at first.
         self._loading = threading.Lock()
 
@@ -119,7 +123,12 @@ class SessionService:
     def _engine(self) -> SessionEngine:
         state = self.storage.state
         return SessionEngine(
-            state, self.agents, self.embedder, self.storage.memories, self.config.retrieval.top_k
+            state,
+            self.agents,
+            self.embedder,
+            self.storage.memories,
+            self.config.retrieval.top_k,
+            self._sentences,
         )
 
     # --- sessions ---------------------------------------------------------------------------
@@ -345,7 +354,7 @@ def _memorized(
     absorbed = _Absorbed()
     for node, cluster in zip(session_nodes(draft, session_id), draft.clusters, strict=True):
         state.graph.add_node(node)
-        engine.views.remember(node.id, cluster.sentence_vectors)
+        engine.views.remember(node.id, cluster.text, cluster.sentence_vectors)
         outcome = engine.analyse(node.id, session_id)
         absorbed.new_ids.append(outcome.node_id)
         absorbed.merged += outcome.merged
