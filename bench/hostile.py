@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from memory_bank.app.bank import MemoryBank  # noqa: E402
 from memory_bank.config import AppConfig  # noqa: E402
-from tests.load_client import free_port  # noqa: E402
+from tests.load_client import free_port, post_chunked_until_answered  # noqa: E402
 
 SAMPLE = REPO / "data" / "sample"
 CLI = [sys.executable, "-m", "memory_bank.cli.main"]
@@ -160,26 +160,10 @@ def _latency(polls: list[float]) -> str:
 
 
 def _stream_oversized_body(url: str) -> tuple[int, int | str]:
-    import httpx
-
-    sent = 0
-
-    def body():
-        nonlocal sent
-        for _ in range(50 * 16):  # 50 MB in 64 KB pieces
-            sent += 65536
-            yield b"x" * 65536
-
-    try:
-        response = httpx.post(
-            f"{url}/query",
-            content=body(),
-            headers={"content-type": "application/json"},
-            timeout=120.0,
-        )
-        return sent, response.status_code
-    except httpx.HTTPError as exc:  # the server may close while the client still sends
-        return sent, f"connection closed ({type(exc).__name__})"
+    """50 MB sent without Content-Length by a client that reads while it sends."""
+    sent, answer = post_chunked_until_answered(url, "/query", 50 << 20)
+    status = answer.split(b" ", 2)[1].decode() if answer.startswith(b"HTTP/") else ""
+    return sent, int(status) if status.isdigit() else "connection closed, no answer"
 
 
 # --- disk ----------------------------------------------------------------------------------------
