@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-from starlette.middleware import Middleware
+from fastapi.middleware import Middleware
 
 from actors.request_guards import BodyLimit, declared_over
 from memory_bank.config import LimitsConfig
