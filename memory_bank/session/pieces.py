@@ -1,6 +1,6 @@
-"""The heavy, graph-free part of an intercept: a piece of a context classified into clusters,
-each structured and embedded (`draft_piece`), ready to become session nodes under the graph
-lock (`session_nodes`).
+"""The heavy, graph-free part of an intercept: a context cut into bounded pieces
+(`context_pieces`), each classified into clusters, structured and embedded (`draft_piece`),
+ready to become session nodes under the graph lock (`session_nodes`).
 
 Drafting reads nothing of the graph, so the pieces of one context are drafted independently
 and wherever the caller's `PieceDrafter` runs them: one after the other in this process (the
@@ -109,3 +109,21 @@ def session_nodes(draft: PieceDraft, session_id: str) -> list[GraphNode]:
         )
         for position, cluster in enumerate(draft.clusters)
     ]
+
+
+def context_pieces(context: str, max_chars: int) -> list[str]:
+    """`context` in consecutive pieces of at most `max_chars`, cut between paragraphs (else
+    between lines, else anywhere); blank pieces are dropped."""
+    pieces: list[str] = []
+    rest = context
+    while len(rest) > max_chars:
+        window = rest[:max_chars]
+        cut = window.rfind("\n\n")
+        if cut <= 0:
+            cut = window.rfind("\n")
+        if cut <= 0:
+            cut = max_chars
+        pieces.append(rest[:cut])
+        rest = rest[cut:]
+    pieces.append(rest)
+    return [piece for piece in pieces if piece.strip()]

@@ -48,7 +48,13 @@ from memory_bank.session.models import (
     SessionExport,
     TaskType,
 )
-from memory_bank.session.pieces import PieceDraft, PieceDrafter, draft_serially, session_nodes
+from memory_bank.session.pieces import (
+    PieceDraft,
+    PieceDrafter,
+    context_pieces,
+    draft_serially,
+    session_nodes,
+)
 from memory_bank.session.planning import enhanced_prompt, should_terminate, task_type_of
 from memory_bank.session.views import (
     conflict_view,
@@ -383,24 +389,6 @@ def _cross_validated(
         absorbed.merged += outcome.merged
         absorbed.new_ids[-1] = outcome.node_id
     return absorbed
-
-
-def context_pieces(context: str, max_chars: int) -> list[str]:
-    """`context` in consecutive pieces of at most `max_chars`, cut between paragraphs (else
-    between lines, else anywhere); blank pieces are dropped."""
-    pieces: list[str] = []
-    rest = context
-    while len(rest) > max_chars:
-        window = rest[:max_chars]
-        cut = window.rfind("\n\n")
-        if cut <= 0:
-            cut = window.rfind("\n")
-        if cut <= 0:
-            cut = max_chars
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
-    pieces.append(rest)
-    return [piece for piece in pieces if piece.strip()]
 
 
 def _notice(conflicts: Sequence[Conflict]) -> ConflictNotice | None:

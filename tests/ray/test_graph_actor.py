@@ -14,7 +14,8 @@ from memory_bank.app.bank import create_empty_store
 from memory_bank.config import AppConfig
 from memory_bank.graph.storage import GraphStorage
 from memory_bank.session.agents import RoleAgents
-from memory_bank.session.service import SessionService, context_pieces
+from memory_bank.session.pieces import context_pieces
+from memory_bank.session.service import SessionService
 from pipeline.executor import ray_runner
 
 pytestmark = pytest.mark.ray
