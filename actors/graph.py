@@ -4,12 +4,14 @@ Tree and the sessions for every process on the cluster (Serve replicas, jobs, in
 It wraps the plain classes an in-process bank uses: a `GraphStorage` (memory_bank/graph/
 storage.py), which checkpoints every batch of changes to the store's graph log before the call
 returns and reloads from the store when it starts, so a restarted actor (`max_restarts=-1`)
-loses no acknowledged change; the `SessionService` over it; and the commits' `IngestGraphStep`
-over it, whose batch analysis and embedding run as Ray tasks, without the graph lock. It is a
-threaded actor (`CALLS_AT_ONCE`): the storage's lock is held only for bounded steps (one piece
-of a long context, the application of a commit's verdicts), so reading a session never waits
-behind another caller's long intercept or an ingest's graph analysis; the storage's graph lock
-also serializes the actor with writers outside Ray.
+loses no acknowledged change; the `SessionService` over it, whose intercepts draft their
+pieces (classify, structure, embed) as Ray tasks; and the commits' `IngestGraphStep` over it,
+whose batch analysis and embedding run as Ray tasks too, without the graph lock. The heavy
+work thus runs in other processes, and the actor's own process keeps to the short steps on the
+graph. It is a threaded actor (`CALLS_AT_ONCE`): the storage's lock is held only for bounded
+steps (one piece of a long context, the application of a commit's verdicts), so reading a
+session never waits behind another caller's long intercept or an ingest's graph analysis; the
+storage's graph lock also serializes the actor with writers outside Ray.
 
 `RemoteKeeper` gives a handle the session service's and the graph step's methods (blocking),
 so a `Session` or a `StoreCommitter` works with the actor exactly as in one process.
@@ -23,7 +25,7 @@ from typing import Any
 
 import ray
 
-from actors.runtime import encode_on_task, map_on_tasks, worker_llm
+from actors.runtime import encode_on_task, map_on_tasks, worker_embedder, worker_llm
 from actors.store_actors import NAMESPACE, store_actor_name, store_actor_options, store_path
 from memory_bank.config import AppConfig
 from memory_bank.errors import MemoryBankError
@@ -32,6 +34,7 @@ from memory_bank.graph.layers import GraphSnapshot
 from memory_bank.graph.model import Attachment
 from memory_bank.graph.storage import GraphStorage
 from memory_bank.ingest.graph_step import IngestGraphStep
+from memory_bank.session.agents import RoleAgents
 from memory_bank.session.models import (
     EntryView,
     GraphSummary,
@@ -41,6 +44,7 @@ from memory_bank.session.models import (
     SessionExport,
     TaskType,
 )
+from memory_bank.session.pieces import PieceDraft, draft_piece
 from memory_bank.session.service import SessionService
 
 __all__ = ["NAMESPACE", "GraphActor", "RemoteKeeper", "graph_actor", "graph_name"]
@@ -56,7 +60,17 @@ class GraphActor:
         self.store = store
         settings = AppConfig.model_validate(config)
         self.storage = GraphStorage(Path(store), settings.retrieval.alpha)
-        self.sessions = SessionService(self.storage, settings, llm=worker_llm(settings.llm))
+        self.sessions = SessionService(
+            self.storage,
+            settings,
+            llm=worker_llm(settings.llm),
+            draft_pieces=lambda pieces, goal: map_on_tasks(
+                draft_on_worker,
+                [(piece, goal, settings) for piece in pieces],
+                settings.ray.plan_task_cpus,
+                single_here=False,  # even one piece: this process serves the sessions' reads
+            ),
+        )
         self.step = _graph_step(self.storage, settings)
 
     def ping(self) -> int:
@@ -114,6 +128,14 @@ def _graph_step(storage: GraphStorage, config: AppConfig) -> IngestGraphStep:
         encode=lambda texts: encode_on_task(texts, config.embedding, config.ray.embed.num_cpus),
         map_calls=lambda function, calls: map_on_tasks(function, calls, cpus),
     )
+
+
+def draft_on_worker(piece: str, task_goal: str, config: AppConfig) -> PieceDraft:
+    """One piece of an intercepted context drafted in a Ray task, with the worker's embedder
+    and LLM (each loaded once per worker process)."""
+    embedder = worker_embedder(config.embedding)
+    agents = RoleAgents(worker_llm(config.llm), embedder, config.memorize)
+    return draft_piece(agents, embedder, piece, task_goal)
 
 
 def graph_name(store: str | Path) -> str:

@@ -63,10 +63,18 @@ class BodyLimit:
         else:
             self.bytes, self.setting = limits.max_body_bytes, "max_body_bytes"
 
-    def refusal(self) -> Response:
+    def refusal(self, close: bool = False) -> Response:
+        """The 413; `close`: the server drops the connection after it, unread body and all."""
         detail = f"the request body is larger than {self.bytes:,} bytes (limits.{self.setting})"
         content = error_content(self.path, CONTENT_TOO_LARGE, "ContentTooLarge", detail)
-        return EscapedJSONResponse(status_code=CONTENT_TOO_LARGE, content=content)
+        headers = {"connection": "close"} if close else None
+        return EscapedJSONResponse(status_code=CONTENT_TOO_LARGE, content=content, headers=headers)
+
+
+def declared_over(scope, limit: BodyLimit) -> bool:
+    """Whether the request declares a Content-Length over `limit`."""
+    declared = Headers(scope=scope).get("content-length", "")
+    return declared.isdigit() and int(declared) > limit.bytes
 
 
 class BodyTooLarge(HTTPException):
@@ -86,8 +94,7 @@ class LimitRequestBody:
         if scope["type"] != "http" or limits is None:
             return await self.app(scope, receive, send)
         limit = BodyLimit(limits, scope["path"])
-        declared = Headers(scope=scope).get("content-length", "")
-        if declared.isdigit() and int(declared) > limit.bytes:
+        if declared_over(scope, limit):
             return await limit.refusal()(scope, receive, send)  # nothing of the body is read
         received = 0
         started = refused = False

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memory_bank.config import EmbeddingConfig, LLMConfig, RayConfig
+from memory_bank.index.embedding import Embedder
 from memory_bank.llm import open_llm
 from memory_bank.llm.seam import LLM
 
@@ -81,11 +82,15 @@ def _quiet_ray_data() -> None:
 
 
 def map_on_tasks(
-    function: Callable[..., R], calls: Sequence[tuple[Any, ...]], num_cpus: float
+    function: Callable[..., R],
+    calls: Sequence[tuple[Any, ...]],
+    num_cpus: float,
+    single_here: bool = True,
 ) -> list[R]:
     """Each call of `function` as a Ray task; results in call order. A single call runs
-    here: a task would add a worker's start and the transfers, and no parallelism."""
-    if len(calls) <= 1:
+    here (`single_here`): a task would add a worker's start and the transfers, and no
+    parallelism; a caller whose process must stay free for others (a shared actor) says no."""
+    if single_here and len(calls) <= 1:
         return [function(*arguments) for arguments in calls]
     import ray
 
@@ -107,10 +112,15 @@ def encode_on_task(texts: list[str], config: EmbeddingConfig, num_cpus: float) -
 # The embedder of this worker process per embedding config: Ray reuses idle workers for later
 # tasks of the same job, so README embedding and the graph step's re-embedding load the model
 # once per worker rather than once per task.
-_WORKER_EMBEDDERS: dict[str, Any] = {}
+_WORKER_EMBEDDERS: dict[str, Embedder] = {}
 
 
 def _encode_texts(texts: list[str], config: EmbeddingConfig) -> np.ndarray:
+    return worker_embedder(config).encode_passages(texts)
+
+
+def worker_embedder(config: EmbeddingConfig) -> Embedder:
+    """This worker process's embedder for `config` (loaded by its first task)."""
     from memory_bank.index.embedders import build_embedder
 
     key = config.model_dump_json()
@@ -119,7 +129,7 @@ def _encode_texts(texts: list[str], config: EmbeddingConfig) -> np.ndarray:
         threads = config.num_threads or os.cpu_count() or 1
         _WORKER_EMBEDDERS.clear()  # one model per worker at most
         _WORKER_EMBEDDERS[key] = build_embedder(config.model_copy(update={"num_threads": threads}))
-    return _WORKER_EMBEDDERS[key].encode_passages(texts)
+    return _WORKER_EMBEDDERS[key]
 
 
 # The LLM of this worker process per LLM config: the root of a Ray process (an actor, a Serve

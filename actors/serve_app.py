@@ -54,6 +54,7 @@ from ray.serve.handle import DeploymentHandle
 from actors.admission import AdmissionQueue, QueueFull
 from actors.http_app import http_app
 from actors.loopback import keep_replica_port_on_loopback
+from actors.proxy_limits import proxy_environment
 from actors.request_guards import EscapedJSONResponse
 from actors.serve_agents import wire_agents
 from actors.serve_api import ERROR_RESPONSES, ErrorBody, Health, error_status
@@ -270,7 +271,12 @@ def start(
 
     Ray must already be initialized (the caller owns it).
     """
-    serve.start(http_options={"host": host, "port": port})
+    serve.start(
+        http_options={"host": host, "port": port},
+        # The proxy's body limits (`proxy_limits`); Serve applies them when this call starts
+        # its controller, and keeps a running controller's.
+        controller_options={"runtime_env": {"env_vars": proxy_environment(config.limits)}},
+    )
     serve.run(
         build_app_for(store, config, num_replicas, api_key, bound_host=host),
         name=APP_NAME,

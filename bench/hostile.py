@@ -4,8 +4,8 @@
   good file is a document, each bad one is skipped with its reason.
 - serve (starts Ray: `flock /tmp/ray.lock`): on Ray Serve at 127.0.0.1, a 1 MB intercept, the
   largest intercept the limits accept with GET /sessions/{id} of another session polled while
-  it runs (p95), and a 50 MB body streamed without Content-Length (how much was sent before the
-  413).
+  it runs (p95, beside its p95 with no intercept running), and a 50 MB body streamed without
+  Content-Length (how much was sent before the 413).
 - disk (needs root, for a small tmpfs): `memory-bank add` and a first `ingest` on a full disk:
   exit status, the lines on stderr, the old store and `verify`, what the journal holds.
 Timings go with `uptime`'s load average: run timings under `flock /tmp/bench.lock`.
@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from memory_bank.app.bank import MemoryBank  # noqa: E402
 from memory_bank.config import AppConfig  # noqa: E402
-from tests.load_client import free_port  # noqa: E402
+from tests.load_client import free_port, post_chunked_until_answered  # noqa: E402
 
 SAMPLE = REPO / "data" / "sample"
 CLI = [sys.executable, "-m", "memory_bank.cli.main"]
@@ -91,6 +91,8 @@ def serve(work: Path) -> None:
             busy = http.post("/sessions", json={"task_goal": "Log the ferries"}).json()["doc_id"]
             other = http.post("/sessions", json={"task_goal": "Bake bread"}).json()["doc_id"]
             http.get(f"/sessions/{other}")
+            idle = _poll(http, other, threading.Event(), seconds=15.0)
+            table.add_row("none (the baseline at this load)", "", "", _latency(idle))
             for label, chars in (
                 ("1 MB context", 1_000_000),
                 (
@@ -99,9 +101,7 @@ def serve(work: Path) -> None:
                 ),
             ):
                 status, seconds, polls = _intercept_while_polling(http, busy, other, chars)
-                p95 = statistics.quantiles(polls, n=20)[-1] * 1000 if len(polls) > 1 else 0.0
-                during = f"{len(polls)} GETs, p95 {p95:.0f} ms, max {max(polls) * 1000:.0f} ms"
-                table.add_row(label, str(status), f"{seconds:.2f}", during if polls else "-")
+                table.add_row(label, str(status), f"{seconds:.2f}", _latency(polls))
             sent, status = _stream_oversized_body(url)
             table.add_row(
                 "50 MB body, chunked (no Content-Length)",
@@ -121,7 +121,6 @@ def _intercept_while_polling(http, session: str, other: str, chars: int):
     context = "\n\n".join(
         f"{n}. {paragraph * 3}" for n in range(chars // (len(paragraph) * 3 + 8) + 1)
     )[:chars]
-    polls: list[float] = []
     done = threading.Event()
     outcome: dict = {}
 
@@ -133,37 +132,38 @@ def _intercept_while_polling(http, session: str, other: str, chars: int):
 
     worker = threading.Thread(target=intercept)
     worker.start()
-    with __import__("httpx").Client(base_url=str(http.base_url), timeout=60.0) as reader:
-        while not done.is_set():
-            started = time.perf_counter()
-            reader.get(f"/sessions/{other}").raise_for_status()
-            polls.append(time.perf_counter() - started)
-            time.sleep(0.05)
+    polls = _poll(http, other, done)
     worker.join()
     return outcome["status"], outcome["seconds"], polls
 
 
-def _stream_oversized_body(url: str) -> tuple[int, int | str]:
+def _poll(http, session: str, done: threading.Event, seconds: float = float("inf")):
+    """Seconds each GET /sessions/{session} took, one every 50 ms until `done` or `seconds`."""
     import httpx
 
-    sent = 0
+    polls: list[float] = []
+    deadline = time.perf_counter() + seconds
+    with httpx.Client(base_url=str(http.base_url), timeout=60.0) as reader:
+        while not done.is_set() and time.perf_counter() < deadline:
+            started = time.perf_counter()
+            reader.get(f"/sessions/{session}").raise_for_status()
+            polls.append(time.perf_counter() - started)
+            time.sleep(0.05)
+    return polls
 
-    def body():
-        nonlocal sent
-        for _ in range(50 * 16):  # 50 MB in 64 KB pieces
-            sent += 65536
-            yield b"x" * 65536
 
-    try:
-        response = httpx.post(
-            f"{url}/query",
-            content=body(),
-            headers={"content-type": "application/json"},
-            timeout=120.0,
-        )
-        return sent, response.status_code
-    except httpx.HTTPError as exc:  # the server may close while the client still sends
-        return sent, f"connection closed ({type(exc).__name__})"
+def _latency(polls: list[float]) -> str:
+    if not polls:
+        return "-"
+    p95 = statistics.quantiles(polls, n=20)[-1] * 1000 if len(polls) > 1 else polls[0] * 1000
+    return f"{len(polls)} GETs, p95 {p95:.0f} ms, max {max(polls) * 1000:.0f} ms"
+
+
+def _stream_oversized_body(url: str) -> tuple[int, int | str]:
+    """50 MB sent without Content-Length by a client that reads while it sends."""
+    sent, answer = post_chunked_until_answered(url, "/query", 50 << 20)
+    status = answer.split(b" ", 2)[1].decode() if answer.startswith(b"HTTP/") else ""
+    return sent, int(status) if status.isdigit() else "connection closed, no answer"
 
 
 # --- disk ----------------------------------------------------------------------------------------

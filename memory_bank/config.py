@@ -498,7 +498,7 @@ class RayConfig(StrictModel):
         1.0,
         gt=0,
         description="CPUs per commit-phase task (planning a top-level group, a README subtree, "
-        "graph analysis).",
+        "graph analysis) and per piece of an intercepted context.",
     )
     in_process_below_tokens: int = Field(
         300_000,

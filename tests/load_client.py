@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import select
 import socket
 import time
 from collections import Counter
@@ -118,3 +119,46 @@ def numbered_questions(topics: tuple[str, ...] = TOPICS) -> Callable[[], dict]:
         return {"question": f"What is said about {topics[number % len(topics)]}, case {number}?"}
 
     return body
+
+
+def post_chunked_until_answered(
+    base_url: str, path: str, offered: int, piece: int = 64 << 10
+) -> tuple[int, bytes]:
+    """POST up to `offered` bytes to `path` with chunked encoding (no Content-Length), as a
+    client that reads while it sends: it stops sending when the server answers or closes.
+    Returns the bytes it managed to send and the answer's first bytes (b"" if none came)."""
+    host, port = base_url.removeprefix("http://").rstrip("/").rsplit(":", 1)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n"
+    ).encode()
+    frame = f"{piece:x}\r\n".encode() + b"x" * piece + b"\r\n"
+    sent, pending, finished = 0, head, False
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.setblocking(False)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if not pending and not finished:
+                if sent < offered:
+                    pending, sent = frame, sent + piece
+                else:
+                    pending, finished = b"0\r\n\r\n", True
+            writers = [connection] if pending else []
+            readable, writable, _ = select.select([connection], writers, [], 1.0)
+            if readable:
+                return sent, _answer(connection)
+            if not writable:
+                continue
+            try:
+                pending = pending[connection.send(pending) :]
+            except OSError:  # closed by the server: what it said, if anything, is readable
+                return sent, _answer(connection)
+    return sent, b""
+
+
+def _answer(connection: socket.socket) -> bytes:
+    connection.setblocking(True)
+    try:
+        return connection.recv(4096)
+    except OSError:
+        return b""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 
 import numpy as np
@@ -12,20 +13,45 @@ from memory_bank.graph.memory_source import MemorySource
 from memory_bank.text.sentences import split_sentences
 
 
+class SentenceVectors:
+    """Sentence vectors of session nodes by node id, each kept with the text it was made from;
+    beyond `capacity` nodes the least recently used are dropped (embedded again if needed)."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[str, tuple[str, dict[str, np.ndarray]]] = OrderedDict()
+
+    def get(self, node_id: str, text: str) -> dict[str, np.ndarray] | None:
+        entry = self._entries.get(node_id)
+        if entry is None or entry[0] != text:
+            return None
+        self._entries.move_to_end(node_id)
+        return entry[1]
+
+    def put(self, node_id: str, text: str, vectors: dict[str, np.ndarray]) -> None:
+        self._entries[node_id] = (text, vectors)
+        self._entries.move_to_end(node_id)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+
 class NodeViews:
     """A memory node is read as its stored chunk (text, document title, sentence vectors); a
-    session node as its own content, whose sentences are embedded once per `NodeViews`."""
+    session node as its own content, whose sentences are embedded once per `SentenceVectors`
+    (by default one per `NodeViews`; a caller that makes many, such as the sessions of a
+    graph, shares one)."""
 
     def __init__(
         self,
         graph: QueryGraph,
         memories: MemorySource,
         encode: Callable[[list[str]], np.ndarray],
+        sentences: SentenceVectors | None = None,
     ) -> None:
         self.graph = graph
         self.memories = memories
         self.encode = encode
-        self._sentence_cache: dict[str, dict[str, np.ndarray]] = {}
+        self.sentences = sentences if sentences is not None else SentenceVectors()
 
     def view(self, node_id: str) -> NodeView:
         node = self.graph.nodes[node_id]
@@ -50,10 +76,15 @@ class NodeViews:
             document=node.id.rsplit("-", 1)[0] if node.kind == "memory" else "",
         )
 
+    def remember(self, node_id: str, text: str, sentence_vectors: dict[str, np.ndarray]) -> None:
+        """A session node's sentence vectors for `text`, embedded elsewhere."""
+        self.sentences.put(node_id, text, sentence_vectors)
+
     def _session_sentences(self, node_id: str, text: str) -> dict[str, np.ndarray]:
-        cached = self._sentence_cache.get(node_id)
+        cached = self.sentences.get(node_id, text)
         if cached is None:
             sentences = list(dict.fromkeys(split_sentences(text)))
             vectors = self.encode(sentences) if sentences else []
-            cached = self._sentence_cache[node_id] = dict(zip(sentences, vectors, strict=True))
+            cached = dict(zip(sentences, vectors, strict=True))
+            self.sentences.put(node_id, text, cached)
         return cached

@@ -1,5 +1,6 @@
-"""The session's work on the graph, in memory (the graph's storage persists it): node
-creation, the two-phase analysis with the merge cascade, and retrieval for planning.
+"""The session's work on the graph, in memory (the graph's storage persists it): the
+two-phase analysis of new nodes (made from drafted pieces, `pieces.py`) with the merge cascade,
+and retrieval for planning.
 
 A new node is analysed against its candidates (hybrid top-k plus one-hop neighbours): a
 conflict is recorded (open) and stops the analysis -- the planner then puts a cross-validation
@@ -12,23 +13,21 @@ merge or a validation replaced stay as records with status "merged" or "supersed
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memory_bank.graph.analysis import Relationship, two_phase, with_relation
-from memory_bank.graph.batch import conflict_record, context_text, refresh_contexts
-from memory_bank.graph.graph import compose_embedding, node_terms, query_terms
+from memory_bank.graph.batch import conflict_record, refresh_contexts
+from memory_bank.graph.graph import node_terms, query_terms
 from memory_bank.graph.memory_source import MemorySource
 from memory_bank.graph.model import GraphNode
-from memory_bank.graph.node_views import NodeViews
+from memory_bank.graph.node_views import NodeViews, SentenceVectors
 from memory_bank.graph.persist import GraphState
 from memory_bank.index.embedding import Embedder
 from memory_bank.query.question import content_terms
 from memory_bank.session.agents import SessionAgents
 from memory_bank.session.merging import NodeMerger
 from memory_bank.session.models import NodeInfo
-from memory_bank.session.topics import ClusterDraft
 from memory_bank.text.lexicon import (
     QUESTION_WORDS,
     search_tokens,
@@ -58,49 +57,18 @@ class SessionEngine:
         embedder: Embedder,
         memories: MemorySource,
         top_k: int = 5,
+        sentences: SentenceVectors | None = None,
     ) -> None:
         self.state = state
         self.agents = agents
         self.embedder = embedder
         self.top_k = top_k
-        self.views = NodeViews(state.graph, memories, embedder.encode)
+        self.views = NodeViews(state.graph, memories, embedder.encode, sentences)
         self.merger = NodeMerger(state, agents, self.views, embedder.encode)
 
     @property
     def graph(self):
         return self.state.graph
-
-    # --- nodes ------------------------------------------------------------------------------
-
-    def make_nodes(
-        self, drafts: Sequence[ClusterDraft], summaries: Sequence[str], session_id: str
-    ) -> list[GraphNode]:
-        """Session nodes from structured clusters (ids, timestamps and vectors by code)."""
-        if not drafts:
-            return []
-        now = time.time()
-        summary_vectors = self.embedder.encode(list(summaries))
-        context_vectors = self.embedder.encode(
-            [context_text(d.context, d.keywords) for d in drafts]
-        )
-        return [
-            GraphNode(
-                id="n-" + uuid.uuid4().hex[:16],
-                kind="session",
-                summary=summary,
-                context=draft.context,
-                keywords=list(draft.keywords),
-                timestamp=now + position * 1e-6,
-                embedding=compose_embedding(summary_vector, context_vector),
-                summary_vector=summary_vector,
-                content=draft.content,
-                source=f"session:{session_id}",
-                session_id=session_id,
-            )
-            for position, (draft, summary, summary_vector, context_vector) in enumerate(
-                zip(drafts, summaries, summary_vectors, context_vectors, strict=True)
-            )
-        ]
 
     # --- analysis ---------------------------------------------------------------------------
 

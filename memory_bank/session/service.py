@@ -5,13 +5,14 @@ and the raw contexts behind it, export and close.
 
 The graph itself is a `GraphStorage` (memory_bank/graph/storage.py), which the store's commits
 share (`ingest.graph_step.IngestGraphStep`); on Ray both live in the store's graph actor.
-Agent calls that take long (classifying and structuring a context) run without the graph lock;
-everything that reads and changes the graph runs under it, on the latest graph, in bounded
-steps: a long context is taken in pieces of at most `session.analysis_chars`, each classified
-outside the lock and analysed under it on its own, so an intercept costs time linear in its
-length and another caller (on Ray, the graph actor runs several at once) waits for one piece at
-most. The limits (`limits.*`) refuse an oversized goal, context or attachment list before any
-work.
+Agent calls that take long (classifying, structuring and embedding a context) run without the
+graph lock, through a `PieceDrafter` (`pieces.py`: in this process, or on Ray tasks outside the
+graph actor's process); everything that reads and changes the graph runs under it, on the
+latest graph, in bounded steps: a long context is taken in pieces of at most
+`session.analysis_chars`, each drafted outside the lock and its nodes analysed under it on
+their own, so an intercept costs time linear in its length and another caller (on Ray, the
+graph actor runs several at once) waits for one piece at most. The limits (`limits.*`) refuse
+an oversized goal, context or attachment list before any work.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from memory_bank.config import AppConfig
 from memory_bank.errors import SessionError
 from memory_bank.graph.model import Attachment, Conflict, InteractionEntry, SessionRecord
+from memory_bank.graph.node_views import SentenceVectors
 from memory_bank.graph.persist import GraphState, merge_event_row
 from memory_bank.graph.storage import GraphStorage
 from memory_bank.index.embedders import build_embedder
@@ -46,8 +48,14 @@ from memory_bank.session.models import (
     SessionExport,
     TaskType,
 )
+from memory_bank.session.pieces import (
+    PieceDraft,
+    PieceDrafter,
+    context_pieces,
+    draft_serially,
+    session_nodes,
+)
 from memory_bank.session.planning import enhanced_prompt, should_terminate, task_type_of
-from memory_bank.session.topics import ClusterDraft
 from memory_bank.session.views import (
     conflict_view,
     entry_view,
@@ -83,14 +91,22 @@ class SessionService:
         embedder: Embedder | None = None,
         agents: Callable[[Embedder], SessionAgents] | None = None,
         llm: LLM | None = None,
+        draft_pieces: PieceDrafter | None = None,
     ) -> None:
         """`llm`: the process's LLM for the session's agents (None: offline); `agents` makes
-        other agents over the embedder (tests)."""
+        other agents over the embedder (tests); `draft_pieces` drafts an intercept's pieces
+        elsewhere (default: here, with these agents)."""
         self.storage = storage
         self.config = config or AppConfig()
         self._embedder = embedder
         self._agents_factory = agents or (lambda e: RoleAgents(llm, e, self.config.memorize))
         self._agents: SessionAgents | None = None
+        self.draft_pieces = draft_pieces or draft_serially(
+            lambda: self.agents, lambda: self.embedder
+        )
+        # The session nodes' sentence vectors, kept across calls: each analysis reads its
+        # candidates' (under the graph lock), and embedding them anew each time is most of it.
+        self._sentences = SentenceVectors()
         # Loads the model once, however many callers (threads of the graph actor) ask at first.
         self._loading = threading.Lock()
 
@@ -113,7 +129,12 @@ class SessionService:
     def _engine(self) -> SessionEngine:
         state = self.storage.state
         return SessionEngine(
-            state, self.agents, self.embedder, self.storage.memories, self.config.retrieval.top_k
+            state,
+            self.agents,
+            self.embedder,
+            self.storage.memories,
+            self.config.retrieval.top_k,
+            self._sentences,
         )
 
     # --- sessions ---------------------------------------------------------------------------
@@ -196,16 +217,14 @@ class SessionService:
         )
 
     def _memorize(self, session_id: str, task_goal: str, context: str) -> _Absorbed:
-        """`context` as new session nodes, a piece at a time: each piece classified and
-        structured without the graph lock, then its nodes made and analysed under it (one
-        checkpoint per piece)."""
+        """`context` as new session nodes: its pieces drafted without the graph lock, then
+        each piece's nodes made and analysed under it (one checkpoint per piece)."""
         absorbed = _Absorbed()
-        for piece in context_pieces(context, self.config.session.analysis_chars):
-            drafts = self.agents.classify(piece, task_goal)
-            summaries = [self.agents.structure(draft) for draft in drafts]
+        pieces = context_pieces(context, self.config.session.analysis_chars)
+        for draft in self.draft_pieces(pieces, task_goal):
             with self.storage.mutating() as state:
                 self._open_record(session_id)  # not closed meanwhile
-                absorbed.include(_memorized(self._engine(), state, drafts, summaries, session_id))
+                absorbed.include(_memorized(self._engine(), state, draft, session_id))
         return absorbed
 
     def _planned(self, engine: SessionEngine, doc: InsightDoc, **request: Any) -> InsightDoc:
@@ -334,14 +353,14 @@ def _entry(
 def _memorized(
     engine: SessionEngine,
     state: GraphState,
-    drafts: Sequence[ClusterDraft],
-    summaries: Sequence[str],
+    draft: PieceDraft,
     session_id: str,
 ) -> _Absorbed:
-    """A context's clusters as new session nodes, each analysed against the graph."""
+    """A piece's clusters as new session nodes, each analysed against the graph."""
     absorbed = _Absorbed()
-    for node in engine.make_nodes(drafts, summaries, session_id):
+    for node, cluster in zip(session_nodes(draft, session_id), draft.clusters, strict=True):
         state.graph.add_node(node)
+        engine.views.remember(node.id, cluster.text, cluster.sentence_vectors)
         outcome = engine.analyse(node.id, session_id)
         absorbed.new_ids.append(outcome.node_id)
         absorbed.merged += outcome.merged
@@ -370,24 +389,6 @@ def _cross_validated(
         absorbed.merged += outcome.merged
         absorbed.new_ids[-1] = outcome.node_id
     return absorbed
-
-
-def context_pieces(context: str, max_chars: int) -> list[str]:
-    """`context` in consecutive pieces of at most `max_chars`, cut between paragraphs (else
-    between lines, else anywhere); blank pieces are dropped."""
-    pieces: list[str] = []
-    rest = context
-    while len(rest) > max_chars:
-        window = rest[:max_chars]
-        cut = window.rfind("\n\n")
-        if cut <= 0:
-            cut = window.rfind("\n")
-        if cut <= 0:
-            cut = max_chars
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
-    pieces.append(rest)
-    return [piece for piece in pieces if piece.strip()]
 
 
 def _notice(conflicts: Sequence[Conflict]) -> ConflictNotice | None:

@@ -1,5 +1,6 @@
 """The store's graph actor: one graph for every Ray process; killed mid-session and restarted,
-it loses no acknowledged change; a Ray ingest's graph step goes through it."""
+it loses no acknowledged change; a Ray ingest's graph step goes through it; an intercept's
+heavy part runs in Ray tasks, not in the actor's process."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from actors.graph import NAMESPACE, RemoteKeeper, graph_actor, graph_name
+from actors.graph import NAMESPACE, GraphActor, RemoteKeeper, graph_actor, graph_name
 from memory_bank.app.bank import create_empty_store
 from memory_bank.config import AppConfig
 from memory_bank.graph.storage import GraphStorage
+from memory_bank.session.agents import RoleAgents
+from memory_bank.session.pieces import context_pieces
 from memory_bank.session.service import SessionService
 from pipeline.executor import ray_runner
 
@@ -84,3 +87,53 @@ def test_a_ray_ingest_builds_the_graph_through_the_actor(ray_cluster, tmp_path: 
         "Bob Tanaka",
     )
     assert graph.memory_nodes == 2
+
+
+FERRIES = "\n\n".join(
+    [
+        "The night ferry leaves Harbourtown at eleven and reaches Saltisle at six.",
+        "Tickets for the night ferry cost forty crowns; cabins cost extra.",
+        "The bakery on Saltisle opens at seven and sells rye bread until noon.",
+        "Its owner, Mira Holt, bakes with flour milled on the island.",
+        "The island's lighthouse was built in 1871 and still guides the ferries at night.",
+        "Visitors may climb its 212 steps on Sundays, weather permitting.",
+        "Saltisle's harbour master, Jon Brekke, keeps the tide tables for the ferry crews.",
+        "A second ferry, the day boat, sails at noon in summer and takes three hours.",
+    ]
+)
+
+
+def test_an_intercept_is_drafted_in_ray_tasks_not_in_the_actor_process(
+    ray_cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The actor's body runs here, in the test's process: any classifying or structuring done
+    in this process is counted (Ray's workers import the real agents)."""
+    config = AppConfig.model_validate({"session": {"analysis_chars": 500}})
+    for name in ("here", "actor"):
+        create_empty_store(tmp_path / name, config)
+    in_process = SessionService(GraphStorage(tmp_path / "here", config.retrieval.alpha), config)
+    expected = in_process.intercept(
+        in_process.open_session("Plan a trip to Saltisle").doc_id, FERRIES
+    )
+
+    calls_here: list[str] = []
+    for role in ("classify", "structure"):
+        real = getattr(RoleAgents, role)
+        monkeypatch.setattr(
+            RoleAgents,
+            role,
+            lambda self, *args, _real=real, _role=role: (
+                calls_here.append(_role) or _real(self, *args)
+            ),
+        )
+    actor = GraphActor(str(tmp_path / "actor"), config.model_dump(mode="json"))
+    session = actor.open_session("Plan a trip to Saltisle").doc_id
+    assert len(context_pieces(FERRIES, config.session.analysis_chars)) > 1
+    several = actor.intercept(session, FERRIES)
+    one = actor.intercept(session, "The ferry company is called Saltline.")  # a single piece
+
+    assert calls_here == [], "the actor's process drafted a piece itself"
+    # The same decomposition as in one process: the same nodes from the same context.
+    assert [n.summary for n in several.new_nodes] == [n.summary for n in expected.new_nodes]
+    assert len(several.new_nodes) >= 2 and one.new_nodes
+    assert actor.node(one.new_nodes[0].id).summary == "The ferry company is called Saltline."

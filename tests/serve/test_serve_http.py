@@ -12,7 +12,7 @@ from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.schemas import ChatResult, DirectoryNode, SearchHit
 from memory_bank.store.reader import StoreReader
-from tests.load_client import free_port
+from tests.load_client import free_port, post_chunked_until_answered
 
 pytestmark = [pytest.mark.ray, pytest.mark.serve]
 
@@ -402,6 +402,18 @@ def test_oversized_requests_are_refused_at_once_with_413(client):
     response = client.post(f"/sessions/{session_id}/intercept", json={"context": "y" * 300_000})
     assert response.status_code == 413
     assert "limits.max_context_chars" in response.json()["detail"]
+
+
+def test_a_chunked_body_over_the_limit_is_stopped_in_the_proxy(client):
+    """Serve's proxy reads a body as fast as it comes, whatever its replica reads: the body
+    limit in the proxy stops it there, so a client that reads while it sends is answered
+    long before it has sent what it offered."""
+    limit = AppConfig().limits.max_body_bytes
+    offered = 256 * limit
+    sent, answer = post_chunked_until_answered(str(client.base_url), "/query", offered)
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert b"ContentTooLarge" in answer
+    assert sent < offered // 4  # the limit, and what the sockets' buffers took meanwhile
 
 
 @pytest.mark.parametrize(

@@ -205,3 +205,38 @@ def test_a_verdict_about_a_node_retired_during_the_analysis_is_dropped(tmp_path,
     _, result = outcome["commit"]
     assert result.conflicts == [] and result.pairs == 0
     assert storage.state.graph.conflicts == {}
+
+
+class RecordingEmbedder:
+    """The test session's embedder, recording every text it is asked to embed."""
+
+    def __init__(self, embedder) -> None:
+        self.embedder = embedder
+        self.texts: list[str] = []
+
+    def encode(self, texts: list[str]):
+        self.texts += texts
+        return self.embedder.encode(texts)
+
+    def __getattr__(self, name: str):
+        return getattr(self.embedder, name)
+
+
+def test_the_sentences_of_earlier_session_nodes_are_embedded_once(tmp_path, embedder):
+    """Each analysis reads its candidates' sentences under the graph lock: the session nodes'
+    are kept from when their piece was drafted, not embedded again for every later piece."""
+    recording = RecordingEmbedder(embedder)
+    bank = sessions(tmp_path, recording, PieceAgents())
+    session = bank.open_session("When did the ferries leave?").doc_id
+    first = bank.intercept(session, paragraphs(8))
+    embedded_before = len(recording.texts)
+
+    second = bank.intercept(session, "The harbour master logs every ferry that leaves.")
+
+    earlier = {
+        sentence
+        for node in first.new_nodes
+        for sentence in bank.deep_retrieval(node.id)[0].text.split("\n\n")
+    }
+    assert second.new_nodes and earlier
+    assert not earlier & set(recording.texts[embedded_before:])
