@@ -7,7 +7,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -42,9 +42,10 @@ from memory_bank.store.segments import (
 class _Pending:
     """A segment of the new version: linked from the base, or new rows not yet written."""
 
-    segment: Segment | None = None  # an existing segment (of the base)
+    segment: Segment | None = None  # an existing segment (of the base, unless `written`)
     rows: pa.Table | None = None  # rows to write as a new segment
     attachments_stale: bool = False
+    written: bool = False  # `segment` was streamed into the target already (`append_batches`)
 
 
 @dataclass
@@ -95,11 +96,35 @@ class TableSetWriter:
 
     def replace(self, name: str, rows: pa.Table) -> None:
         """The table becomes exactly `rows` (one new segment)."""
+        for item in self._table(name).pending:
+            if item.written:
+                segment_path(self.target, item.segment.file).unlink(missing_ok=True)
         self._tables[name] = _TableState([_Pending(rows=rows)] if rows.num_rows else [])
 
     def append(self, name: str, rows: pa.Table) -> None:
         if rows.num_rows:
             self._tables.setdefault(name, _TableState()).pending.append(_Pending(rows=rows))
+
+    def append_batches(self, name: str, batches: Iterable[pa.Table], schema: pa.Schema) -> int:
+        """New rows given a batch at a time, written now as one segment (a row group per
+        batch at most), so they are never all in memory; returns how many. Such a segment
+        gets no attachments: the hook needs all its rows at once."""
+        directory = self.target / SEGMENTS_DIR / name
+        directory.mkdir(parents=True, exist_ok=True)
+        relative = f"{name}/{self._next_number(name):06d}-{secrets.token_hex(4)}.parquet"
+        path = segment_path(self.target, relative)
+        rows = 0
+        with pq.ParquetWriter(path, schema) as parquet:
+            for batch in batches:
+                parquet.write_table(batch, row_group_size=ROW_GROUP_ROWS)
+                rows += batch.num_rows
+        if not rows:
+            path.unlink()
+            return 0
+        self.written_bytes += path.stat().st_size
+        segment = Segment(file=relative, rows=rows)
+        self._table(name).pending.append(_Pending(segment=segment, written=True))
+        return rows
 
     def keys(self, name: str, column: str) -> list[Any]:
         """The column's values over the table's live rows, in order (new rows included)."""
@@ -109,7 +134,9 @@ class TableSetWriter:
                 values += item.rows.column(column).to_pylist()
             else:
                 values += (
-                    read_segment(self._base(), item.segment, [column]).column(column).to_pylist()
+                    read_segment(self._bank(item), item.segment, [column])
+                    .column(column)
+                    .to_pylist()
                 )
         return values
 
@@ -126,7 +153,7 @@ class TableSetWriter:
                 item.rows = item.rows.filter(pc.invert(doomed))
                 continue
             segment = item.segment
-            values = read_segment(self._base(), segment, [column], live=False).column(column)
+            values = read_segment(self._bank(item), segment, [column], live=False).column(column)
             hits = np.flatnonzero(
                 pc.is_in(values, value_set=value_set).to_numpy(zero_copy_only=False)
             )
@@ -201,15 +228,19 @@ class TableSetWriter:
 
     def _merge(self, name: str, items: list[_Pending]) -> _Pending:
         tables = [
-            item.rows if item.rows is not None else read_segment(self._base(), item.segment)
+            item.rows if item.rows is not None else read_segment(self._bank(item), item.segment)
             for item in items
         ]
+        for item in items:  # a streamed segment merged away is not listed: it must not stay
+            if item.written:
+                segment_path(self.target, item.segment.file).unlink(missing_ok=True)
         non_empty = [table for table in tables if table.num_rows] or tables[:1]
         return _Pending(rows=pa.concat_tables(non_empty, promote_options="permissive"))
 
     def _written(self, name: str, item: _Pending) -> Segment:
         if item.segment is not None:
-            self._link(item.segment)
+            if not item.written:
+                self._link(item.segment)
             return item.segment
         directory = self.target / SEGMENTS_DIR / name
         directory.mkdir(parents=True, exist_ok=True)
@@ -248,6 +279,10 @@ class TableSetWriter:
 
     def _table(self, name: str) -> _TableState:
         return self._tables.setdefault(name, _TableState())
+
+    def _bank(self, item: _Pending) -> Path:
+        """The `.bank` directory holding the segment of `item`."""
+        return self.target if item.written else self._base()
 
     def _base(self) -> Path:
         if self.base is None:
