@@ -21,10 +21,10 @@ making a huge file's memories nor committing them holds all of its sentences at 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import secrets
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -205,26 +205,15 @@ class IngestJournal:
 
 class JournalSentences:
     """The sentences of journaled chunks, read from their batch files when the commit writes
-    them (a `SentenceSource`): a batch file at a time, the last few kept decoded for the
-    graph's look-ups. Picklable (the cache is not), so a writer in another process on the
-    same storage reads the files itself."""
-
-    CACHED_FILES = 4
+    them (a `SentenceSource`), a batch file at a time. It names only files, so a writer in
+    another process on the same storage reads them itself."""
 
     def __init__(self, file_of: Mapping[str, Path]) -> None:
         self.file_of = dict(file_of)  # chunk id -> the batch file holding it
-        self._cache: OrderedDict[Path, dict[str, tuple[list[dict], np.ndarray]]] = OrderedDict()
-        self._last: dict[str, dict[str, np.ndarray]] = {}
-
-    def __getstate__(self) -> dict:
-        return {"file_of": self.file_of}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["file_of"])
 
     def batches(self, chunk_ids: Sequence[str]) -> Iterator[pa.Table]:
         for path, run in itertools.groupby(chunk_ids, key=self._file):
-            sentences = self._read(path)
+            sentences = _batch_sentences(path)
             rows: list[dict] = []
             vectors: list[np.ndarray] = []
             for chunk_id in run:
@@ -234,18 +223,7 @@ class JournalSentences:
             yield sentence_rows_table(rows, np.concatenate(vectors))
 
     def vectors(self, chunk_id: str) -> Mapping[str, np.ndarray]:
-        return _ChunkSentenceVectors(self, chunk_id)
-
-    def chunk_vectors(self, chunk_id: str) -> dict[str, np.ndarray]:
-        """Sentence text -> vector of one chunk, now (the last two chunks asked for are kept:
-        the graph compares two chunks' sentences pair by pair)."""
-        if chunk_id not in self._last:
-            own, vectors = self._read(self._file(chunk_id))[chunk_id]
-            pairs = zip(own, vectors, strict=True)
-            self._last[chunk_id] = {row["text"].strip(): vector for row, vector in pairs}
-            if len(self._last) > 2:
-                del self._last[next(iter(self._last))]
-        return self._last[chunk_id]
+        return _ChunkSentenceVectors(self._file(chunk_id), chunk_id)
 
     def _file(self, chunk_id: str) -> Path:
         try:
@@ -253,47 +231,49 @@ class JournalSentences:
         except KeyError:
             raise StoreError(f"the ingest journal holds no sentences of {chunk_id}") from None
 
-    def _read(self, path: Path) -> dict[str, tuple[list[dict], np.ndarray]]:
-        """chunk id -> its sentences and their vectors, of one batch file."""
-        if path in self._cache:
-            self._cache.move_to_end(path)
-            return self._cache[path]
-        try:
-            table = pq.read_table(path, columns=["chunk_id", "sentences", "sentence_vectors"])
-        except (OSError, pa.ArrowException) as exc:
-            raise StoreError(
-                f"the ingest journal's {path} went away or is unreadable: {exc}"
-            ) from exc
-        decoded = {
-            chunk_id: (
-                json.loads(sentences),
-                np.frombuffer(vectors, dtype=np.float32).reshape(-1, EMBEDDING_DIM),
-            )
-            for chunk_id, sentences, vectors in zip(
-                *(table.column(name).to_pylist() for name in table.column_names), strict=True
-            )
-        }
-        self._cache[path] = decoded
-        while len(self._cache) > self.CACHED_FILES:
-            self._cache.popitem(last=False)
-        return decoded
-
 
 class _ChunkSentenceVectors(Mapping[str, np.ndarray]):
-    """One chunk's sentence vectors (text -> vector), read from the journal when looked into
-    and not kept here: the graph holds one per committed memory."""
+    """One journaled chunk's sentence vectors (text -> vector), read when looked into and not
+    kept here: the graph holds one of these per memory being committed."""
 
-    def __init__(self, source: JournalSentences, chunk_id: str) -> None:
-        self.source, self.chunk_id = source, chunk_id
+    def __init__(self, path: Path, chunk_id: str) -> None:
+        self.path, self.chunk_id = path, chunk_id
 
     def __getitem__(self, text: str) -> np.ndarray:
-        return self.source.chunk_vectors(self.chunk_id)[text]
+        return _chunk_vectors(self.path, self.chunk_id)[text]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.source.chunk_vectors(self.chunk_id))
+        return iter(_chunk_vectors(self.path, self.chunk_id))
 
     def __len__(self) -> int:
-        return len(self.source.chunk_vectors(self.chunk_id))
+        return len(_chunk_vectors(self.path, self.chunk_id))
+
+
+# The graph compares two chunks' sentences pair by pair, chunk after chunk in commit order:
+# a few decoded files and chunks serve it without holding a huge ingest's sentences.
+@functools.lru_cache(maxsize=8)
+def _chunk_vectors(path: Path, chunk_id: str) -> dict[str, np.ndarray]:
+    own, vectors = _batch_sentences(path)[chunk_id]
+    return {row["text"].strip(): vector for row, vector in zip(own, vectors, strict=True)}
+
+
+@functools.lru_cache(maxsize=4)
+def _batch_sentences(path: Path) -> dict[str, tuple[list[dict], np.ndarray]]:
+    """chunk id -> its sentences and their vectors, of one journal batch file (never changed
+    once written: a new batch gets a new name)."""
+    try:
+        table = pq.read_table(path, columns=["chunk_id", "sentences", "sentence_vectors"])
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreError(f"the ingest journal's {path} went away or is unreadable: {exc}") from exc
+    return {
+        chunk_id: (
+            json.loads(sentences),
+            np.frombuffer(vectors, dtype=np.float32).reshape(-1, EMBEDDING_DIM),
+        )
+        for chunk_id, sentences, vectors in zip(
+            *(table.column(name).to_pylist() for name in table.column_names), strict=True
+        )
+    }
 
 
 def ordered_by_documents(

@@ -186,6 +186,9 @@ class TableSetWriter:
         state = self._table(name)
         if not state.pending:
             return
+        only = state.pending[0]
+        if len(state.pending) == 1 and only.written and not only.segment.deleted:
+            return  # streamed as one new segment already
         merged = self._merge(name, state.pending)
         state.pending = [merged] if merged.rows is not None and merged.rows.num_rows else []
 
