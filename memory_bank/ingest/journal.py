@@ -96,18 +96,18 @@ class IngestJournal:
         atomic_write_with(path, lambda temp_path: pq.write_table(table, temp_path))
         return path
 
-    def finished(self, document_ids: Iterable[str]) -> tuple[set[str], set[str]]:
-        """The journaled chunk ids of the given documents, and those of the documents whose
-        last chunk is journaled (read from the small columns only)."""
+    def finished(self, document_ids: Iterable[str]) -> tuple[dict[str, str], set[str]]:
+        """The journaled chunks of the given documents (chunk id -> document id), and the
+        documents whose last chunk is journaled (read from the small columns only)."""
         wanted = set(document_ids)
-        chunk_ids: set[str] = set()
+        chunk_ids: dict[str, str] = {}
         complete: set[str] = set()
         for _, table in self._tables(["document_id", "chunk_id", "complete"]):
             for document_id, chunk_id, done in zip(
                 *(table.column(name).to_pylist() for name in table.column_names), strict=True
             ):
                 if document_id in wanted:
-                    chunk_ids.add(chunk_id)
+                    chunk_ids[chunk_id] = document_id
                     if done:
                         complete.add(document_id)
         return chunk_ids, complete

@@ -167,7 +167,7 @@ class IngestRunner:
             return MemoryParts()
         ids = [doc.document_id for doc in documents]
         done, complete = journal.finished(ids)
-        summary.resumed_documents = len({chunk_id.rsplit("-", 1)[0] for chunk_id in done})
+        summary.resumed_documents = len(set(done.values()))
         summary.resumed_chunks = len(done)
         # A document journaled in part is made again from where the journal ends.
         todo = [doc for doc in documents if doc.document_id not in complete]
