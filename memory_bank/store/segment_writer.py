@@ -40,7 +40,8 @@ from memory_bank.store.segments import (
 
 @dataclass
 class _Pending:
-    """A segment of the new version: linked from the base, or new rows not yet written."""
+    """A segment of the new version: linked from the base, new rows not yet written, or new
+    rows already streamed into the target (`written`)."""
 
     segment: Segment | None = None  # an existing segment (of the base, unless `written`)
     rows: pa.Table | None = None  # rows to write as a new segment
@@ -97,8 +98,7 @@ class TableSetWriter:
     def replace(self, name: str, rows: pa.Table) -> None:
         """The table becomes exactly `rows` (one new segment)."""
         for item in self._table(name).pending:
-            if item.written:
-                segment_path(self.target, item.segment.file).unlink(missing_ok=True)
+            self._drop_streamed(item)
         self._tables[name] = _TableState([_Pending(rows=rows)] if rows.num_rows else [])
 
     def append(self, name: str, rows: pa.Table) -> None:
@@ -106,9 +106,9 @@ class TableSetWriter:
             self._tables.setdefault(name, _TableState()).pending.append(_Pending(rows=rows))
 
     def append_batches(self, name: str, batches: Iterable[pa.Table], schema: pa.Schema) -> int:
-        """New rows given a batch at a time, written now as one segment (a row group per
-        batch at most), so they are never all in memory; returns how many. Such a segment
-        gets no attachments: the hook needs all its rows at once."""
+        """New rows given a batch at a time, written now as one segment (in row groups of
+        at most ROW_GROUP_ROWS, like every segment), so they are never all in memory; returns
+        how many. Such a segment gets no attachments: the hook needs all its rows at once."""
         directory = self.target / SEGMENTS_DIR / name
         directory.mkdir(parents=True, exist_ok=True)
         relative = f"{name}/{self._next_number(name):06d}-{secrets.token_hex(4)}.parquet"
@@ -213,6 +213,7 @@ class TableSetWriter:
         for item in state.pending:
             segment = item.segment
             if segment is not None and segment.live_rows == 0:
+                self._drop_streamed(item)
                 continue
             if (
                 segment is not None
@@ -234,9 +235,8 @@ class TableSetWriter:
             item.rows if item.rows is not None else read_segment(self._bank(item), item.segment)
             for item in items
         ]
-        for item in items:  # a streamed segment merged away is not listed: it must not stay
-            if item.written:
-                segment_path(self.target, item.segment.file).unlink(missing_ok=True)
+        for item in items:
+            self._drop_streamed(item)
         non_empty = [table for table in tables if table.num_rows] or tables[:1]
         return _Pending(rows=pa.concat_tables(non_empty, promote_options="permissive"))
 
@@ -282,6 +282,12 @@ class TableSetWriter:
 
     def _table(self, name: str) -> _TableState:
         return self._tables.setdefault(name, _TableState())
+
+    def _drop_streamed(self, item: _Pending) -> None:
+        """A streamed segment that leaves the table (merged, replaced, emptied) is not
+        listed, so its file must not stay in the new version."""
+        if item.written:
+            segment_path(self.target, item.segment.file).unlink(missing_ok=True)
 
     def _bank(self, item: _Pending) -> Path:
         """The `.bank` directory holding the segment of `item`."""

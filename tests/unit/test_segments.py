@@ -152,7 +152,10 @@ def test_a_batched_segment_merged_or_replaced_leaves_no_file_behind(tmp_path: Pa
         writer.append_batches("t", iter([rows(["b"])]), ROWS)
         writer.append_batches("u", iter([rows(["x"])]), ROWS)
         writer.replace("u", rows(["y"]))
+        writer.append_batches("v", iter([rows(["z"])]), ROWS)
+        writer.delete("v", "key", {"z"})
     assert keys_of(bank) == ["a", "b"] and keys_of(bank, "u") == ["y"]
+    assert read_manifest(bank).tables["v"].segments == []
     assert len(read_manifest(bank).tables["t"].segments) == 1
     assert segment_problems(bank, read_manifest(bank)) == []
 
