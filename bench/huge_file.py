@@ -2,7 +2,8 @@
 
 Writes a file of that many MB (paragraphs of varied English-like sentences), ingests it with
 `memory-bank ingest --runner local` in a child process, and prints: the peak memory of the
-process tree, when the first batch reached the journal (the first progress), the chunks
+process tree while chunks are being made and once all are journaled (the commit), when the
+first batch reached the journal (the first progress), the chunks
 journaled when it was killed (SIGKILL once about half the file's chunks were journaled), and
 what the resumed run took from the journal (work lost in the kill: at most the one batch that
 was being made, each batch being journaled as soon as it is made). Timings: run under
@@ -94,16 +95,21 @@ def journaled_chunks(journal: Path) -> int:
     return sum(pq.ParquetFile(path).metadata.num_rows for path in journal.rglob("batch-*.parquet"))
 
 
-def run(arguments: list[str], journal: Path, kill_at: int | None) -> dict:
-    """One ingest; peak RSS of its process tree, the first journal batch, the kill."""
+def run(arguments: list[str], journal: Path, total: int, kill_at: int | None) -> dict:
+    """One ingest; peak RSS of its process tree while chunks are made and once all `total`
+    are journaled (the commit), the first journal batch, the kill."""
     started = time.perf_counter()
     process = subprocess.Popen([*CLI, *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    peak = first = 0.0
+    peaks = {"making": 0.0, "commit": 0.0}
+    first = 0.0
     killed_at = batch = None
+    done = 0
     while process.poll() is None:
+        phase = "commit" if done >= total else "making"
         try:
             tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(True)]
-            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+            rss = sum(p.memory_info().rss for p in tree if p.is_running())
+            peaks[phase] = max(peaks[phase], rss)
         except psutil.Error:
             pass
         done = journaled_chunks(journal) if journal.is_dir() else 0
@@ -121,7 +127,8 @@ def run(arguments: list[str], journal: Path, kill_at: int | None) -> dict:
     summary = json.loads(stdout.decode().strip().splitlines()[-1]) if stdout.strip() else {}
     return {
         "seconds": time.perf_counter() - started,
-        "peak_gb": peak / 2**30,
+        "making_gb": peaks["making"] / 2**30,
+        "commit_gb": peaks["commit"] / 2**30,
         "first_batch_s": first,
         "killed_with": killed_at,
         "batch": batch,
@@ -141,16 +148,24 @@ def main() -> None:
         total = len(chunk_documents([load_file(source)], AppConfig().chunking))
         store, journal = work / "store", work / ".store.journal"
         arguments = ["ingest", str(source), "--store", str(store), "--runner", "local", "--json"]
-        killed = run(arguments, journal, kill_at=total // 2)
-        resumed = run(arguments, journal, kill_at=None)
+        killed = run(arguments, journal, total, kill_at=total // 2)
+        resumed = run(arguments, journal, total, kill_at=None)
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         table = Table(title=f"one {args.mb:g} MB file, {total:,} chunks (load average {load})")
-        for column in ("run", "seconds", "peak memory (GB)", "first journal batch (s)", "chunks"):
+        for column in (
+            "run",
+            "seconds",
+            "peak GB making chunks",
+            "peak GB committing",
+            "first journal batch (s)",
+            "chunks",
+        ):
             table.add_column(column)
         table.add_row(
             "killed (SIGKILL) at half",
             f"{killed['seconds']:.0f}",
-            f"{killed['peak_gb']:.2f}",
+            f"{killed['making_gb']:.2f}",
+            "-",
             f"{killed['first_batch_s']:.1f}",
             f"{killed['killed_with']:,} journaled at the kill",
         )
@@ -159,7 +174,8 @@ def main() -> None:
         table.add_row(
             "resumed",
             f"{resumed['seconds']:.0f}",
-            f"{resumed['peak_gb']:.2f}",
+            f"{resumed['making_gb']:.2f}",
+            f"{resumed['commit_gb']:.2f}",
             f"{resumed['first_batch_s']:.1f}",
             f"{summary.get('resumed_chunks', 0):,} from the journal, {made:,} made; lost in "
             f"the kill: at most the batch in flight, <= {killed['batch'] or 0} chunks "

@@ -68,20 +68,17 @@ class RayExecutor:
         first_index: int,
         timer: StageTimer,
         llm: LLM | None,
-        on_batch: BatchSink | None = None,
+        on_batch: BatchSink,
         done_chunks: frozenset[str] = frozenset(),
-    ) -> MemoryParts:
+    ) -> None:
         # Each worker opens its own LLM from the config (see `memorize_batch`); their usage is
         # added to `llm`'s ledger.
         with timer.stage("chunk"):
             chunks = [c for c in self._chunk(documents, llm) if c.chunk_id not in done_chunks]
         with timer.stage("embed+memorize", total=len(chunks)):
-            added, busy = self._embed_and_memorize(
-                chunks, first_index, timer.progress, on_batch, llm
-            )
+            busy = self._embed_and_memorize(chunks, first_index, timer.progress, on_batch, llm)
         for stage, seconds in busy.items():
             timer.add(f"{stage} busy", seconds)
-        return added
 
     def map(self, function: Callable[..., R], calls: Sequence[tuple[Any, ...]]) -> list[R]:
         return map_on_tasks(function, calls, self.config.ray.plan_task_cpus)
@@ -129,9 +126,11 @@ class RayExecutor:
         chunks: list[Chunk],
         first_index: int,
         progress: ProgressSink,
-        on_batch: BatchSink | None,
+        on_batch: BatchSink,
         llm: LLM | None,
-    ) -> tuple[MemoryParts, dict[str, float]]:
+    ) -> dict[str, float]:
+        """Embed and memorize `chunks` on Ray Data; finished documents go to `on_batch` as
+        they complete and leave the driver; returns the stages' busy seconds."""
         import ray.data
 
         embed, memorize = self.config.ray.embed, self.config.ray.memorize
@@ -173,19 +172,17 @@ class RayExecutor:
                     batch["sentence_vectors"][row],
                 )
                 finished.arrived(int(index))
-            if on_batch is not None:
-                for ready in finished.take(final=False):
-                    on_batch(_assemble_rows(chunks, first_index, ready, collected))
+            for ready in finished.take(final=False):
+                on_batch(_journaled_rows(chunks, first_index, ready, collected))
             busy["embed"] += float(np.sum(batch["embed_s"]))
             busy["memorize"] += float(np.sum(batch["memorize_s"]))
             for usage in batch["llm_usage"]:
                 if usage:
                     add_usage(llm, json.loads(str(usage)))
             progress.advance("embed+memorize", len(batch["index"]))
-        if on_batch is not None:
-            for ready in finished.take(final=True):
-                on_batch(_assemble_rows(chunks, first_index, ready, collected))
-        return _assemble_parts(chunks, first_index, collected), busy
+        for ready in finished.take(final=True):
+            on_batch(_journaled_rows(chunks, first_index, ready, collected))
+        return busy
 
 
 def ray_runner(config: AppConfig) -> IngestRunner:
@@ -216,18 +213,13 @@ def _blocks(rows: int, rows_per_block: int) -> int:
     return max(1, -(-rows // max(1, rows_per_block)))
 
 
-def _assemble_parts(
-    chunks: list[Chunk], first_index: int, collected: dict[int, tuple]
-) -> MemoryParts:
-    return _assemble_rows(chunks, first_index, range(len(chunks)), collected)
-
-
-def _assemble_rows(
+def _journaled_rows(
     chunks: list[Chunk], first_index: int, offsets: Sequence[int], collected: dict[int, tuple]
 ) -> MemoryParts:
+    """The parts of the chunks at `offsets`, taken out of `collected` (the sink keeps them)."""
     memories, encodings = [], []
     for offset in offsets:
-        memory, vector, spans, sentence_vectors = collected[first_index + offset]
+        memory, vector, spans, sentence_vectors = collected.pop(first_index + offset)
         memories.append(memory)
         encodings.append(decode_encoding(vector, spans, sentence_vectors))
     return assemble_parts([chunks[offset] for offset in offsets], encodings, memories)

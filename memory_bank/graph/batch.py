@@ -18,7 +18,7 @@ Pairs are judged in two phases each: related only when neither conflict nor merg
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,7 +44,8 @@ class MemoryInput:
     source: str
     title: str | None
     text: str
-    sentence_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    # text -> vector; a huge ingest's are read when first looked into
+    sentence_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
     timestamp: float = 0.0
 
 

@@ -27,7 +27,7 @@ from memory_bank.ingest.progress import StageTimer
 from memory_bank.ingest.stages import memorize_encoded, stream_chunks
 from memory_bank.llm.seam import LLM
 from memory_bank.schemas import Chunk, CommitResult, Document
-from memory_bank.store.snapshot import MemoryParts, join_parts
+from memory_bank.store.snapshot import MemoryParts
 from memory_bank.tasks import run_serially
 from memory_bank.text.sources import FileOutcome, read_files_serially
 
@@ -51,14 +51,15 @@ class Executor(Protocol):
         first_index: int,
         timer: StageTimer,
         llm: LLM | None,
-        on_batch: BatchSink | None = None,
+        on_batch: BatchSink,
         done_chunks: frozenset[str] = frozenset(),
-    ) -> MemoryParts:
+    ) -> None:
         """Chunk, embed and memorize `documents` (the split and memorize roles; usage recorded
         elsewhere is added to `llm`'s ledger); memory indices start at `first_index`.
         `on_batch` gets parts as they finish, about `store.journal_tokens` chunk tokens at a
         time (`MemoryParts.partial_documents` names the documents a part holds only some
-        chunks of). Chunks in `done_chunks` (journaled by an earlier run) are not made again."""
+        chunks of), and keeps them: nothing is kept here. Chunks in `done_chunks` (journaled
+        by an earlier run) are not made again."""
 
     def map(self, function: Callable[..., R], calls: Sequence[tuple[Any, ...]]) -> list[R]:
         """Independent calls (planning groups, README subtrees); results in call order."""
@@ -103,14 +104,13 @@ class LocalExecutor:
         first_index: int,
         timer: StageTimer,
         llm: LLM | None,
-        on_batch: BatchSink | None = None,
+        on_batch: BatchSink,
         done_chunks: frozenset[str] = frozenset(),
-    ) -> MemoryParts:
+    ) -> None:
         """Streamed: documents are chunked as they go (a huge one window by window) and their
         chunks embedded and memorized `store.journal_tokens` at a time, even inside a
         document; each batch goes to `on_batch` and to the progress display as soon as it is
         made, so the work in flight stays one batch, whatever the size of a file."""
-        pieces: list[MemoryParts] = []
         made = first_index
         with timer.stage("embed+memorize"):
             for batch, partial in self._batches(documents, llm, done_chunks, timer):
@@ -121,12 +121,9 @@ class LocalExecutor:
                 part = memorize_encoded(batch, encodings, made, self.config.memorize, llm)
                 timer.add("memorize busy", time.perf_counter() - started)
                 part.partial_documents = partial
-                if on_batch is not None:
-                    on_batch(part)
-                pieces.append(part)
+                on_batch(part)
                 made += len(part.memories)
                 timer.progress.advance("embed+memorize", len(batch))
-        return join_parts(pieces)
 
     def _batches(
         self,

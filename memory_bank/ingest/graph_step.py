@@ -172,6 +172,7 @@ def memory_inputs(parts: MemoryParts, now: float) -> list[MemoryInput]:
     sentences: dict[str, dict[str, np.ndarray]] = {}
     for record, vector in zip(parts.sentences, parts.sentence_vectors, strict=True):
         sentences.setdefault(record.chunk_id, {})[record.text.strip()] = vector
+    source = parts.sentence_source  # the other chunks' sentences, read when looked into
     inputs = []
     for position, (memory, vector) in enumerate(
         zip(parts.memories, parts.memory_vectors, strict=True)
@@ -188,7 +189,8 @@ def memory_inputs(parts: MemoryParts, now: float) -> list[MemoryInput]:
                 source=str(memory.metadata.get("source", "")),
                 title=titles.get(str(memory.metadata.get("document_id", ""))),
                 text=chunk.text if chunk is not None else memory.memory,
-                sentence_vectors=sentences.get(chunk_id, {}),
+                sentence_vectors=sentences.get(chunk_id)
+                or (source.vectors(chunk_id) if source is not None else {}),
                 timestamp=_turn_time(chunk) or now + position * 1e-6,
             )
         )

@@ -11,30 +11,39 @@ deleted. Memory indices in the journal are provisional: the commit numbers memor
 A batch may end inside a document (a huge file is journaled every `store.journal_tokens` too):
 each row says whether its document was complete by then, and a resumed ingest takes the chunks
 it finds, makes only the rest of such a document, and so redoes at most one batch of work.
+
+The journal is also where an ingest's work waits for its commit: what the commit is given is
+read back from it, without the sentences (a vector per sentence, most of the bytes), which
+the commit reads batch file by batch file as it writes them (`JournalSentences`). So neither
+making a huge file's memories nor committing them holds all of its sentences at once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import json
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from memory_bank.errors import StoreError
 from memory_bank.index.embedding import EMBEDDING_DIM
 from memory_bank.schemas import Chunk, Document, MemorizedChunk
 from memory_bank.store.atomic import atomic_write_with
 from memory_bank.store.location import StoreLocation
 from memory_bank.store.snapshot import MemoryParts
-from memory_bank.store.tables import SentenceRecord
+from memory_bank.store.tables import SentenceRecord, sentence_rows_table
 
 _SCHEMA = pa.schema(
     [
         ("document_id", pa.string()),
+        ("chunk_id", pa.string()),
         ("chunk", pa.string()),
         ("memory", pa.string()),
         ("vector", pa.binary()),
@@ -70,6 +79,7 @@ class IngestJournal:
         ):
             own = sentences_of.get(memory.index, [])
             rows["document_id"].append(chunk.document_id)
+            rows["chunk_id"].append(chunk.chunk_id)
             rows["chunk"].append(chunk.model_dump_json())
             rows["memory"].append(memory.model_dump_json())
             rows["vector"].append(np.asarray(vector, dtype=np.float32).tobytes())
@@ -86,55 +96,67 @@ class IngestJournal:
         atomic_write_with(path, lambda temp_path: pq.write_table(table, temp_path))
         return path
 
+    def finished(self, document_ids: Iterable[str]) -> tuple[dict[str, str], set[str]]:
+        """The journaled chunks of the given documents (chunk id -> document id), and the
+        documents whose last chunk is journaled (read from the small columns only)."""
+        wanted = set(document_ids)
+        chunk_ids: dict[str, str] = {}
+        complete: set[str] = set()
+        for _, table in self._tables(["document_id", "chunk_id", "complete"]):
+            for document_id, chunk_id, done in zip(
+                *(table.column(name).to_pylist() for name in table.column_names), strict=True
+            ):
+                if document_id in wanted:
+                    chunk_ids[chunk_id] = document_id
+                    if done:
+                        complete.add(document_id)
+        return chunk_ids, complete
+
     def load(self, document_ids: Iterable[str]) -> tuple[MemoryParts, list[Path]]:
         """Journaled memories of the given documents (each chunk once, in journal order), and
         the batch files they came from; documents whose last chunk is not among them are in
-        `partial_documents`. Unreadable batch files (or of an older layout) are ignored."""
+        `partial_documents`. The sentences stay in the files: `sentence_source` reads them.
+        Unreadable batch files (or of an older layout) are ignored."""
         wanted = set(document_ids)
         parts = MemoryParts()
         used: list[Path] = []
-        seen: set[str] = set()
+        file_of: dict[str, Path] = {}
         complete: set[str] = set()
         vectors: list[np.ndarray] = []
-        sentence_vectors: list[np.ndarray] = []
-        for path in self.batches():
-            try:
-                table = pq.read_table(path, schema=_SCHEMA).to_pylist()
-            except (OSError, pa.ArrowException, ValueError):
-                continue
+        columns = ["document_id", "chunk_id", "chunk", "memory", "vector", "complete"]
+        for path, table in self._tables(columns):
             taken = [
                 row
-                for row in table
-                if row["document_id"] in wanted and json.loads(row["chunk"])["chunk_id"] not in seen
+                for row in table.to_pylist()
+                if row["document_id"] in wanted and row["chunk_id"] not in file_of
             ]
             if not taken:
                 continue
             used.append(path)
             for row in taken:
-                chunk = Chunk.model_validate_json(row["chunk"])
-                seen.add(chunk.chunk_id)
+                file_of[row["chunk_id"]] = path
                 if row["complete"]:
-                    complete.add(chunk.document_id)
+                    complete.add(row["document_id"])
                 # Numbered anew as loaded: batches of different runs each counted from 0.
-                index = len(parts.memories)
                 memory = MemorizedChunk.model_validate_json(row["memory"])
-                parts.chunks.append(chunk)
-                parts.memories.append(memory.model_copy(update={"index": index}))
+                parts.memories.append(memory.model_copy(update={"index": len(parts.memories)}))
+                parts.chunks.append(Chunk.model_validate_json(row["chunk"]))
                 vectors.append(np.frombuffer(row["vector"], dtype=np.float32))
-                parts.sentences.extend(
-                    SentenceRecord.model_validate({**item, "index": index})
-                    for item in json.loads(row["sentences"])
-                )
-                sentence_vectors.append(
-                    np.frombuffer(row["sentence_vectors"], dtype=np.float32).reshape(
-                        -1, EMBEDDING_DIM
-                    )
-                )
         parts.partial_documents = {chunk.document_id for chunk in parts.chunks} - complete
         if vectors:
             parts.memory_vectors = np.stack(vectors).astype(np.float32)
-            parts.sentence_vectors = np.concatenate(sentence_vectors).astype(np.float32)
+            parts.sentence_source = JournalSentences(file_of)
         return parts, used
+
+    def _tables(self, columns: list[str]) -> Iterator[tuple[Path, pa.Table]]:
+        """Each readable batch file's `columns`, one file at a time."""
+        for path in self.batches():
+            try:
+                table = pq.read_table(path, columns=columns)
+            except (OSError, pa.ArrowException, ValueError):
+                continue
+            if table.schema.equals(pa.schema([_SCHEMA.field(name) for name in columns])):
+                yield path, table
 
     def forget(self, committed_document_ids: Iterable[str]) -> int:
         """Delete batch files whose documents are all committed; returns how many went."""
@@ -181,6 +203,79 @@ class IngestJournal:
         )
 
 
+class JournalSentences:
+    """The sentences of journaled chunks, read from their batch files when the commit writes
+    them (a `SentenceSource`), a batch file at a time. It names only files, so a writer in
+    another process on the same storage reads them itself."""
+
+    def __init__(self, file_of: Mapping[str, Path]) -> None:
+        self.file_of = dict(file_of)  # chunk id -> the batch file holding it
+
+    def batches(self, chunk_ids: Sequence[str]) -> Iterator[pa.Table]:
+        for path, run in itertools.groupby(chunk_ids, key=self._file):
+            sentences = _batch_sentences(path)
+            rows: list[dict] = []
+            vectors: list[np.ndarray] = []
+            for chunk_id in run:
+                own, own_vectors = sentences[chunk_id]
+                rows += own
+                vectors.append(own_vectors)
+            yield sentence_rows_table(rows, np.concatenate(vectors))
+
+    def vectors(self, chunk_id: str) -> Mapping[str, np.ndarray]:
+        return _ChunkSentenceVectors(self._file(chunk_id), chunk_id)
+
+    def _file(self, chunk_id: str) -> Path:
+        try:
+            return self.file_of[chunk_id]
+        except KeyError:
+            raise StoreError(f"the ingest journal holds no sentences of {chunk_id}") from None
+
+
+class _ChunkSentenceVectors(Mapping[str, np.ndarray]):
+    """One journaled chunk's sentence vectors (text -> vector), read when looked into and not
+    kept here: the graph holds one of these per memory being committed."""
+
+    def __init__(self, path: Path, chunk_id: str) -> None:
+        self.path, self.chunk_id = path, chunk_id
+
+    def __getitem__(self, text: str) -> np.ndarray:
+        return _chunk_vectors(self.path, self.chunk_id)[text]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_chunk_vectors(self.path, self.chunk_id))
+
+    def __len__(self) -> int:
+        return len(_chunk_vectors(self.path, self.chunk_id))
+
+
+# The graph compares two chunks' sentences pair by pair, chunk after chunk in commit order:
+# a few decoded files and chunks serve it without holding a huge ingest's sentences.
+@functools.lru_cache(maxsize=8)
+def _chunk_vectors(path: Path, chunk_id: str) -> dict[str, np.ndarray]:
+    own, vectors = _batch_sentences(path)[chunk_id]
+    return {row["text"].strip(): vector for row, vector in zip(own, vectors, strict=True)}
+
+
+@functools.lru_cache(maxsize=4)
+def _batch_sentences(path: Path) -> dict[str, tuple[list[dict], np.ndarray]]:
+    """chunk id -> its sentences and their vectors, of one journal batch file (never changed
+    once written: a new batch gets a new name)."""
+    try:
+        table = pq.read_table(path, columns=["chunk_id", "sentences", "sentence_vectors"])
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreError(f"the ingest journal's {path} went away or is unreadable: {exc}") from exc
+    return {
+        chunk_id: (
+            json.loads(sentences),
+            np.frombuffer(vectors, dtype=np.float32).reshape(-1, EMBEDDING_DIM),
+        )
+        for chunk_id, sentences, vectors in zip(
+            *(table.column(name).to_pylist() for name in table.column_names), strict=True
+        )
+    }
+
+
 def ordered_by_documents(
     documents: Sequence[Document], pieces: Sequence[MemoryParts]
 ) -> MemoryParts:
@@ -198,6 +293,8 @@ def ordered_by_documents(
             rows.append((key, number, chunk, row, sentences.get(piece.memories[row].index, [])))
     rows.sort(key=lambda entry: entry[0])
     joined = MemoryParts(documents=list(documents))
+    for piece in pieces:  # the sentences not held are read by chunk id: order is free
+        joined.extend(MemoryParts(sentence_source=piece.sentence_source))
     vectors: list[np.ndarray] = []
     sentence_vectors: list[np.ndarray] = []
     for new_index, (_, number, chunk, row, sentence_rows) in enumerate(rows):

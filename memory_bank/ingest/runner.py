@@ -159,31 +159,25 @@ class IngestRunner:
         timer: StageTimer,
         summary: IngestSummary,
     ) -> MemoryParts:
-        """The memories of `documents`: from the journal where an earlier run finished them,
-        the rest made now (and journaled batch by batch), in document order."""
+        """The memories of `documents`, in document order: those an earlier run journaled,
+        the rest made now and journaled batch by batch. What the commit gets is read back from
+        the journal, the sentences only as it writes them, so no stage holds all of a huge
+        input's derived data."""
         if not documents:
             return MemoryParts()
-        resumed, _ = journal.load(doc.document_id for doc in documents)
-        started = {chunk.document_id for chunk in resumed.chunks}
-        summary.resumed_documents = len(started)
-        summary.resumed_chunks = len(resumed.chunks)
+        ids = [doc.document_id for doc in documents]
+        done, complete = journal.finished(ids)
+        summary.resumed_documents = len(set(done.values()))
+        summary.resumed_chunks = len(done)
         # A document journaled in part is made again from where the journal ends.
-        todo = [
-            doc
-            for doc in documents
-            if doc.document_id not in started or doc.document_id in resumed.partial_documents
-        ]
-        fresh = MemoryParts()
+        todo = [doc for doc in documents if doc.document_id not in complete]
         if todo:
-            fresh = self.executor.memorize(
-                todo,
-                0,
-                timer,
-                self.llm,
-                on_batch=journal.save,
-                done_chunks=frozenset(chunk.chunk_id for chunk in resumed.chunks),
+            self.executor.memorize(
+                todo, 0, timer, self.llm, on_batch=journal.save, done_chunks=frozenset(done)
             )
-        return ordered_by_documents(documents, [resumed, fresh])
+        with timer.stage("read journal"):
+            made, _ = journal.load(ids)
+        return ordered_by_documents(documents, [made])
 
 
 def _record(summary: IngestSummary, result: CommitResult) -> None:

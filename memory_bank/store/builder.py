@@ -120,6 +120,7 @@ class StoreBuilder:
             memory_vectors=parts.memory_vectors,
             sentences=parts.sentences,
             sentence_vectors=parts.sentence_vectors,
+            sentence_source=parts.sentence_source,
             chunk_paths=chunk_paths,
             readmes=readmes,
             readme_vectors=readme_vectors,

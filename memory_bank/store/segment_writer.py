@@ -7,7 +7,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -40,11 +40,13 @@ from memory_bank.store.segments import (
 
 @dataclass
 class _Pending:
-    """A segment of the new version: linked from the base, or new rows not yet written."""
+    """A segment of the new version: linked from the base, new rows not yet written, or new
+    rows already streamed into the target (`written`)."""
 
-    segment: Segment | None = None  # an existing segment (of the base)
+    segment: Segment | None = None  # an existing segment (of the base, unless `written`)
     rows: pa.Table | None = None  # rows to write as a new segment
     attachments_stale: bool = False
+    written: bool = False  # `segment` was streamed into the target already (`append_batches`)
 
 
 @dataclass
@@ -95,11 +97,34 @@ class TableSetWriter:
 
     def replace(self, name: str, rows: pa.Table) -> None:
         """The table becomes exactly `rows` (one new segment)."""
+        for item in self._table(name).pending:
+            self._drop_streamed(item)
         self._tables[name] = _TableState([_Pending(rows=rows)] if rows.num_rows else [])
 
     def append(self, name: str, rows: pa.Table) -> None:
         if rows.num_rows:
             self._tables.setdefault(name, _TableState()).pending.append(_Pending(rows=rows))
+
+    def append_batches(self, name: str, batches: Iterable[pa.Table], schema: pa.Schema) -> int:
+        """New rows given a batch at a time, written now as one segment (in row groups of
+        at most ROW_GROUP_ROWS, like every segment), so they are never all in memory; returns
+        how many. Such a segment gets no attachments: the hook needs all its rows at once."""
+        directory = self.target / SEGMENTS_DIR / name
+        directory.mkdir(parents=True, exist_ok=True)
+        relative = f"{name}/{self._next_number(name):06d}-{secrets.token_hex(4)}.parquet"
+        path = segment_path(self.target, relative)
+        rows = 0
+        with pq.ParquetWriter(path, schema) as parquet:
+            for batch in batches:
+                parquet.write_table(batch, row_group_size=ROW_GROUP_ROWS)
+                rows += batch.num_rows
+        if not rows:
+            path.unlink()
+            return 0
+        self.written_bytes += path.stat().st_size
+        segment = Segment(file=relative, rows=rows)
+        self._table(name).pending.append(_Pending(segment=segment, written=True))
+        return rows
 
     def keys(self, name: str, column: str) -> list[Any]:
         """The column's values over the table's live rows, in order (new rows included)."""
@@ -109,7 +134,9 @@ class TableSetWriter:
                 values += item.rows.column(column).to_pylist()
             else:
                 values += (
-                    read_segment(self._base(), item.segment, [column]).column(column).to_pylist()
+                    read_segment(self._bank(item), item.segment, [column])
+                    .column(column)
+                    .to_pylist()
                 )
         return values
 
@@ -126,7 +153,7 @@ class TableSetWriter:
                 item.rows = item.rows.filter(pc.invert(doomed))
                 continue
             segment = item.segment
-            values = read_segment(self._base(), segment, [column], live=False).column(column)
+            values = read_segment(self._bank(item), segment, [column], live=False).column(column)
             hits = np.flatnonzero(
                 pc.is_in(values, value_set=value_set).to_numpy(zero_copy_only=False)
             )
@@ -159,6 +186,9 @@ class TableSetWriter:
         state = self._table(name)
         if not state.pending:
             return
+        only = state.pending[0]
+        if len(state.pending) == 1 and only.written and not only.segment.deleted:
+            return  # streamed as one new segment already
         merged = self._merge(name, state.pending)
         state.pending = [merged] if merged.rows is not None and merged.rows.num_rows else []
 
@@ -183,6 +213,7 @@ class TableSetWriter:
         for item in state.pending:
             segment = item.segment
             if segment is not None and segment.live_rows == 0:
+                self._drop_streamed(item)
                 continue
             if (
                 segment is not None
@@ -201,15 +232,18 @@ class TableSetWriter:
 
     def _merge(self, name: str, items: list[_Pending]) -> _Pending:
         tables = [
-            item.rows if item.rows is not None else read_segment(self._base(), item.segment)
+            item.rows if item.rows is not None else read_segment(self._bank(item), item.segment)
             for item in items
         ]
+        for item in items:
+            self._drop_streamed(item)
         non_empty = [table for table in tables if table.num_rows] or tables[:1]
         return _Pending(rows=pa.concat_tables(non_empty, promote_options="permissive"))
 
     def _written(self, name: str, item: _Pending) -> Segment:
         if item.segment is not None:
-            self._link(item.segment)
+            if not item.written:
+                self._link(item.segment)
             return item.segment
         directory = self.target / SEGMENTS_DIR / name
         directory.mkdir(parents=True, exist_ok=True)
@@ -248,6 +282,16 @@ class TableSetWriter:
 
     def _table(self, name: str) -> _TableState:
         return self._tables.setdefault(name, _TableState())
+
+    def _drop_streamed(self, item: _Pending) -> None:
+        """A streamed segment that leaves the table (merged, replaced, emptied) is not
+        listed, so its file must not stay in the new version."""
+        if item.written:
+            segment_path(self.target, item.segment.file).unlink(missing_ok=True)
+
+    def _bank(self, item: _Pending) -> Path:
+        """The `.bank` directory holding the segment of `item`."""
+        return self.target if item.written else self._base()
 
     def _base(self) -> Path:
         if self.base is None:

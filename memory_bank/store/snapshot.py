@@ -1,17 +1,20 @@
 """A store version as one value: `StoreSnapshot` is what `write_store` writes and `load_snapshot`
 reads back. `MemoryParts` is its table part: documents, chunks, memories and sentences with
-their vectors, in memory-index order.
+their vectors, in memory-index order. The sentences of an ingest (most of its bytes: a vector
+per sentence) may stay out of memory in a `SentenceSource`, read a batch at a time when the
+commit writes them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
+import pyarrow as pa
 
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import layout
@@ -47,9 +50,21 @@ _STANDARD_BANK_JSON = {
 }
 
 
+class SentenceSource(Protocol):
+    """Sentences of some chunks kept out of memory (an ingest's, in its journal)."""
+
+    def batches(self, chunk_ids: Sequence[str]) -> Iterator[pa.Table]:
+        """The sentences of `chunk_ids` as segment rows (`SENTENCE_SEGMENT_SCHEMA`), chunk by
+        chunk in that order, a bounded batch at a time; StoreError for a chunk it lacks."""
+
+    def vectors(self, chunk_id: str) -> Mapping[str, np.ndarray]:
+        """Sentence text -> vector of one of its chunks, read when first looked into."""
+
+
 @dataclass
 class MemoryParts:
-    """Everything a store holds about a set of documents, in memory-index order."""
+    """Everything a store holds about a set of documents, in memory-index order. The
+    sentences of chunks not in `sentences` come from `sentence_source`, when there is one."""
 
     documents: list[Document] = field(default_factory=list)
     chunks: list[Chunk] = field(default_factory=list)
@@ -59,8 +74,13 @@ class MemoryParts:
     sentence_vectors: np.ndarray = field(default_factory=lambda: _empty_vectors())
     # Documents only some of whose chunks are here (a huge file journaled as it goes).
     partial_documents: set[str] = field(default_factory=set)
+    sentence_source: SentenceSource | None = None
 
     def extend(self, other: MemoryParts) -> None:
+        if other.sentence_source is not None:
+            if self.sentence_source not in (None, other.sentence_source):
+                raise ValueError("parts with two sentence sources cannot be joined")
+            self.sentence_source = other.sentence_source
         self.documents.extend(other.documents)
         self.chunks.extend(other.chunks)
         self.memories.extend(other.memories)
@@ -194,6 +214,7 @@ def select_documents(
         memory_vectors=parts.memory_vectors[rows],
         sentences=[_renumbered(parts.sentences[n], renumber) for n in sentence_rows],
         sentence_vectors=parts.sentence_vectors[sentence_rows],
+        sentence_source=parts.sentence_source,  # asked only for the selected chunks
     )
     return selected, renumber
 
@@ -205,20 +226,6 @@ def _renumbered(record: _Indexed, renumber: dict[int, int]) -> _Indexed:
     return record if index == record.index else record.model_copy(update={"index": index})
 
 
-def join_parts(pieces: Sequence[MemoryParts]) -> MemoryParts:
-    """`pieces` one after the other, their vectors copied once (not once per piece)."""
-    joined = MemoryParts()
-    for piece in pieces:
-        joined.documents.extend(piece.documents)
-        joined.chunks.extend(piece.chunks)
-        joined.memories.extend(piece.memories)
-        joined.sentences.extend(piece.sentences)
-    if pieces:
-        joined.memory_vectors = np.concatenate([piece.memory_vectors for piece in pieces])
-        joined.sentence_vectors = np.concatenate([piece.sentence_vectors for piece in pieces])
-    return joined
-
-
 def concatenate(first: MemoryParts, second: MemoryParts) -> MemoryParts:
     joined = MemoryParts(
         documents=list(first.documents),
@@ -227,6 +234,7 @@ def concatenate(first: MemoryParts, second: MemoryParts) -> MemoryParts:
         memory_vectors=first.memory_vectors,
         sentences=list(first.sentences),
         sentence_vectors=first.sentence_vectors,
+        sentence_source=first.sentence_source,
     )
     joined.extend(second)
     return joined

@@ -8,24 +8,32 @@ segments.py). Rows under a kept key are the same rows: documents are named by th
 hash and chunks by their document and position, and `write_store` starts from no base when the
 memory recipe changed (then the same chunk id may hold another memory). With no base, or when
 compacting (a rebuild), every table is written as one new segment.
+
+The new sentences are written as a stream into one segment: those given as records, then those
+of the other new chunks from the `SentenceSource`, a batch at a time, each batch checked as it
+comes (its chunk, its spans), so a huge ingest's sentences are never all in memory.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from memory_bank.errors import StoreError
 from memory_bank.schemas import Chunk, Document, MemorizedChunk
 from memory_bank.store.segment_writer import TableSetWriter
 from memory_bank.store.segments import TablesManifest, read_table
+from memory_bank.store.snapshot import SentenceSource
 from memory_bank.store.tables import (
     HNSW_MIN_VECTORS,
     PATHS_SCHEMA,
     READMES_SCHEMA,
+    SENTENCE_SEGMENT_SCHEMA,
     SentenceRecord,
     chunks_table,
     documents_table,
@@ -61,6 +69,7 @@ def write_version_tables(
     readmes: Mapping[str, str] | None = None,
     readme_vectors: Mapping[str, np.ndarray] | None = None,
     hnsw_min_vectors: int = HNSW_MIN_VECTORS,
+    sentence_source: SentenceSource | None = None,
 ) -> tuple[TablesManifest, int]:
     """Write the tables of the version being built in `target` (its `.bank`); returns the
     manifest and the bytes of segments written (linked ones not counted).
@@ -68,28 +77,22 @@ def write_version_tables(
     With a base, `documents`, `chunks` and `sentences` may be only the new rows: rows of the
     base stay unless their chunk left the memories or their document left `document_ids`
     (every document of the new version; default: those of `documents`). `compact` folds each
-    table into one segment afterwards."""
+    table into one segment afterwards. The sentences of new chunks not among `sentences` come
+    from `sentence_source`."""
     document_ids = document_ids if document_ids is not None else {d.document_id for d in documents}
     ordered = sorted(memories, key=lambda memory: memory.index)
     matrix = (
         memory_vectors[[memory.index for memory in ordered]] if len(ordered) else memory_vectors
     )
     paths = [chunk_paths[memory.index] for memory in ordered]
+    new_sentences = _NewSentences(sentences, sentence_vectors, sentence_source)
     with TableSetWriter(base, target, on_segment=hnsw_attachments(hnsw_min_vectors)) as writer:
         if writer.base is None:
-            _write_whole(writer, documents, chunks, ordered, matrix, sentences, sentence_vectors)
+            _write_whole(writer, documents, chunks, ordered, matrix, new_sentences)
             writer.replace(PATHS, pa.table({"path": paths}, schema=PATHS_SCHEMA))
         else:
             _write_changes(
-                writer,
-                documents,
-                document_ids,
-                chunks,
-                ordered,
-                matrix,
-                sentences,
-                sentence_vectors,
-                paths,
+                writer, documents, document_ids, chunks, ordered, matrix, new_sentences, paths
             )
         if readmes is not None and readme_vectors is not None:
             _write_readmes(writer, readmes, readme_vectors)
@@ -102,16 +105,59 @@ def write_version_tables(
     return writer.manifest, writer.written_bytes
 
 
-def _write_whole(writer, documents, chunks, memories, matrix, sentences, sentence_vectors):
+class _NewSentences:
+    """The sentences a version adds, as one stream of segment rows in memory order: the
+    records given, then the source's for the other chunks."""
+
+    def __init__(
+        self,
+        records: Sequence[SentenceRecord],
+        vectors: np.ndarray,
+        source: SentenceSource | None,
+    ) -> None:
+        self.records, self.vectors, self.source = records, vectors, source
+
+    def write(self, writer: TableSetWriter, memories: Sequence[MemorizedChunk]) -> None:
+        """Append the sentences of `memories` (in their order) as one segment."""
+        chunk_ids = [str(memory.metadata["chunk_id"]) for memory in memories]
+        writer.append_batches(SENTENCES, self._batches(chunk_ids), SENTENCE_SEGMENT_SCHEMA)
+
+    def _batches(self, chunk_ids: list[str]) -> Iterator[pa.Table]:
+        wanted = set(chunk_ids)
+        rows = [n for n, record in enumerate(self.records) if record.chunk_id in wanted]
+        if rows:
+            yield sentence_segment_table([self.records[n] for n in rows], self.vectors[rows])
+        if self.source is None:  # the records are every sentence
+            return
+        held = {record.chunk_id for record in self.records}
+        rest = [chunk_id for chunk_id in chunk_ids if chunk_id not in held]
+        for batch in self.source.batches(rest):
+            yield _checked_sentences(batch, set(rest))
+
+
+def _checked_sentences(batch: pa.Table, chunk_ids: set[str]) -> pa.Table:
+    """A batch of sentence rows from a source, in the segment's schema, once its chunks and
+    spans were found right (else StoreError: nothing is published)."""
+    batch = batch.select(SENTENCE_SEGMENT_SCHEMA.names).cast(SENTENCE_SEGMENT_SCHEMA)
+    strangers = set(batch.column("chunk_id").to_pylist()) - chunk_ids
+    if strangers:
+        raise StoreError(f"sentences of chunks that are not new: {sorted(strangers)[:5]}")
+    start, end = batch.column("start_char"), batch.column("end_char")
+    bad = pc.or_(pc.less(start, 0), pc.greater(start, end))
+    if pc.any(bad).as_py():
+        raise StoreError("sentences with a span that is not 0 <= start <= end")
+    return batch
+
+
+def _write_whole(writer, documents, chunks, memories, matrix, new_sentences):
     writer.replace(DOCUMENTS, documents_table(documents, _token_counts(chunks)))
     writer.replace(CHUNKS, chunks_table(chunks))
     writer.replace(MEMORIES_TABLE, memory_segment_table(memories, matrix))
-    writer.replace(SENTENCES, sentence_segment_table(sentences, sentence_vectors))
+    writer.replace(SENTENCES, SENTENCE_SEGMENT_SCHEMA.empty_table())
+    new_sentences.write(writer, memories)
 
 
-def _write_changes(
-    writer, documents, document_ids, chunks, memories, matrix, sentences, vectors, paths
-):
+def _write_changes(writer, documents, document_ids, chunks, memories, matrix, new_sentences, paths):
     live = writer.keys(MEMORIES_TABLE, "chunk_id")
     wanted = [str(memory.metadata["chunk_id"]) for memory in memories]
     wanted_set, live_set = set(wanted), set(live)
@@ -127,11 +173,7 @@ def _write_changes(
     else:
         writer.replace(MEMORIES_TABLE, memory_segment_table(memories, matrix))
     writer.delete(SENTENCES, "chunk_id", gone)
-    new_sentences = [n for n, sentence in enumerate(sentences) if sentence.chunk_id in fresh]
-    writer.append(
-        SENTENCES,
-        sentence_segment_table([sentences[n] for n in new_sentences], vectors[new_sentences]),
-    )
+    new_sentences.write(writer, [m for m in memories if str(m.metadata["chunk_id"]) in fresh])
     writer.delete(CHUNKS, "chunk_id", gone)
     writer.append(CHUNKS, chunks_table([chunk for chunk in chunks if chunk.chunk_id in fresh]))
 

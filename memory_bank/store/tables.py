@@ -267,6 +267,13 @@ def sentence_segment_table(sentences: Sequence[SentenceRecord], vectors: np.ndar
     return sentences_table(sentences, vectors).select(SENTENCE_SEGMENT_SCHEMA.names)
 
 
+def sentence_rows_table(rows: Sequence[Mapping[str, object]], vectors: np.ndarray) -> pa.Table:
+    """Sentences' segment rows from plain mappings holding the segment's columns (a journal's
+    JSON), without a model object per sentence."""
+    matrix = check_vectors(vectors, len(rows), "sentence vectors")
+    return _table_with_embeddings(list(rows), matrix, SENTENCE_SEGMENT_SCHEMA)
+
+
 def with_memory_index(rows: pa.Table, memory_chunk_ids: pa.Array | pa.ChunkedArray) -> pa.Table:
     """The logical sentences table: each row's `index` is the memory index of its chunk
     (row i of `memory_chunk_ids` is memory i's chunk id); -1 for a chunk no memory has."""

@@ -104,3 +104,72 @@ def test_a_killed_ingest_resumes_inside_the_document(small_windows, tmp_path, em
     report = verify_store(store)
     assert report.ok, report.problems
     assert journal.batches() == []  # committed, so forgotten
+
+
+def _logical_tables(store):
+    reader = StoreReader(store)
+    return {
+        "documents": reader.documents(),
+        "chunks": reader.chunks(),
+        "memories": reader.memories(),
+        "sentences": reader.sentences(),
+        "readmes": reader.readmes(),
+    }
+
+
+def test_a_commit_from_many_journal_batches_equals_one_from_a_single_batch(
+    small_windows, tmp_path, embedder
+):
+    """The commit streams a huge document's sentences batch file by batch file: the store is
+    the same as when the whole document was one batch."""
+    doc_path = tmp_path / "log.txt"
+    doc_path.write_text(huge_text(), encoding="utf-8")
+    stores = {}
+    for name, tokens in (("tiny", 1_000), ("whole", 10**9)):
+        settings = config().model_copy(update={"store": StoreConfig(journal_tokens=tokens)})
+        saved = []
+        executor = LocalExecutor(settings, embedder)
+        memorize = executor.memorize
+
+        def counting(*args, memorize=memorize, saved=saved, **kwargs):
+            sink = kwargs.pop("on_batch")
+            return memorize(*args, on_batch=lambda part: saved.append(sink(part)), **kwargs)
+
+        executor.memorize = counting
+        stores[name] = tmp_path / name
+        IngestRunner(settings, executor, None).run(stores[name], files=[doc_path])
+        stores[name, "batches"] = len(saved)
+        assert verify_store(stores[name]).ok
+
+    assert stores["whole", "batches"] == 1 < stores["tiny", "batches"]
+    tiny, whole = _logical_tables(stores["tiny"]), _logical_tables(stores["whole"])
+    for table in tiny:
+        assert tiny[table].equals(whole[table]), table
+    assert tiny["sentences"].num_rows > tiny["memories"].num_rows
+    manifest = StoreReader(stores["tiny"]).root / ".bank" / "tables.json"
+    assert '"sentences/' in manifest.read_text()
+
+
+def test_the_commit_is_given_the_sentences_as_a_source_not_as_records(tmp_path, embedder):
+    """What an ingest hands its commit: memories and vectors, the sentences left in the
+    journal and read from it chunk by chunk."""
+    settings = config()
+    doc_path = tmp_path / "log.txt"
+    doc_path.write_text(huge_text(40), encoding="utf-8")
+    store = tmp_path / "store"
+    journal = IngestJournal(store, memory_recipe(settings))
+    doc = load_file(doc_path)
+    LocalExecutor(settings, embedder).memorize(
+        [doc], 0, StageTimer(NullProgress()), None, journal.save
+    )
+    parts, _ = journal.load([doc.document_id])
+    assert parts.sentences == [] and parts.sentence_source is not None
+    chunk_ids = [chunk.chunk_id for chunk in parts.chunks]
+    rows = list(parts.sentence_source.batches(chunk_ids))
+    assert len(rows) == len(journal.batches()) > 1  # one read per batch file
+    read = [cid for batch in rows for cid in batch.column("chunk_id").to_pylist()]
+    assert list(dict.fromkeys(read)) == chunk_ids  # chunk by chunk, in the order asked
+    first = parts.chunks[0]
+    vectors = parts.sentence_source.vectors(first.chunk_id)
+    assert len(vectors) > 0
+    assert all(text in first.text for text in vectors)

@@ -20,9 +20,11 @@ from memory_bank.store.segments import (
 from memory_bank.store.tables import EMBEDDING_TYPE, embedding_array
 from memory_bank.store.vectors import SegmentedVectorIndex, hnsw_attachments
 
+ROWS = pa.schema([("key", pa.string()), ("value", pa.int64())])
+
 
 def rows(keys: list[str]) -> pa.Table:
-    return pa.table({"key": keys, "value": [len(key) for key in keys]})
+    return pa.table({"key": keys, "value": [len(key) for key in keys]}, schema=ROWS)
 
 
 def version(root: Path, number: int) -> Path:
@@ -126,6 +128,36 @@ def test_the_tail_of_small_segments_merges_once_it_is_large(tmp_path: Path) -> N
             writer.merge_tail("t", 5)
     counts = [s.rows for s in read_manifest(banks[3]).tables["t"].segments]
     assert counts == [10, 6]  # three adds of 2: merged once the tail held 6 >= 5
+
+
+def test_rows_given_in_batches_become_one_segment_read_like_any_other(tmp_path: Path) -> None:
+    first, second = version(tmp_path, 1), version(tmp_path, 2)
+    with TableSetWriter(None, first) as writer:
+        writer.replace("t", rows(["a"]))
+    batches = [rows(["b", "c"]), rows([]), rows(["d", "e", "f"])]
+    with TableSetWriter(first, second) as writer:
+        assert writer.append_batches("t", iter(batches), ROWS) == 5
+        assert writer.keys("t", "key") == ["a", "b", "c", "d", "e", "f"]
+        writer.delete("t", "key", {"c"})  # a fifth: a tombstone, not a rewrite
+    assert keys_of(second) == ["a", "b", "d", "e", "f"]
+    segments = read_manifest(second).tables["t"].segments
+    assert [(s.rows, s.deleted) for s in segments] == [(1, []), (5, [(1, 2)])]
+    assert segment_problems(second, read_manifest(second)) == []  # no stray file either
+
+
+def test_a_batched_segment_merged_or_replaced_leaves_no_file_behind(tmp_path: Path) -> None:
+    bank = version(tmp_path, 1)
+    with TableSetWriter(None, bank, max_segments=1) as writer:
+        writer.replace("t", rows(["a"]))
+        writer.append_batches("t", iter([rows(["b"])]), ROWS)
+        writer.append_batches("u", iter([rows(["x"])]), ROWS)
+        writer.replace("u", rows(["y"]))
+        writer.append_batches("v", iter([rows(["z"])]), ROWS)
+        writer.delete("v", "key", {"z"})
+    assert keys_of(bank) == ["a", "b"] and keys_of(bank, "u") == ["y"]
+    assert read_manifest(bank).tables["v"].segments == []
+    assert len(read_manifest(bank).tables["t"].segments) == 1
+    assert segment_problems(bank, read_manifest(bank)) == []
 
 
 def test_segment_problems_name_a_tombstone_out_of_range(tmp_path: Path) -> None:
