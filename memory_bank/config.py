@@ -86,7 +86,8 @@ class EmbeddingConfig(StrictModel):
         "natively (AVX512-BF16, AMX) and gives vectors all but identical to float32's "
         "(docs/benchmarks.md); elsewhere it is emulated and slower. `auto` picks it where the CPU "
         "advertises it and a probe in a child process (cached per machine) shows it really runs. "
-        "onnx: float32 (`auto`) or int8 (matrix products quantized per channel).",
+        "onnx: float32 (`auto`) or int8 (the matrix products past the first layer quantized per "
+        "channel).",
     )
     query_precision: Literal["same", "int8"] = Field(
         "same",
