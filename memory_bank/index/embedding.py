@@ -101,9 +101,7 @@ class Embedder:
     @property
     def query_model(self) -> TokenModel:
         if self._query_model is None:
-            if self.config.runtime == "onnx" and onnx_precision(self.config, True) != (
-                onnx_precision(self.config)
-            ):
+            if onnx_precision(self.config, for_queries=True) != onnx_precision(self.config):
                 self._query_model = load_token_model(self.config, for_queries=True)
             else:
                 self._query_model = self.model
