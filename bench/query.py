@@ -448,6 +448,9 @@ def main() -> None:
     )
     parser.add_argument("--precision", default=None, help="embedding precision (default: config)")
     parser.add_argument(
+        "--query-precision", default=None, help="query precision, onnx (default: config)"
+    )
+    parser.add_argument(
         "--in-process-only", action="store_true", help="only the in-process 100k measurement"
     )
     parser.add_argument("--sweep", action="store_true", help="the concurrency sweep only")
@@ -471,7 +474,12 @@ def main() -> None:
 
     config = AppConfig()
     # One embedding thread, as in a Serve replica (actors/serve_model.py).
-    chosen = {"num_threads": 1, "runtime": args.runtime, "precision": args.precision}
+    chosen = {
+        "num_threads": 1,
+        "runtime": args.runtime,
+        "precision": args.precision,
+        "query_precision": args.query_precision,
+    }
     config.embedding = config.embedding.model_validate(
         {**config.embedding.model_dump(), **{k: v for k, v in chosen.items() if v is not None}}
     )
@@ -504,7 +512,8 @@ def main() -> None:
     print(
         "Serve: 1 replica (1 CPU, 1 torch thread), ray.init(num_cpus=2), 127.0.0.1; clients are "
         "threads in this process, one httpx connection each. In-process: 1 embedding thread "
-        f"({config.embedding.runtime}, precision {config.embedding.precision})."
+        f"({config.embedding.runtime}, precision {config.embedding.precision}, queries "
+        f"{config.embedding.query_precision})."
     )
     print()
     print_table(rows)

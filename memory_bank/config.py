@@ -86,7 +86,16 @@ class EmbeddingConfig(StrictModel):
         "natively (AVX512-BF16, AMX) and gives vectors all but identical to float32's "
         "(docs/benchmarks.md); elsewhere it is emulated and slower. `auto` picks it where the CPU "
         "advertises it and a probe in a child process (cached per machine) shows it really runs. "
-        "onnx: float32 (`auto`) or int8 (matrix products quantized per channel).",
+        "onnx: float32 (`auto`) or int8 (the matrix products past the first layer quantized per "
+        "channel).",
+    )
+    query_precision: Literal["same", "int8"] = Field(
+        "same",
+        description="onnx: the precision of query embeddings only (`encode`), passages and "
+        "chunks keeping `precision`: int8 queries against float32 passages. A query is embedded "
+        "once per question, on one thread, where int8 products are several times faster; the "
+        "stored vectors, and so the embedder the store records, stay the same "
+        "(docs/benchmarks.md has the recall of each).",
     )
     onnx_cache_dir: str | None = Field(
         None,
@@ -148,6 +157,8 @@ class EmbeddingConfig(StrictModel):
     def _precision_fits_runtime(self) -> EmbeddingConfig:
         if self.runtime == "torch" and self.precision == "int8":
             raise ValueError("embedding.precision int8 needs embedding.runtime onnx")
+        if self.runtime == "torch" and self.query_precision == "int8":
+            raise ValueError("embedding.query_precision int8 needs embedding.runtime onnx")
         if self.runtime == "onnx" and self.precision == "bfloat16":
             raise ValueError("embedding.precision bfloat16 needs embedding.runtime torch")
         if self.provider == "openai" and self.dimensions not in (None, STORE_VECTOR_DIM):

@@ -578,13 +578,15 @@ def serve(
 @app.command("prepare-model")
 @_reports_errors
 def prepare_model(config: ConfigOption = None) -> None:
-    """Export the packaged embedding model to ONNX (float32, and int8 when configured) into the
-    cache now, instead of on first use (`make install` runs this)."""
+    """Export the packaged embedding model to ONNX (float32, and int8 when configured for
+    passages or queries) into the cache now, instead of on first use (`make install` runs
+    this)."""
     from memory_bank.index.minilm_onnx import exported_model, onnx_cache_dir
 
     settings = _settings(config).embedding
     cache = onnx_cache_dir(settings.onnx_cache_dir)
-    for precision in ("float32", "int8") if settings.precision == "int8" else ("float32",):
+    int8 = "int8" in (settings.precision, settings.query_precision)
+    for precision in ("float32", "int8") if int8 else ("float32",):
         _out.print(f"{precision}: {exported_model(precision, cache)}", highlight=False)
 
 

@@ -11,7 +11,7 @@ embeddings). Embedding a chunk therefore costs about one forward pass over its t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 from scipy import sparse
@@ -47,16 +47,27 @@ class ChunkEncoding:
     sentence_vectors: np.ndarray  # (len(sentence_spans), 384) float32, L2-normalized
 
 
-def load_token_model(config: EmbeddingConfig) -> TokenModel:
-    """The packaged MiniLM on the configured runtime (torch or ONNX Runtime) and precision."""
+def load_token_model(config: EmbeddingConfig, for_queries: bool = False) -> TokenModel:
+    """The packaged MiniLM on the configured runtime (torch or ONNX Runtime) and precision
+    (`query_precision` when `for_queries`)."""
     if config.runtime == "onnx":
         from memory_bank.index.minilm_onnx import OnnxMiniLM
 
-        precision = "int8" if config.precision == "int8" else "float32"
-        return OnnxMiniLM(config.num_threads, precision, config.onnx_cache_dir)
+        return OnnxMiniLM(
+            config.num_threads, onnx_precision(config, for_queries), config.onnx_cache_dir
+        )
     from memory_bank.index.minilm_torch import TorchMiniLM
 
     return TorchMiniLM(config.num_threads, config.precision)
+
+
+def onnx_precision(
+    config: EmbeddingConfig, for_queries: bool = False
+) -> Literal["float32", "int8"]:
+    """The ONNX model file that embeds passages, or queries when `for_queries`."""
+    if for_queries and config.query_precision == "int8":
+        return "int8"
+    return "int8" if config.precision == "int8" else "float32"
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,11 +79,18 @@ class _TokenizedChunk:
 
 
 class Embedder:
-    """Embeds queries and chunks with one lazily loaded model (torch or ONNX Runtime)."""
+    """Embeds queries and chunks with lazily loaded models (torch or ONNX Runtime): one model,
+    or with `query_precision` another precision of it for queries."""
 
-    def __init__(self, config: EmbeddingConfig, model: TokenModel | None = None) -> None:
+    def __init__(
+        self,
+        config: EmbeddingConfig,
+        model: TokenModel | None = None,
+        query_model: TokenModel | None = None,
+    ) -> None:
         self.config = config
         self._model = model
+        self._query_model = query_model
 
     @property
     def model(self) -> TokenModel:
@@ -80,15 +98,36 @@ class Embedder:
             self._model = load_token_model(self.config)
         return self._model
 
+    @property
+    def query_model(self) -> TokenModel:
+        if self._query_model is None:
+            if onnx_precision(self.config, for_queries=True) != onnx_precision(self.config):
+                self._query_model = load_token_model(self.config, for_queries=True)
+            else:
+                self._query_model = self.model
+        return self._query_model
+
     def encode(self, texts: list[str]) -> np.ndarray:
-        """Embed short texts (queries, sentences) as a (n, 384) float32 L2-normalized array.
+        """Embed queries (and other short texts) as a (n, 384) float32 L2-normalized array,
+        with the query model.
 
         Text past the model's 256 word-pieces is ignored; use `encode_chunks` for long text.
         """
+        return self._encode_short(self.query_model, texts)
+
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        """Embed passages (READMEs) with the passage model: stored beside the chunk vectors."""
+        return self._encode_short(self.model, texts)
+
+    def load(self) -> None:
+        """Load the models now rather than on the first text."""
+        _ = self.model, self.query_model
+
+    def _encode_short(self, model: TokenModel, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
         limit = MAX_SEQ_LENGTH - _SPECIAL_TOKENS_PER_WINDOW
-        pieces = [ids[:limit] for ids, _ in self.model.tokenizer.pieces(texts)]
+        pieces = [ids[:limit] for ids, _ in model.tokenizer.pieces(texts)]
         vectors = np.zeros((len(texts), EMBEDDING_DIM), dtype=np.float32)
         # Longest first, as sentence-transformers does, so each batch pads little.
         order = np.argsort([-len(ids) for ids in pieces], kind="stable")
@@ -96,17 +135,9 @@ class Embedder:
             batch = order[start : start + self.config.batch_size]
             input_ids, attention_mask = self._padded([pieces[i] for i in batch])
             vectors[batch] = _mean_pool(
-                self.model.token_embeddings(input_ids, attention_mask), attention_mask
+                model.token_embeddings(input_ids, attention_mask), attention_mask
             )
         return l2_normalize(vectors)
-
-    def encode_passages(self, texts: list[str]) -> np.ndarray:
-        """Embed passages (READMEs): MiniLM embeds them as it embeds queries."""
-        return self.encode(texts)
-
-    def load(self) -> None:
-        """Load the model now rather than on the first text."""
-        _ = self.model
 
     def _padded(self, rows: list) -> tuple[np.ndarray, np.ndarray]:
         """[CLS] ids [SEP] per row, padded to the longest: int64 ids and attention mask."""

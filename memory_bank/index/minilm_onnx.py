@@ -2,9 +2,9 @@
 
 The first use on a machine (or `memory-bank prepare-model`, which `make install` runs) exports
 the package's weights with torch into the user cache (`<cache>/onnx/<model key>/`), and for
-"int8" quantizes that export's matrix products per channel (dynamic quantization: weights int8,
-activations quantized on the fly). Later processes only read the file: the query path then never
-imports torch. ONNX Runtime's threads are set explicitly: `num_threads` for one operator, one
+"int8" quantizes that export's matrix products per channel, the first layer's excepted (dynamic
+quantization: weights int8, activations quantized on the fly). Later processes only read the
+file: the query path then never imports torch. ONNX Runtime's threads are set explicitly: `num_threads` for one operator, one
 operator at a time.
 """
 
@@ -33,6 +33,11 @@ OnnxPrecision = Literal["float32", "int8"]
 _OPSET = 17
 # Bump when the export or the quantization recipe changes: older cached files are not reused.
 _RECIPE = 1
+# Bump when only the quantization recipe changes: the float32 export is kept.
+_INT8_RECIPE = 2
+# The first layer's matrix products stay float32: its inputs (the word embeddings) quantize
+# worst, and keeping them moves int8 query vectors closer to float32's for little time.
+_FLOAT32_LAYER = "/layer.0/"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _OUTPUT = "last_hidden_state"
 
@@ -63,7 +68,9 @@ def exported_model(precision: OnnxPrecision, cache_dir: Path) -> Path:
     use. Concurrent first uses each write a private file and rename it into place."""
     directory = model_path()
     folder = cache_dir / model_key(directory)
-    target = folder / f"model.{precision}.onnx"
+    target = folder / (
+        f"model.int8.r{_INT8_RECIPE}.onnx" if precision == "int8" else "model.float32.onnx"
+    )
     if target.is_file():
         return target
     full = folder / "model.float32.onnx"
@@ -143,9 +150,23 @@ def _quantize(full: Path, target: Path) -> None:
             weight_type=QuantType.QInt8,
             per_channel=True,
             op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=_first_layer_products(prepared),
         )
     finally:
         prepared.unlink(missing_ok=True)
+
+
+def _first_layer_products(model: Path) -> list[str]:
+    import onnx
+
+    names = [
+        node.name
+        for node in onnx.load(str(model), load_external_data=False).graph.node
+        if node.op_type == "MatMul" and _FLOAT32_LAYER in node.name
+    ]
+    if not names:  # another exporter's node names: refuse rather than quantize everything
+        raise ModelLoadError(f"no matrix product of {_FLOAT32_LAYER} in the ONNX export {model}")
+    return names
 
 
 @functools.lru_cache(maxsize=4)

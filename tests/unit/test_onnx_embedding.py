@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from memory_bank.config import EmbeddingConfig
+from memory_bank.config import AppConfig, EmbeddingConfig, embedder_identity
 from memory_bank.index import minilm_onnx
 from memory_bank.index.embedding import Embedder
+from memory_bank.ingest.work import memory_recipe
 from tests.unit.test_embedding import (
     GIL_PARAGRAPH,
     HIDDEN_FACT_QUERY,
@@ -64,6 +65,32 @@ def test_int8_vectors_stay_close_to_float32(torch_embedder: Embedder) -> None:
     np.testing.assert_allclose(np.linalg.norm(chunk.sentence_vectors, axis=1), 1.0, atol=1e-5)
 
 
+def test_int8_queries_meet_float32_passages(onnx_embedder: Embedder) -> None:
+    mixed = Embedder(EmbeddingConfig(runtime="onnx", query_precision="int8", num_threads=1))
+    int8 = Embedder(EmbeddingConfig(runtime="onnx", precision="int8", num_threads=1))
+    np.testing.assert_array_equal(mixed.encode(QUERIES), int8.encode(QUERIES))
+    np.testing.assert_array_equal(
+        mixed.encode_passages(QUERIES), onnx_embedder.encode_passages(QUERIES)
+    )
+    for kept, exact in zip(
+        mixed.encode_chunks(CHUNKS), onnx_embedder.encode_chunks(CHUNKS), strict=True
+    ):
+        np.testing.assert_array_equal(kept.vector, exact.vector)
+        np.testing.assert_array_equal(kept.sentence_vectors, exact.sentence_vectors)
+    # Against the float32 sentence vectors, int8 queries rank as float32 queries do.
+    sentences = np.concatenate([chunk.sentence_vectors for chunk in mixed.encode_chunks(CHUNKS)])
+    for query in QUERIES:
+        assert np.argmax(sentences @ mixed.encode([query])[0]) == np.argmax(
+            sentences @ onnx_embedder.encode([query])[0]
+        )
+
+
+def test_query_precision_is_not_another_embedder() -> None:
+    float32, mixed = AppConfig(), AppConfig(embedding=EmbeddingConfig(query_precision="int8"))
+    assert embedder_identity(mixed.embedding) == embedder_identity(float32.embedding)
+    assert memory_recipe(mixed) == memory_recipe(float32)  # no rebuild of existing stores
+
+
 def test_the_export_is_made_once_and_reused(tmp_path, monkeypatch) -> None:
     exports = []
     export = minilm_onnx._export
@@ -82,3 +109,5 @@ def test_precision_must_fit_the_runtime() -> None:
         EmbeddingConfig(runtime="torch", precision="int8")
     with pytest.raises(ValidationError, match="bfloat16 needs embedding.runtime torch"):
         EmbeddingConfig(runtime="onnx", precision="bfloat16")
+    with pytest.raises(ValidationError, match="query_precision int8 needs embedding.runtime"):
+        EmbeddingConfig(runtime="torch", precision="float32", query_precision="int8")

