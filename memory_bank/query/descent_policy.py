@@ -170,9 +170,11 @@ class DescentPolicy:
             scored.sort(key=lambda item: (-item[1], item[0].path))
             best = scored[0][1]
             previous = {node.path for node, _ in frontier}
+            # The best child stays when every score is below zero (a question unlike every
+            # README), where the relative cutoff `best * BEAM_CUTOFF` lies above `best`.
             frontier = [
                 item for item in scored[: self.config.beam_width] if item[1] >= best * BEAM_CUTOFF
-            ]
+            ] or scored[:1]
             for node, score in frontier:
                 if node.path not in previous:
                     self.run.note("descend", node.path, f"(score {score:.2f})")

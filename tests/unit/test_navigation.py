@@ -306,3 +306,16 @@ def test_the_second_hop_of_a_bridge_question_is_read_and_quoted(tmp_path):
     assert any(path.endswith("leland_north_carolina.md") for path in result.sources)
     assert any(path.endswith("maximum_overdrive.md") for path in result.sources)
     assert "Stephen King" in result.answer
+
+
+class OppositeEncoder:
+    """Question vectors pointing away from the real ones: every README scores below zero."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return -shared_embedder().encode(texts)
+
+
+def test_the_descent_keeps_its_best_directory_when_every_readme_scores_below_zero(tech_store):
+    result = make_agent(tech_store, encoder=OppositeEncoder()).request("warm up")
+    descended = [s for s in result.steps if s.action == "descend"]
+    assert descended, "the descent chose no directory"
