@@ -89,13 +89,13 @@ class EmbeddingConfig(StrictModel):
         "onnx: float32 (`auto`) or int8 (the matrix products past the first layer quantized per "
         "channel).",
     )
-    query_precision: Literal["same", "int8"] = Field(
-        "same",
-        description="onnx: the precision of query embeddings only (`encode`), passages and "
-        "chunks keeping `precision`: int8 queries against float32 passages. A query is embedded "
-        "once per question, on one thread, where int8 products are several times faster; the "
-        "stored vectors, and so the embedder the store records, stay the same "
-        "(docs/benchmarks.md has the recall of each).",
+    query_precision: Literal["auto", "same", "int8"] = Field(
+        "auto",
+        description="The precision of query embeddings only (`encode`), passages and chunks "
+        "keeping `precision`. int8 (onnx): int8 queries against float32 passages. A query is "
+        "embedded once per question, on one thread, where int8 products are several times "
+        "faster; the stored vectors, and so the embedder the store records, stay the same "
+        "(docs/benchmarks.md has the recall of each). `auto`: int8 on onnx, `same` on torch.",
     )
     onnx_cache_dir: str | None = Field(
         None,

@@ -581,11 +581,12 @@ def prepare_model(config: ConfigOption = None) -> None:
     """Export the packaged embedding model to ONNX (float32, and int8 when configured for
     passages or queries) into the cache now, instead of on first use (`make install` runs
     this)."""
+    from memory_bank.index.embedding import onnx_precision
     from memory_bank.index.minilm_onnx import exported_model, onnx_cache_dir
 
     settings = _settings(config).embedding
     cache = onnx_cache_dir(settings.onnx_cache_dir)
-    int8 = "int8" in (settings.precision, settings.query_precision)
+    int8 = "int8" in (onnx_precision(settings), onnx_precision(settings, for_queries=True))
     for precision in ("float32", "int8") if int8 else ("float32",):
         _out.print(f"{precision}: {exported_model(precision, cache)}", highlight=False)
 

@@ -65,7 +65,7 @@ def onnx_precision(
     config: EmbeddingConfig, for_queries: bool = False
 ) -> Literal["float32", "int8"]:
     """The ONNX model file that embeds passages, or queries when `for_queries`."""
-    if for_queries and config.query_precision == "int8":
+    if for_queries and config.runtime == "onnx" and config.query_precision in ("auto", "int8"):
         return "int8"
     return "int8" if config.precision == "int8" else "float32"
 

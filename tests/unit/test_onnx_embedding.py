@@ -32,7 +32,7 @@ def torch_embedder() -> Embedder:
 
 @pytest.fixture(scope="module")
 def onnx_embedder() -> Embedder:
-    return Embedder(EmbeddingConfig(runtime="onnx", num_threads=1))
+    return Embedder(EmbeddingConfig(runtime="onnx", query_precision="same", num_threads=1))
 
 
 def test_onnx_query_vectors_equal_the_torch_ones(
