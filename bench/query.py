@@ -192,7 +192,7 @@ def synthesize_store(
     readme_vectors = None
     if size <= README_VECTORS_LIMIT:
         embedding_started = time.perf_counter()
-        readme_vectors = embed_readmes(readmes, {}, embedder.encode)
+        readme_vectors = embed_readmes(readmes, {}, embedder.encode_passages)
         print(
             f"  embedded {len(readmes)} READMEs in {time.perf_counter() - embedding_started:.0f} s",
             flush=True,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import select
 import socket
 import time
@@ -157,8 +158,20 @@ def post_chunked_until_answered(
 
 
 def _answer(connection: socket.socket) -> bytes:
+    """The answer's head and body as far as they came: its body may follow its head in a
+    packet of its own, so read until the declared length is in or the server closes."""
     connection.setblocking(True)
-    try:
-        return connection.recv(4096)
-    except OSError:
-        return b""
+    answer = b""
+    while True:
+        try:
+            received = connection.recv(4096)
+        except OSError:
+            return answer
+        if not received:
+            return answer
+        answer += received
+        head, separator, body = answer.partition(b"\r\n\r\n")
+        if separator:
+            declared = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+            if declared is None or len(body) >= int(declared.group(1)):
+                return answer

@@ -217,7 +217,9 @@ class StoreCorpus:
                 "this store has no README vectors; open it with an embedding model to embed them"
             )
         texts = [self.readme_text(path) for path in paths]
-        return texts, np.asarray(self._embedder.encode(texts), dtype=np.float32)
+        # READMEs are passages: the commit embeds them with the passage model, not the query one.
+        encode = getattr(self._embedder, "encode_passages", self._embedder.encode)
+        return texts, np.asarray(encode(texts), dtype=np.float32)
 
 
 class DirectoryIndex:

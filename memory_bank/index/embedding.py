@@ -113,6 +113,11 @@ class Embedder:
 
         Text past the model's 256 word-pieces is ignored; use `encode_chunks` for long text.
         """
+        if onnx_precision(self.config, for_queries=True) == "int8" and len(texts) > 1:
+            # Dynamic int8 quantization scales a batch's activations together, so the other
+            # texts of a batch and their padding would move a query's vector: one at a time,
+            # a question gets the same vector however it arrives.
+            return np.concatenate([self._encode_short(self.query_model, [t]) for t in texts])
         return self._encode_short(self.query_model, texts)
 
     def encode_passages(self, texts: list[str]) -> np.ndarray:
