@@ -268,7 +268,9 @@ def build_store(
         tree=tree,
         readmes=readmes,
         meta=meta_extra_from_config(AppConfig()),
-        readme_vectors=embed_readmes(readmes, {}, embedder.encode_passages) if readme_vectors else None,
+        readme_vectors=embed_readmes(readmes, {}, embedder.encode_passages)
+        if readme_vectors
+        else None,
     )
     write_store(store_dir, snapshot)
     return store_dir
