@@ -125,8 +125,9 @@ class Embedder:
         return self._encode_short(self.model, texts)
 
     def load(self) -> None:
-        """Load the models now rather than on the first text."""
-        _ = self.model, self.query_model
+        """Load the passage model now rather than on the first chunk. The query model (another
+        precision of it, by default) loads on the first question: an ingest never asks one."""
+        _ = self.model
 
     def _encode_short(self, model: TokenModel, texts: list[str]) -> np.ndarray:
         if not texts:
