@@ -218,8 +218,7 @@ class StoreCorpus:
             )
         texts = [self.readme_text(path) for path in paths]
         # READMEs are passages: the commit embeds them with the passage model, not the query one.
-        encode = getattr(self._embedder, "encode_passages", self._embedder.encode)
-        return texts, np.asarray(encode(texts), dtype=np.float32)
+        return texts, np.asarray(self._embedder.encode_passages(texts), dtype=np.float32)
 
 
 class DirectoryIndex:

@@ -33,9 +33,13 @@ _SPECIAL_TOKENS_PER_WINDOW = 2  # [CLS] ... [SEP]
 
 
 class TextEncoder(Protocol):
-    """What search needs from the embedding model (`Embedder` or a test double)."""
+    """What search needs from the embedding model (`Embedder` or a test double): questions are
+    embedded with `encode`, short passages such as READMEs with `encode_passages` (the model
+    that embedded the store's other passages, where queries run another precision)."""
 
     def encode(self, texts: list[str]) -> np.ndarray: ...
+
+    def encode_passages(self, texts: list[str]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: numpy arrays have no single truth value

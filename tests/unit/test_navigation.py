@@ -32,6 +32,10 @@ class CountingEncoder:
         self.texts += len(texts)
         return shared_embedder().encode(texts)
 
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return shared_embedder().encode_passages(texts)
+
 
 def make_agent(store, encoder=None, config=None) -> NavigationAgent:
     reader = StoreReader(store)
@@ -313,6 +317,9 @@ class OppositeEncoder:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         return -shared_embedder().encode(texts)
+
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        return shared_embedder().encode_passages(texts)
 
 
 def test_the_descent_keeps_its_best_directory_when_every_readme_scores_below_zero(tech_store):

@@ -24,6 +24,10 @@ class RecordingEmbedder:
         self.batch_sizes.append(len(texts))
         return self.inner.encode(texts)
 
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        self.batch_sizes.append(len(texts))
+        return self.inner.encode_passages(texts)
+
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory, ml_tech_store):
