@@ -62,9 +62,12 @@ class MeasuringMap:
         uses = Counter(id(argument) for arguments in calls for argument in arguments)
         shared = {id(a): a for arguments in calls for a in arguments if uses[id(a)] > 1}
         self.shared_bytes += sum(_size(argument) for argument in shared.values())
-        results = []
+        # Sized before any call runs: the serial map hands every call the same objects, and a
+        # call leaves what it read of a view (its facts) on it.
         for arguments in calls:
             self.bytes.append(_size(tuple(a for a in arguments if id(a) not in shared)))
+        results = []
+        for arguments in calls:
             started = time.process_time()
             results.append(function(*arguments))
             self.verdicts.extend(

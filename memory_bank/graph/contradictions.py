@@ -209,8 +209,8 @@ def find_contradictions(
 ) -> list[Contradiction]:
     """Every contradiction between sentences of an earlier text and of a later one.
     `cosine(old sentence, new sentence)` gives their embeddings' cosine, where known; it is
-    asked only for sentences that share a value. Only sentences that may be about one subject
-    are compared (`sentence_pairs`)."""
+    asked only for sentences that share a value, the later one with a cue. Only sentences
+    that may be about one subject are compared (`sentence_pairs`)."""
     found: list[Contradiction] = []
     # What each sentence is about, read once: it is asked for every pair it is in.
     earlier_about = [old.about(earlier) for earlier in old.sentences]
@@ -220,7 +220,8 @@ def find_contradictions(
         if not (earlier.keys & later.keys) and not (earlier.frame & later.frame):
             continue
         similarity = None
-        if cosine is not None and earlier.keys & later.keys:
+        # The cosine stands in for a shared frame only beside a cue (`find_contradiction`).
+        if cosine is not None and (later.announces or later.replaces) and earlier.keys & later.keys:
             similarity = cosine(earlier.text, later.text)
         contradiction = find_contradiction(
             earlier, later, similarity, earlier_about[e], later_about[n]
