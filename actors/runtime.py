@@ -99,14 +99,14 @@ def map_on_tasks(
     # are warm), then the others. SPREAD from the first call was slower on the local cluster
     # (bench/ingest.py --nodes): every node paid cold workers for short tasks.
     task = ray.remote(function).options(num_cpus=num_cpus)
-    shared = _put_shared(calls)
+    shared = put_shared(calls)
     return ray.get([task.remote(*(shared.get(id(a), a) for a in arguments)) for arguments in calls])
 
 
 _SCALARS = (str, bytes, int, float, bool, type(None))
 
 
-def _put_shared(calls: Sequence[tuple[Any, ...]]) -> dict[int, Any]:
+def put_shared(calls: Sequence[tuple[Any, ...]]) -> dict[int, Any]:
     """An argument object that several calls share (the sentence vectors of a graph step's
     analysis calls), put in the object store once: its reference, by the object's id. Ray hands
     each task the object itself, read from its node's store, not a copy sent with every call."""
