@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -98,7 +99,22 @@ def map_on_tasks(
     # are warm), then the others. SPREAD from the first call was slower on the local cluster
     # (bench/ingest.py --nodes): every node paid cold workers for short tasks.
     task = ray.remote(function).options(num_cpus=num_cpus)
-    return ray.get([task.remote(*arguments) for arguments in calls])
+    shared = put_shared(calls)
+    return ray.get([task.remote(*(shared.get(id(a), a) for a in arguments)) for arguments in calls])
+
+
+_SCALARS = (str, bytes, int, float, bool, type(None))
+
+
+def put_shared(calls: Sequence[tuple[Any, ...]]) -> dict[int, Any]:
+    """An argument object that several calls share (the sentence vectors of a graph step's
+    analysis calls), put in the object store once: its reference, by the object's id. Ray hands
+    each task the object itself, read from its node's store, not a copy sent with every call."""
+    import ray
+
+    uses = Counter(id(a) for arguments in calls for a in arguments if not isinstance(a, _SCALARS))
+    objects = {id(a): a for arguments in calls for a in arguments}
+    return {key: ray.put(objects[key]) for key, count in uses.items() if count > 1}
 
 
 def encode_on_task(texts: list[str], config: EmbeddingConfig, num_cpus: float) -> np.ndarray:

@@ -129,6 +129,18 @@ def fresh_out(out: Path) -> None:
     (out / MARKER).touch()
 
 
+def split_corpus(
+    files: list[Path], group_share: float
+) -> tuple[list[Path], list[list[Path]], list[Path]]:
+    """The documents held out for (a) and for (b)'s adders (seeded), and the base store's rest."""
+    order = [files[i] for i in np.random.default_rng(SEED).permutation(len(files))]
+    n_add, n_group = (max(1, round(share * len(files))) for share in (ADD_SHARE, group_share))
+    add_files = order[:n_add]
+    groups = [order[n_add + g * n_group : n_add + (g + 1) * n_group] for g in range(ADDERS)]
+    held = {*add_files, *(path for group in groups for path in group)}
+    return add_files, groups, [path for path in files if path not in held]
+
+
 def tokens_of(files: list[Path]) -> int:
     return sum(count_tokens(load_file(path).text) for path in files)
 
@@ -418,15 +430,11 @@ def main() -> None:
 
     corpus = build_corpus(args.tokens)
     files = discover_files([corpus.directory])
-    order = [files[i] for i in np.random.default_rng(SEED).permutation(len(files))]
-    n_add, n_group = (max(1, round(share * len(files))) for share in (ADD_SHARE, args.group_share))
-    add_files = order[:n_add]
-    groups = [order[n_add + g * n_group : n_add + (g + 1) * n_group] for g in range(ADDERS)]
-    held = {*add_files, *(path for group in groups for path in group)}
-    base_files = [path for path in files if path not in held]
+    add_files, groups, base_files = split_corpus(files, args.group_share)
+    n_group = len(groups[0])
     print(
         f"Corpus {corpus.directory}: {len(files)} files, {corpus.tokens:,} tokens. Base store: "
-        f"{len(base_files)} files; held out (seed {SEED}): {n_add} for (a) "
+        f"{len(base_files)} files; held out (seed {SEED}): {len(add_files)} for (a) "
         f"({tokens_of(add_files):,} tokens), {ADDERS} x {n_group} for (b)."
     )
     overrides = ", ".join(args.overrides) or "no overrides"

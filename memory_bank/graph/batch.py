@@ -18,8 +18,8 @@ Pairs are judged in two phases each: related only when neither conflict nor merg
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -74,10 +74,43 @@ class BatchOutcome:
     conflicts: list[str] = field(default_factory=list)  # conflict ids
 
 
+@dataclass
+class SentenceTable:
+    """The sentence vectors of every node a step's tasks read, in one matrix. It is one
+    argument shared by all the step's calls (a parallel map ships it once, the serial map does
+    not copy it), so that each call carries the nodes' texts only."""
+
+    vectors: np.ndarray  # (sentences, dimension)
+    rows: dict[str, dict[str, int]]  # node id -> sentence text -> row
+
+    @classmethod
+    def of(cls, views: Iterable[NodeView]) -> SentenceTable:
+        rows: dict[str, dict[str, int]] = {}
+        vectors: list[np.ndarray] = []
+        for view in views:
+            if view.id in rows:
+                continue
+            rows[view.id] = {}
+            for text, vector in view.sentence_vectors.items():
+                rows[view.id][text] = len(vectors)
+                vectors.append(vector)
+        matrix = np.stack(vectors).astype(np.float32, copy=False) if vectors else np.zeros((0, 0))
+        return cls(matrix, rows)
+
+    def vectors_of(self, node_id: str) -> dict[str, np.ndarray]:
+        return {text: self.vectors[row] for text, row in self.rows.get(node_id, {}).items()}
+
+
 def analyze_tasks(
-    tasks: Sequence[AnalyzeTask], analyze: Analyze = analyze_offline
+    tasks: Sequence[AnalyzeTask],
+    sentences: SentenceTable | None = None,
+    analyze: Analyze = analyze_offline,
 ) -> list[list[Relationship]]:
-    """Each task's relationships, pair by pair in two phases (a fanned-out unit of work)."""
+    """Each task's relationships, pair by pair in two phases (a fanned-out unit of work); the
+    views' sentence vectors are read from `sentences` when given."""
+    if sentences is not None:
+        for view in _views(tasks):
+            view.sentence_vectors = sentences.vectors_of(view.id)
     results = []
     for task in tasks:
         found = []
@@ -114,17 +147,33 @@ def candidate_tasks(
     return [AnalyzeTask(views[new], [views[i] for i in others]) for new, others in pairs]
 
 
+AnalyzeCall = Callable[[Sequence[AnalyzeTask], SentenceTable], list[list[Relationship]]]
+
+
 def run_tasks(
     tasks: Sequence[AnalyzeTask],
     map_calls: TaskMap = run_serially,
-    analyze_call: Callable[[Sequence[AnalyzeTask]], list[list[Relationship]]] = analyze_tasks,
+    analyze_call: AnalyzeCall = analyze_tasks,
 ) -> list[list[Relationship]]:
-    """Fan the tasks out in groups of TASKS_PER_CALL; results in task order."""
-    groups = [list(tasks[i : i + TASKS_PER_CALL]) for i in range(0, len(tasks), TASKS_PER_CALL)]
+    """Fan the tasks out in groups of TASKS_PER_CALL, each call with the views' texts and
+    the one `SentenceTable` of their vectors; results in task order."""
+    views = {view.id: view for view in _views(tasks)}
+    table = SentenceTable.of(views.values())
+    bare = {node_id: replace(view, sentence_vectors={}) for node_id, view in views.items()}
+    shipped = [
+        AnalyzeTask(bare[task.new.id], [bare[view.id] for view in task.candidates])
+        for task in tasks
+    ]
+    groups = [shipped[i : i + TASKS_PER_CALL] for i in range(0, len(shipped), TASKS_PER_CALL)]
     results: list[list[Relationship]] = []
-    for group_result in map_calls(analyze_call, [(group,) for group in groups]):
+    for group_result in map_calls(analyze_call, [(group, table) for group in groups]):
         results.extend(group_result)
     return results
+
+
+def _views(tasks: Sequence[AnalyzeTask]) -> list[NodeView]:
+    """Every view the tasks hold, each once (a node is a candidate of many)."""
+    return list({id(v): v for task in tasks for v in (task.new, *task.candidates)}.values())
 
 
 def apply_verdicts(

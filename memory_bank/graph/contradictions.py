@@ -36,6 +36,7 @@ from memory_bank.graph.sentence_facts import (
     same_subject,
     sentence_facts,
 )
+from memory_bank.graph.sentence_pairs import subject_pairs
 from memory_bank.graph.value_context import (
     clause_date,
     in_list,
@@ -208,29 +209,31 @@ def find_contradictions(
 ) -> list[Contradiction]:
     """Every contradiction between sentences of an earlier text and of a later one.
     `cosine(old sentence, new sentence)` gives their embeddings' cosine, where known; it is
-    asked only for sentences that share a value."""
+    asked only for sentences that share a value, the later one with a cue. Only sentences
+    that may be about one subject are compared (`sentence_pairs`)."""
     found: list[Contradiction] = []
-    # What each earlier sentence is about, read once: it is asked for every later sentence.
+    # What each sentence is about, read once: it is asked for every pair it is in.
     earlier_about = [old.about(earlier) for earlier in old.sentences]
-    for later in new.sentences:
-        later_about = new.about(later)
-        if not later_about:
+    later_about = [new.about(later) for later in new.sentences]
+    for e, n in subject_pairs(earlier_about, later_about):
+        earlier, later = old.sentences[e], new.sentences[n]
+        if not (earlier.keys & later.keys) and not (earlier.frame & later.frame):
             continue
-        for earlier, about in zip(old.sentences, earlier_about, strict=True):
-            if not (earlier.keys & later.keys) and not (earlier.frame & later.frame):
-                continue
-            similarity = None
-            if cosine is not None and earlier.keys & later.keys:
-                similarity = cosine(earlier.text, later.text)
-            contradiction = find_contradiction(earlier, later, similarity, about, later_about)
-            if contradiction is not None and all(
-                (c.old_sentence, c.new_sentence)
-                != (contradiction.old_sentence, contradiction.new_sentence)
-                for c in found
-            ):
-                found.append(contradiction)
-                if len(found) >= limit:
-                    return best_supported(found)
+        similarity = None
+        # The cosine stands in for a shared frame only beside a cue (`find_contradiction`).
+        if cosine is not None and (later.announces or later.replaces) and earlier.keys & later.keys:
+            similarity = cosine(earlier.text, later.text)
+        contradiction = find_contradiction(
+            earlier, later, similarity, earlier_about[e], later_about[n]
+        )
+        if contradiction is not None and all(
+            (c.old_sentence, c.new_sentence)
+            != (contradiction.old_sentence, contradiction.new_sentence)
+            for c in found
+        ):
+            found.append(contradiction)
+            if len(found) >= limit:
+                return best_supported(found)
     return best_supported(found)
 
 

@@ -38,6 +38,7 @@ from memory_bank.graph.sentence_facts import (
     same_subject,
     sentence_facts,
 )
+from memory_bank.graph.sentence_pairs import anchored_pairs
 from memory_bank.graph.value_context import in_list, named_as_alias
 from memory_bank.graph.value_identity import dates_compatible, name_contains, same_kind
 from memory_bank.graph.values import Value
@@ -359,29 +360,31 @@ def _one_value(old_side: list[Unit], new_side: list[Unit]) -> str | None:
 def span_contradictions(old: TextFacts, new: TextFacts, limit: int = 8) -> list[Contradiction]:
     """Every one-span disagreement between a sentence of an earlier text and one of a later
     text (`text_facts(..., all_sentences=True)`: a phrase needs no value), as contradictions.
-    A value listed among others, or named as an alias, is assigned by neither claim."""
+    A value listed among others, or named as an alias, is assigned by neither claim. Only
+    sentences that may be about one subject are compared (`sentence_pairs`)."""
     found: list[Contradiction] = []
-    for later in new.sentences:
-        later_about = new.about(later)
-        for earlier in old.sentences:
-            if earlier.text == later.text:
-                continue
-            difference = differ_on_one_span(earlier, later, old.about(earlier), later_about)
-            if difference is None or _not_assigned(earlier, later, difference):
-                continue
-            found.append(
-                Contradiction(
-                    old_sentence=earlier.text,
-                    new_sentence=later.text,
-                    subject=", ".join(difference.anchors),
-                    attribute=difference.attribute,
-                    old_value=difference.old_value,
-                    new_value=difference.new_value,
-                    kind=difference.kind,
-                )
+    earlier_about = [old.about(earlier) for earlier in old.sentences]
+    later_about = [new.about(later) for later in new.sentences]
+    for e, n in anchored_pairs(old.sentences, earlier_about, new.sentences, later_about):
+        earlier, later = old.sentences[e], new.sentences[n]
+        if earlier.text == later.text:
+            continue
+        difference = differ_on_one_span(earlier, later, earlier_about[e], later_about[n])
+        if difference is None or _not_assigned(earlier, later, difference):
+            continue
+        found.append(
+            Contradiction(
+                old_sentence=earlier.text,
+                new_sentence=later.text,
+                subject=", ".join(difference.anchors),
+                attribute=difference.attribute,
+                old_value=difference.old_value,
+                new_value=difference.new_value,
+                kind=difference.kind,
             )
-            if len(found) >= limit:
-                return found
+        )
+        if len(found) >= limit:
+            return found
     return found
 
 

@@ -5,7 +5,7 @@ into the new version."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -14,7 +14,7 @@ import numpy as np
 
 from memory_bank.config import AppConfig
 from memory_bank.graph.batch import (
-    AnalyzeTask,
+    AnalyzeCall,
     BatchOutcome,
     GraphCommit,
     MemoryInput,
@@ -97,7 +97,7 @@ class IngestGraphStep:
         config: AppConfig,
         encode: Callable[[list[str]], np.ndarray],
         map_calls: TaskMap = run_serially,
-        analyze_call: Callable[[Sequence[AnalyzeTask]], list] = analyze_tasks,
+        analyze_call: AnalyzeCall = analyze_tasks,
     ) -> None:
         self.storage = storage
         self.top_k = config.retrieval.top_k

@@ -7,9 +7,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from actors.graph import NAMESPACE, GraphActor, RemoteKeeper, graph_actor, graph_name
+from actors.runtime import map_on_tasks, put_shared
 from memory_bank.app.bank import create_empty_store
 from memory_bank.config import AppConfig
 from memory_bank.graph.storage import GraphStorage
@@ -137,3 +139,15 @@ def test_an_intercept_is_drafted_in_ray_tasks_not_in_the_actor_process(
     assert [n.summary for n in several.new_nodes] == [n.summary for n in expected.new_nodes]
     assert len(several.new_nodes) >= 2 and one.new_nodes
     assert actor.node(one.new_nodes[0].id).summary == "The ferry company is called Saltline."
+
+
+def _row_sum(matrix: np.ndarray, row: int, scale: int) -> float:
+    return float(matrix[row].sum()) * scale
+
+
+def test_an_argument_the_calls_share_is_put_in_the_object_store_once(ray_cluster):
+    matrix = np.arange(12, dtype=np.float32).reshape(3, 4)
+    calls = [(matrix, row, 2) for row in range(3)]
+    assert map_on_tasks(_row_sum, calls, num_cpus=0.5) == [12.0, 44.0, 76.0]
+    # The matrix is put once; the small numbers go with each call.
+    assert list(put_shared(calls)) == [id(matrix)]

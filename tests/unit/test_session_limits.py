@@ -129,10 +129,10 @@ def test_sessions_go_on_while_a_commit_analyses_its_graph(tmp_path, embedder):
     session = bank.open_session("When did the ferries leave?").doc_id
     analysing, release = threading.Event(), threading.Event()
 
-    def held_analysis(tasks):
+    def held_analysis(tasks, sentences):
         analysing.set()
         assert release.wait(60), "nobody released the analysis"
-        return analyze_tasks(tasks)
+        return analyze_tasks(tasks, sentences)
 
     step = IngestGraphStep(bank.storage, bank.config, embedder.encode, analyze_call=held_analysis)
     texts = [f"The ferry number {n} left the harbour at {n} o'clock." for n in range(3)]
@@ -170,7 +170,7 @@ def test_a_verdict_about_a_node_retired_during_the_analysis_is_dropped(tmp_path,
     storage = GraphStorage(tmp_path / "store")
     analysing, release = threading.Event(), threading.Event()
 
-    def conflicting(tasks):  # every candidate contradicts, once the retirement is done
+    def conflicting(tasks, sentences):  # every candidate contradicts, once the retirement is done
         analysing.set()
         assert release.wait(60), "nobody released the analysis"
         return [
