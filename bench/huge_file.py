@@ -91,39 +91,52 @@ def write_file(path: Path, megabytes: float) -> None:
             written += len(paragraph)
 
 
-def journaled_chunks(journal: Path) -> int:
-    return sum(pq.ParquetFile(path).metadata.num_rows for path in journal.rglob("batch-*.parquet"))
+def journal_batches(journal: Path) -> list[int]:
+    """Rows of each batch file in the journal; a file the ingest removes while it is being
+    listed (the journal goes once the commit has switched) counts as gone."""
+    rows = []
+    for path in journal.rglob("batch-*.parquet"):
+        try:
+            rows.append(pq.ParquetFile(path).metadata.num_rows)
+        except FileNotFoundError:
+            continue
+    return rows
 
 
 def run(arguments: list[str], journal: Path, total: int, kill_at: int | None) -> dict:
     """One ingest; peak RSS of its process tree while chunks are made and once all `total`
     are journaled (the commit), the first journal batch, the kill."""
-    started = time.perf_counter()
-    process = subprocess.Popen([*CLI, *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    peaks = {"making": 0.0, "commit": 0.0}
-    first = 0.0
-    killed_at = batch = None
-    done = 0
-    while process.poll() is None:
-        phase = "commit" if done >= total else "making"
-        try:
-            tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(True)]
-            rss = sum(p.memory_info().rss for p in tree if p.is_running())
-            peaks[phase] = max(peaks[phase], rss)
-        except psutil.Error:
-            pass
-        done = journaled_chunks(journal) if journal.is_dir() else 0
-        if done and not first:
-            first = time.perf_counter() - started
-        if kill_at is not None and done >= kill_at:
-            process.send_signal(signal.SIGKILL)
-            killed_at = journaled_chunks(journal)
-            batch = max(
-                pq.ParquetFile(path).metadata.num_rows for path in journal.rglob("batch-*.parquet")
-            )
-            break
-        time.sleep(0.5)
-    stdout, _ = process.communicate()
+    # stderr goes to a file: a pipe nobody reads while the ingest runs could fill and block it
+    with tempfile.TemporaryFile() as log:
+        started = time.perf_counter()
+        process = subprocess.Popen([*CLI, *arguments], stdout=subprocess.PIPE, stderr=log)
+        peaks = {"making": 0.0, "commit": 0.0}
+        first = 0.0
+        killed_at = batch = None
+        done = 0
+        while process.poll() is None:
+            phase = "commit" if done >= total else "making"
+            try:
+                tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(True)]
+                rss = sum(p.memory_info().rss for p in tree if p.is_running())
+                peaks[phase] = max(peaks[phase], rss)
+            except psutil.Error:
+                pass
+            done = max(done, sum(journal_batches(journal)))  # the commit removes the journal
+            if done and not first:
+                first = time.perf_counter() - started
+            if kill_at is not None and done >= kill_at:
+                process.send_signal(signal.SIGKILL)
+                process.wait()
+                batches = journal_batches(journal)
+                killed_at, batch = sum(batches), max(batches)
+                break
+            time.sleep(0.5)
+        stdout, _ = process.communicate()
+        if process.returncode not in (0, -signal.SIGKILL):
+            log.seek(0)
+            failure = log.read().decode(errors="replace")[-2000:]
+            raise SystemExit(f"the ingest failed:\n{failure}")
     summary = json.loads(stdout.decode().strip().splitlines()[-1]) if stdout.strip() else {}
     return {
         "seconds": time.perf_counter() - started,
