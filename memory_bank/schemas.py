@@ -204,6 +204,10 @@ class CommitResult(BaseModel):
     # Seconds per step of the commit: wait (for the store's lock), load, plan, readme,
     # embed readmes, write.
     stage_seconds: dict[str, float] = Field(default_factory=dict)
+    # The committing process's peak resident memory (MB) at the end of each step: a step that
+    # raised it set a new peak (an earlier peak, e.g. the embedding before it, hides smaller
+    # ones).
+    stage_peak_mb: dict[str, float] = Field(default_factory=dict)
     llm: dict[str, Any] = Field(default_factory=dict)  # the commit's LLM usage (LedgerSummary)
     # The Query Graph's part: nodes added and removed, pairs analysed, related / merge edges
     # and conflicts found, the checkpoint the new version's graph snapshot holds.

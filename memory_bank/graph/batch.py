@@ -76,29 +76,36 @@ class BatchOutcome:
 
 @dataclass
 class SentenceTable:
-    """The sentence vectors of every node a step's tasks read, in one matrix. It is one
-    argument shared by all the step's calls (a parallel map ships it once, the serial map does
-    not copy it), so that each call carries the nodes' texts only."""
+    """The sentence vectors of every node a step's tasks read. It is one argument shared by
+    all the step's calls (a parallel map ships it once, the serial map does not copy it), so
+    that each call carries the nodes' texts only.
 
-    vectors: np.ndarray  # (sentences, dimension)
-    rows: dict[str, dict[str, int]]  # node id -> sentence text -> row
+    One matrix per node, not one for all: stacking every node's rows into one matrix would hold
+    them twice at its peak (the rows read and the stack), and a huge file's commit reads
+    hundreds of MB of them."""
+
+    blocks: list[np.ndarray]  # per node, (sentences, dimension)
+    rows: dict[str, tuple[int, dict[str, int]]]  # node id -> its block, sentence text -> row
 
     @classmethod
     def of(cls, views: Iterable[NodeView]) -> SentenceTable:
-        rows: dict[str, dict[str, int]] = {}
-        vectors: list[np.ndarray] = []
+        blocks: list[np.ndarray] = []
+        rows: dict[str, tuple[int, dict[str, int]]] = {}
         for view in views:
             if view.id in rows:
                 continue
-            rows[view.id] = {}
-            for text, vector in view.sentence_vectors.items():
-                rows[view.id][text] = len(vectors)
-                vectors.append(vector)
-        matrix = np.stack(vectors).astype(np.float32, copy=False) if vectors else np.zeros((0, 0))
-        return cls(matrix, rows)
+            texts = list(view.sentence_vectors)
+            vectors = [view.sentence_vectors[text] for text in texts]
+            block = np.stack(vectors).astype(np.float32, copy=False) if vectors else np.zeros(0)
+            rows[view.id] = (len(blocks), {text: row for row, text in enumerate(texts)})
+            blocks.append(block)
+        return cls(blocks, rows)
 
     def vectors_of(self, node_id: str) -> dict[str, np.ndarray]:
-        return {text: self.vectors[row] for text, row in self.rows.get(node_id, {}).items()}
+        if node_id not in self.rows:
+            return {}
+        block, rows = self.rows[node_id]
+        return {text: self.blocks[block][row] for text, row in rows.items()}
 
 
 def analyze_tasks(

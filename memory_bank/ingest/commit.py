@@ -26,6 +26,7 @@ for every commit.
 
 from __future__ import annotations
 
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -110,6 +111,7 @@ class StoreCommitter:
             finally:
                 usage = take_usage(self.llm)
         result.stage_seconds = clock.seconds
+        result.stage_peak_mb = clock.peak_mb
         result.llm = usage.model_dump(mode="json")
         return result
 
@@ -186,15 +188,17 @@ class StoreCommitter:
 
 
 class _Clock:
-    """Seconds between successive laps, by name."""
+    """Seconds between successive laps, by name, and the process's peak memory at each."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.peak_mb: dict[str, float] = {}
         self._last = time.perf_counter()
 
     def lap(self, name: str) -> None:
         now = time.perf_counter()
         self.seconds[name] = self.seconds.get(name, 0.0) + now - self._last
+        self.peak_mb[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
         self._last = now
 
 

@@ -9,7 +9,7 @@ import pickle
 import numpy as np
 
 from memory_bank.graph.analysis import NodeView
-from memory_bank.graph.batch import AnalyzeTask, run_tasks
+from memory_bank.graph.batch import AnalyzeTask, SentenceTable, run_tasks
 from memory_bank.graph.contradictions import find_contradiction, find_contradictions
 from memory_bank.graph.sentence_facts import text_facts
 from memory_bank.graph.sentence_pairs import anchored_pairs, subject_pairs
@@ -138,3 +138,19 @@ def test_the_analysis_reads_sentence_vectors_shipped_once_per_step():
     # Without the vectors the rules cannot read the paraphrase.
     bare = [AnalyzeTask(_view("m2", new_sentence, 2.0, {}), [_view("m1", old_sentence, 1.0, {})])]
     assert [r.relationship for r in run_tasks(bare)[0]] != ["conflict"]
+
+
+def test_the_sentence_table_holds_each_node_once_and_keeps_no_source_alive():
+    """A huge commit reads its sentence vectors from journal files: the table copies each node's
+    rows into a block of its own (the file's decoded rows can go) and never stacks them all a
+    second time."""
+    source = np.arange(24, dtype=np.float32).reshape(6, 4)
+    first = _view("m1", "a. b.", 1.0, {"A.": source[0], "B.": source[1]})
+    second = _view("m2", "c.", 2.0, {"C.": source[5]})
+    table = SentenceTable.of([first, second, first])
+
+    assert [len(block) for block in table.blocks] == [2, 1]
+    assert not any(np.shares_memory(block, source) for block in table.blocks)
+    np.testing.assert_array_equal(table.vectors_of("m1")["B."], source[1])
+    np.testing.assert_array_equal(table.vectors_of("m2")["C."], source[5])
+    assert table.vectors_of("unknown") == {}
