@@ -195,6 +195,12 @@ def main() -> None:
             f"({(killed['batch'] or 0) / total:.1%} of the file)",
         )
         console.print(table)
+        steps = (summary.get("commit") or {}).get("stage_peak_mb", {})
+        if steps:  # the committing process alone, so a little below the process tree's peak
+            console.print(
+                "commit, peak MB of the ingest process after each step: "
+                + ", ".join(f"{step} {mb:,.0f}" for step, mb in steps.items())
+            )
 
 
 if __name__ == "__main__":

@@ -126,14 +126,16 @@ class Embedder:
 
     def encode_passages(self, texts: list[str]) -> np.ndarray:
         """Embed passages (READMEs) with the passage model: stored beside the chunk vectors."""
-        return self._encode_short(self.model, texts)
+        return self._encode_short(self.model, texts, release=True)
 
     def load(self) -> None:
         """Load the passage model now rather than on the first chunk. The query model (another
         precision of it, by default) loads on the first question: an ingest never asks one."""
         _ = self.model
 
-    def _encode_short(self, model: TokenModel, texts: list[str]) -> np.ndarray:
+    def _encode_short(
+        self, model: TokenModel, texts: list[str], release: bool = False
+    ) -> np.ndarray:
         if not texts:
             return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
         limit = MAX_SEQ_LENGTH - _SPECIAL_TOKENS_PER_WINDOW
@@ -141,13 +143,25 @@ class Embedder:
         vectors = np.zeros((len(texts), EMBEDDING_DIM), dtype=np.float32)
         # Longest first, as sentence-transformers does, so each batch pads little.
         order = np.argsort([-len(ids) for ids in pieces], kind="stable")
-        for start in range(0, len(order), self.config.batch_size):
-            batch = order[start : start + self.config.batch_size]
+        start = 0
+        while start < len(order):
+            width = len(pieces[order[start]]) + _SPECIAL_TOKENS_PER_WINDOW
+            batch = order[start : start + self._rows_per_batch(width)]
+            start += len(batch)
             input_ids, attention_mask = self._padded([pieces[i] for i in batch])
-            vectors[batch] = _mean_pool(
-                model.token_embeddings(input_ids, attention_mask), attention_mask
+            hidden = model.token_embeddings(
+                input_ids, attention_mask, last=release and start >= len(order)
             )
+            vectors[batch] = _mean_pool(hidden, attention_mask)
         return l2_normalize(vectors)
+
+    def _rows_per_batch(self, width: int) -> int:
+        """Rows of `width` word-pieces per forward pass: `batch_size`, fewer for texts longer
+        than a chunk's windows, so that a batch's attention (rows x width^2) needs no more
+        memory than a batch of windows; a README's batch would otherwise need 1.6 times it."""
+        window = min(self.config.window_tokens, MAX_SEQ_LENGTH - _SPECIAL_TOKENS_PER_WINDOW)
+        budget = self.config.batch_size * (window + _SPECIAL_TOKENS_PER_WINDOW) ** 2
+        return max(1, min(self.config.batch_size, budget // width**2))
 
     def _padded(self, rows: list) -> tuple[np.ndarray, np.ndarray]:
         """[CLS] ids [SEP] per row, padded to the longest: int64 ids and attention mask."""
@@ -246,6 +260,7 @@ class Embedder:
         order = np.argsort(-lengths, kind="stable")
         for batch_start in range(0, len(order), self.config.batch_size):
             batch = order[batch_start : batch_start + self.config.batch_size]
+            last = batch_start + self.config.batch_size >= len(order)
             rows = []
             for window_index in batch:
                 chunk_index, start, end = windows[window_index]
@@ -258,7 +273,7 @@ class Embedder:
                 position_sentence[row, 1 : end - start + 1] = token_global_sentence[chunk_index][
                     start:end
                 ]
-            hidden = self.model.token_embeddings(input_ids, attention_mask)
+            hidden = self.model.token_embeddings(input_ids, attention_mask, last=last)
             window_vectors[batch] = _mean_pool(hidden, attention_mask)
             flat_sentence = position_sentence.reshape(-1)
             content = np.flatnonzero(flat_sentence >= 0)

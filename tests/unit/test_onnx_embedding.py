@@ -111,3 +111,16 @@ def test_precision_must_fit_the_runtime() -> None:
         EmbeddingConfig(runtime="onnx", precision="bfloat16")
     with pytest.raises(ValidationError, match="query_precision int8 needs embedding.runtime"):
         EmbeddingConfig(runtime="torch", precision="float32", query_precision="int8")
+
+
+def test_giving_the_arena_back_after_a_call_leaves_the_vectors_alone(
+    onnx_embedder: Embedder,
+) -> None:
+    model = onnx_embedder.model
+    ids = np.array([[101, 7592, 2088, 102]], dtype=np.int64)
+    mask = np.ones_like(ids)
+    kept = model.token_embeddings(ids, mask)
+    released = model.token_embeddings(ids, mask, last=True)
+    again = model.token_embeddings(ids, mask)
+    np.testing.assert_array_equal(released, kept)
+    np.testing.assert_array_equal(again, kept)
