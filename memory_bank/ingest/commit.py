@@ -198,7 +198,8 @@ class _Clock:
     def lap(self, name: str) -> None:
         now = time.perf_counter()
         self.seconds[name] = self.seconds.get(name, 0.0) + now - self._last
-        self.peak_mb[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+        # ru_maxrss is in KiB on Linux
+        self.peak_mb[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         self._last = now
 
 
