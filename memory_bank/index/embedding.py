@@ -158,7 +158,7 @@ class Embedder:
     def _rows_per_batch(self, width: int) -> int:
         """Rows of `width` word-pieces per forward pass: `batch_size`, fewer for texts longer
         than a chunk's windows, so that a batch's attention (rows x width^2) needs no more
-        memory than a batch of windows; a README's batch would otherwise need 1.6 times it."""
+        memory than a batch of windows (the arena would otherwise grow again for READMEs)."""
         window = min(self.config.window_tokens, MAX_SEQ_LENGTH - _SPECIAL_TOKENS_PER_WINDOW)
         budget = self.config.batch_size * (window + _SPECIAL_TOKENS_PER_WINDOW) ** 2
         return max(1, min(self.config.batch_size, budget // width**2))

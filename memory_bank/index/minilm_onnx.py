@@ -202,8 +202,8 @@ class OnnxMiniLM:
         self.session = _session(str(self.path), self.threads)
         import onnxruntime  # importable: the session was made
 
-        # The arena keeps the largest working set any batch needed (about 250 MB for a batch
-        # of 16 windows) until the session goes; these options give it back after a run.
+        # The arena keeps the largest working set any batch needed until the session goes
+        # (hundreds of MB for a batch of windows); these options give it back after a run.
         self._releasing = onnxruntime.RunOptions()
         self._releasing.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self.tokenizer: WordPieces = load_word_pieces(str(model_path()))
