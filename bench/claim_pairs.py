@@ -34,6 +34,7 @@ from bench.contradictions import normalized, write_corpus  # noqa: E402
 from memory_bank import MemoryBank  # noqa: E402
 from memory_bank.config import AppConfig  # noqa: E402
 from memory_bank.graph.analysis import NodeView, analyze_offline, two_phase  # noqa: E402
+from memory_bank.index.embedders import build_embedder  # noqa: E402
 from memory_bank.text.sentences import split_sentences  # noqa: E402
 
 
@@ -95,7 +96,7 @@ def main() -> int:
     facts, agreeing = data["facts"], data.get("no_conflict", [])
     results: dict[str, list[tuple[str, str]]] = {}
     with tempfile.TemporaryDirectory() as scratch:
-        embedder = MemoryBank(Path(scratch) / "warm", AppConfig())._shared_embedder()
+        embedder = build_embedder(AppConfig().embedding)
         for number, case in enumerate([*facts, *agreeing]):
             if args.direct:
                 results[case["id"]] = direct_conflicts(case, embedder.encode_passages)

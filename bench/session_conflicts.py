@@ -35,6 +35,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from bench.contradictions import states  # noqa: E402
 from memory_bank.app.bank import MemoryBank  # noqa: E402
 from memory_bank.config import AppConfig  # noqa: E402
+from memory_bank.index.embedders import build_embedder  # noqa: E402
 
 SUITES = {
     "dev": ROOT / "bench" / "data" / "session_conflicts.json",
@@ -112,7 +113,7 @@ def main() -> int:
     rows: list[tuple[str, dict, dict]] = []
     false: list[tuple[str, dict, list[str]]] = []
     with tempfile.TemporaryDirectory() as scratch:
-        embedder = MemoryBank(Path(scratch) / "warm", AppConfig())._shared_embedder()
+        embedder = build_embedder(AppConfig().embedding)
         for suite in suites:
             data = json.loads(SUITES[suite].read_text(encoding="utf-8"))
             for number, case in enumerate(data["cases"]):
