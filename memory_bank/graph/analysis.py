@@ -73,6 +73,11 @@ class NodeView:
             self._claims = text_facts(self.text, self.title, all_sentences=True)
         return self._claims
 
+    def release(self) -> None:
+        """Drop the sentences parsed and the vectors read: the view is read no more."""
+        self._facts = self._claims = None
+        self.sentence_vectors = {}
+
 
 @dataclass
 class Relationship:
@@ -358,6 +363,8 @@ def _sentence_cosine(older: NodeView, newer: NodeView) -> Callable[[str, str], f
     def cosine(old_sentence: str, new_sentence: str) -> float | None:
         a = older.sentence_vectors.get(old_sentence)
         b = newer.sentence_vectors.get(new_sentence)
-        return None if a is None or b is None else float(a @ b)
+        if a is None or b is None:
+            return None
+        return float(a.astype(np.float32) @ b.astype(np.float32))  # stored in half precision
 
     return cosine

@@ -62,6 +62,9 @@ class GraphCommit:
 class AnalyzeTask:
     new: NodeView
     candidates: list[NodeView]
+    # The views no later task of the step reads: what reading them cached is dropped after
+    # this task (a huge commit reads thousands of views, each in a few tasks).
+    last_read: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -80,32 +83,34 @@ class SentenceTable:
     all the step's calls (a parallel map ships it once, the serial map does not copy it), so
     that each call carries the nodes' texts only.
 
-    One matrix per node, not one for all: stacking every node's rows into one matrix would hold
-    them twice at its peak (the rows read and the stack), and a huge file's commit reads
-    hundreds of MB of them."""
+    A huge file's commit reads hundreds of MB of vectors, often from its journal, so each
+    node's rows are copied once into a block of their own, never stacked all together, in
+    half precision (a sentence cosine is only compared with one threshold, and half precision
+    moves it by about a thousandth), and a node's block is dropped once no task left in this
+    process reads it."""
 
-    blocks: list[np.ndarray]  # per node, (sentences, dimension)
-    rows: dict[str, tuple[int, dict[str, int]]]  # node id -> its block, sentence text -> row
+    blocks: dict[str, tuple[dict[str, int], np.ndarray]]  # node id -> (text -> row, rows)
 
     @classmethod
     def of(cls, views: Iterable[NodeView]) -> SentenceTable:
-        blocks: list[np.ndarray] = []
-        rows: dict[str, tuple[int, dict[str, int]]] = {}
+        blocks: dict[str, tuple[dict[str, int], np.ndarray]] = {}
         for view in views:
-            if view.id in rows:
+            if view.id in blocks:
                 continue
             texts = list(view.sentence_vectors)
             vectors = [view.sentence_vectors[text] for text in texts]
-            block = np.stack(vectors).astype(np.float32, copy=False) if vectors else np.zeros(0)
-            rows[view.id] = (len(blocks), {text: row for row, text in enumerate(texts)})
-            blocks.append(block)
-        return cls(blocks, rows)
+            block = np.stack(vectors).astype(np.float16) if vectors else np.zeros((0, 0))
+            blocks[view.id] = ({text: row for row, text in enumerate(texts)}, block)
+        return cls(blocks)
 
     def vectors_of(self, node_id: str) -> dict[str, np.ndarray]:
-        if node_id not in self.rows:
+        if node_id not in self.blocks:
             return {}
-        block, rows = self.rows[node_id]
-        return {text: self.blocks[block][row] for text, row in rows.items()}
+        rows, block = self.blocks[node_id]
+        return {text: block[row] for text, row in rows.items()}
+
+    def release(self, node_id: str) -> None:
+        self.blocks.pop(node_id, None)
 
 
 def analyze_tasks(
@@ -124,6 +129,11 @@ def analyze_tasks(
         for candidate in task.candidates:
             found.extend(two_phase(analyze, task.new, [candidate]))
         results.append(found)
+        for view in _read(task):
+            if view.id in task.last_read:
+                view.release()
+                if sentences is not None:
+                    sentences.release(view.id)
     return results
 
 
@@ -167,9 +177,14 @@ def run_tasks(
     views = {view.id: view for view in _views(tasks)}
     table = SentenceTable.of(views.values())
     bare = {node_id: replace(view, sentence_vectors={}) for node_id, view in views.items()}
+    last_task = {view.id: index for index, task in enumerate(tasks) for view in _read(task)}
     shipped = [
-        AnalyzeTask(bare[task.new.id], [bare[view.id] for view in task.candidates])
-        for task in tasks
+        AnalyzeTask(
+            bare[task.new.id],
+            [bare[view.id] for view in task.candidates],
+            frozenset(view.id for view in _read(task) if last_task[view.id] == index),
+        )
+        for index, task in enumerate(tasks)
     ]
     groups = [shipped[i : i + TASKS_PER_CALL] for i in range(0, len(shipped), TASKS_PER_CALL)]
     results: list[list[Relationship]] = []
@@ -180,7 +195,11 @@ def run_tasks(
 
 def _views(tasks: Sequence[AnalyzeTask]) -> list[NodeView]:
     """Every view the tasks hold, each once (a node is a candidate of many)."""
-    return list({id(v): v for task in tasks for v in (task.new, *task.candidates)}.values())
+    return list({id(v): v for task in tasks for v in _read(task)}.values())
+
+
+def _read(task: AnalyzeTask) -> tuple[NodeView, ...]:
+    return (task.new, *task.candidates)
 
 
 def apply_verdicts(

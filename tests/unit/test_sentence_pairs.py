@@ -134,23 +134,57 @@ def test_the_analysis_reads_sentence_vectors_shipped_once_per_step():
     assert found[0].contradictions[0].new_value == "Bob Jones"
     [(group, table)] = sent
     assert all(not v.sentence_vectors for t in group for v in (t.new, *t.candidates))
-    assert set(table.rows) == {"m1", "m2"}
+    assert set(table.blocks) == {"m1", "m2"}
     # Without the vectors the rules cannot read the paraphrase.
     bare = [AnalyzeTask(_view("m2", new_sentence, 2.0, {}), [_view("m1", old_sentence, 1.0, {})])]
     assert [r.relationship for r in run_tasks(bare)[0]] != ["conflict"]
 
 
-def test_the_sentence_table_holds_each_node_once_and_keeps_no_source_alive():
+def test_the_sentence_table_holds_each_node_once_in_half_precision_and_keeps_no_source_alive():
     """A huge commit reads its sentence vectors from journal files: the table copies each node's
-    rows into a block of its own (the file's decoded rows can go) and never stacks them all a
-    second time."""
-    source = np.arange(24, dtype=np.float32).reshape(6, 4)
+    rows into a block of its own (the file's decoded rows can go), never stacks them all a
+    second time, and halves their bytes."""
+    source = np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)
     first = _view("m1", "a. b.", 1.0, {"A.": source[0], "B.": source[1]})
     second = _view("m2", "c.", 2.0, {"C.": source[5]})
     table = SentenceTable.of([first, second, first])
 
-    assert [len(block) for block in table.blocks] == [2, 1]
-    assert not any(np.shares_memory(block, source) for block in table.blocks)
-    np.testing.assert_array_equal(table.vectors_of("m1")["B."], source[1])
-    np.testing.assert_array_equal(table.vectors_of("m2")["C."], source[5])
+    assert [len(table.blocks[i][1]) for i in ("m1", "m2")] == [2, 1]
+    assert all(block.dtype == np.float16 for _, block in table.blocks.values())
+    assert not any(np.shares_memory(block, source) for _, block in table.blocks.values())
+    np.testing.assert_allclose(table.vectors_of("m1")["B."], source[1], rtol=1e-3)
+    np.testing.assert_allclose(table.vectors_of("m2")["C."], source[5], rtol=1e-3)
     assert table.vectors_of("unknown") == {}
+    shipped = pickle.loads(pickle.dumps(table))
+    np.testing.assert_array_equal(shipped.vectors_of("m1")["A."], table.vectors_of("m1")["A."])
+
+
+def test_a_view_is_released_after_the_last_task_that_reads_it():
+    """Each view's parsed sentences and its block of vectors go once no later task reads it:
+    only the views of the tasks still to come stay parsed and in the table."""
+    texts = {f"m{i}": f"The lamp of tower {i} was lit in {1900 + i}." for i in range(4)}
+    unit = np.ones(4, np.float32) / 2
+    views = {i: _view(i, text, float(i[1:]), {text: unit}) for i, text in texts.items()}
+    tasks = [
+        AnalyzeTask(views["m1"], [views["m0"]]),
+        AnalyzeTask(views["m2"], [views["m1"]]),
+        AnalyzeTask(views["m3"], [views["m1"]]),
+    ]
+    kept_after: list[tuple[set[str], set[str]]] = []
+
+    def watching_map(function, calls):
+        [(group, table)] = calls
+        results = []
+        for task in group:
+            results.extend(function([task], table))
+            seen = {v.id: v for t in group for v in (t.new, *t.candidates)}
+            parsed = {i for i, v in seen.items() if v._facts is not None}
+            kept_after.append((parsed, set(table.blocks)))
+        return [results]
+
+    run_tasks(tasks, watching_map)
+    assert kept_after == [
+        ({"m1"}, {"m1", "m2", "m3"}),
+        ({"m1"}, {"m1", "m3"}),
+        (set(), set()),
+    ]
