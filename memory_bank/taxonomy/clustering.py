@@ -32,6 +32,7 @@ from memory_bank.config import TaxonomyConfig
 NATURAL_MAX_BRANCHING = 7
 # Ward needs O(m^2) memory and time: above this many vectors k-means splits the node instead.
 KMEANS_ABOVE = 1000
+_DISTANCE_BLOCK_ROWS = 256
 KMEANS_SEED = 1234
 KMEANS_ITERATIONS = 20
 # Silhouette scores of text embeddings sit around 0.05-0.3; this weight makes a split that puts
@@ -166,11 +167,26 @@ def _candidate_ks(size: int, k_target: int, leaf_children: bool, bounds: LeafBou
 
 
 def euclidean_condensed(vectors: np.ndarray) -> np.ndarray:
-    """Condensed pairwise Euclidean distances via one matrix product (far faster than pdist)."""
+    """Condensed pairwise Euclidean distances via matrix products (far faster than pdist), a
+    block of rows at a time: the square matrix and its index arrays would hold several times
+    the condensed one, which is all Ward reads."""
     data = vectors.astype(np.float64)
+    count = len(data)
     squared = np.einsum("ij,ij->i", data, data)
-    distances = squared[:, None] + squared[None, :] - 2.0 * (data @ data.T)
-    return np.sqrt(np.clip(distances[np.triu_indices(len(data), k=1)], 0.0, None))
+    condensed = np.empty(count * (count - 1) // 2)
+    filled = 0
+    for first in range(0, count, _DISTANCE_BLOCK_ROWS):
+        last = min(first + _DISTANCE_BLOCK_ROWS, count)
+        block = data[first:last] @ data[first:].T
+        block *= -2.0
+        block += squared[first:last, None]
+        block += squared[None, first:]
+        for offset, row in enumerate(block):
+            after = row[offset + 1 :]  # the pairs (first + offset, j) with j after it
+            condensed[filled : filled + len(after)] = after
+            filled += len(after)
+    np.clip(condensed, 0.0, None, out=condensed)
+    return np.sqrt(condensed, out=condensed)
 
 
 def _size_bounded_cut(tree: np.ndarray, count: int, limit: int) -> np.ndarray:
@@ -317,6 +333,8 @@ def _grow(
 def cosine_distances(vectors: np.ndarray) -> np.ndarray:
     """Pairwise cosine distances of unit vectors (in their dtype), clipped to [0, 2], zero
     diagonal: what the silhouette of a partition is computed on."""
-    distances = np.clip(1.0 - vectors @ vectors.T, 0.0, 2.0)
+    distances = vectors @ vectors.T
+    np.subtract(1.0, distances, out=distances)  # in place: the matrix grows as rows squared
+    np.clip(distances, 0.0, 2.0, out=distances)
     np.fill_diagonal(distances, 0.0)
     return distances

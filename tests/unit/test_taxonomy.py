@@ -535,3 +535,19 @@ def test_pull_moves_memories_towards_their_document():
     assert pulled[0] @ pulled[1] > vectors[0] @ vectors[1]
     np.testing.assert_allclose(pulled[5], vectors[5], rtol=1e-5)  # alone: unchanged
     np.testing.assert_allclose(pull_together(vectors, groups, 0.0), vectors)
+
+
+@pytest.mark.parametrize("n", [1, 2, 255, 256, 257, 700])
+def test_pairwise_distances_are_computed_in_blocks_without_changing_them(n):
+    """Ward reads the condensed distances only: they are made a block of rows at a time, equal
+    to scipy's pairwise distances across block edges."""
+    from scipy.spatial.distance import pdist
+
+    from memory_bank.taxonomy.clustering import cosine_distances, euclidean_condensed
+
+    vectors = np.random.default_rng(n).normal(size=(n, 16)).astype(np.float32)
+    np.testing.assert_allclose(euclidean_condensed(vectors), pdist(vectors.astype(np.float64)))
+    units = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    expected = np.clip(1.0 - units @ units.T, 0.0, 2.0)
+    np.fill_diagonal(expected, 0.0)
+    np.testing.assert_allclose(cosine_distances(units), expected, atol=1e-6)
