@@ -23,7 +23,6 @@ from memory_bank.store.atomic import atomic_write_text
 from memory_bank.store.segments import (
     DEAD_SHARE,
     MAX_SEGMENTS,
-    ROW_GROUP_ROWS,
     SEGMENTS_DIR,
     TABLES_MANIFEST,
     Segment,
@@ -35,6 +34,7 @@ from memory_bank.store.segments import (
     read_manifest,
     read_segment,
     segment_path,
+    segment_write_options,
 )
 
 
@@ -114,9 +114,11 @@ class TableSetWriter:
         relative = f"{name}/{self._next_number(name):06d}-{secrets.token_hex(4)}.parquet"
         path = segment_path(self.target, relative)
         rows = 0
-        with pq.ParquetWriter(path, schema) as parquet:
+        options = segment_write_options(schema)
+        row_group_size = options.pop("row_group_size")
+        with pq.ParquetWriter(path, schema, **options) as parquet:
             for batch in batches:
-                parquet.write_table(batch, row_group_size=ROW_GROUP_ROWS)
+                parquet.write_table(batch, row_group_size=row_group_size)
                 rows += batch.num_rows
         if not rows:
             path.unlink()
@@ -249,7 +251,7 @@ class TableSetWriter:
         directory.mkdir(parents=True, exist_ok=True)
         relative = f"{name}/{self._next_number(name):06d}-{secrets.token_hex(4)}.parquet"
         path = segment_path(self.target, relative)
-        pq.write_table(item.rows, path, row_group_size=ROW_GROUP_ROWS)
+        pq.write_table(item.rows, path, **segment_write_options(item.rows.schema))
         attachments = self.on_segment(name, item.rows, path) if self.on_segment else []
         self.written_bytes += path.stat().st_size
         self.written_bytes += sum((directory / a).stat().st_size for a in attachments)

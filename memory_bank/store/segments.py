@@ -42,10 +42,37 @@ FORMAT = 1
 MAX_SEGMENTS = 12  # per table; beyond, the smallest adjacent pair merges
 DEAD_SHARE = 0.25  # a segment with this share of rows deleted is rewritten without them
 ROW_GROUP_ROWS = 2_048  # so a read of a few keys skips most of a large segment
+# Columns no reader filters on, running text (a document's whole text, a chunk's, a memory's)
+# and vectors: Parquet's statistics and dictionaries would copy a long value several times
+# over while writing it, for nothing.
+UNKEYED_COLUMNS = frozenset({"text", "memory", "tldr", "context", "embedding"})
 
 # Called with (table name, the segment's rows, the segment's path) for every segment written;
 # returns the file names of the attachments it wrote beside it (same directory).
 SegmentHook = Callable[[str, pa.Table, Path], list[str]]
+
+
+def segment_write_options(schema: pa.Schema) -> dict[str, Any]:
+    """`pq.write_table` / `pq.ParquetWriter` options of a segment: row groups of ROW_GROUP_ROWS,
+    statistics and dictionaries for every column but the UNKEYED_COLUMNS."""
+    kept = [path for field in schema for path in _leaf_paths(field) if not _unkeyed(path)]
+    return {"row_group_size": ROW_GROUP_ROWS, "use_dictionary": kept, "write_statistics": kept}
+
+
+def _leaf_paths(field: pa.Field) -> list[str]:
+    """The Parquet column paths of an Arrow field ("keywords.list.element")."""
+    if isinstance(field.type, pa.ListType | pa.LargeListType | pa.FixedSizeListType):
+        return [
+            f"{field.name}.list.{p}"
+            for p in _leaf_paths(field.type.value_field.with_name("element"))
+        ]
+    if pa.types.is_struct(field.type):
+        return [f"{field.name}.{p}" for child in field.type for p in _leaf_paths(child)]
+    return [field.name]
+
+
+def _unkeyed(path: str) -> bool:
+    return path.split(".", 1)[0] in UNKEYED_COLUMNS or path.rsplit(".", 1)[-1] in UNKEYED_COLUMNS
 
 
 class Segment(BaseModel):

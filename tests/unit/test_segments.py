@@ -210,3 +210,46 @@ def test_vector_search_over_segments_gives_memory_indices_and_skips_tombstones(
     assert (near >= 0).all() and (near < len(live)).all()
     exact = np.argsort(-(live @ base[3]))[:10]
     assert set(near[0]) == set(exact.tolist())
+
+
+def test_segments_keep_statistics_and_dictionaries_for_keys_only(tmp_path: Path) -> None:
+    """Readers skip row groups by key; running text and vectors get neither statistics nor a
+    dictionary (writing them would copy a whole document's text several times), streamed or
+    not, and read back the same."""
+    import pyarrow.parquet as pq
+
+    schema = pa.schema(
+        [
+            ("chunk_id", pa.string()),
+            ("text", pa.string()),
+            ("turns", pa.list_(pa.struct([("speaker", pa.string()), ("text", pa.string())]))),
+            ("embedding", EMBEDDING_TYPE),
+        ]
+    )
+    turns = [[{"speaker": "Ann", "text": "Hello there."}], []]
+    vectors = np.ones((2, 384), np.float32)
+    table = pa.table(
+        {
+            "chunk_id": ["c1", "c2"],
+            "text": ["A long text.", "Another."],
+            "turns": turns,
+            "embedding": embedding_array(vectors),
+        },
+        schema=schema,
+    )
+    bank = version(tmp_path, 1)
+    with TableSetWriter(None, bank) as writer:
+        writer.replace("whole", table)
+        writer.append_batches("streamed", iter([table]), schema)
+    for name in ("whole", "streamed"):
+        [segment] = read_manifest(bank).tables[name].segments
+        path = segment_path(bank, segment.file)
+        columns = pq.ParquetFile(path).metadata.row_group(0)
+        by_path = {c.path_in_schema: c for c in map(columns.column, range(columns.num_columns))}
+        assert by_path["chunk_id"].statistics is not None
+        assert by_path["chunk_id"].has_dictionary_page
+        for unkeyed in ("text", "turns.list.element.text", "embedding.list.element"):
+            assert by_path[unkeyed].statistics is None, unkeyed
+            assert not by_path[unkeyed].has_dictionary_page, unkeyed
+        assert by_path["turns.list.element.speaker"].statistics is not None
+        assert read_table(bank, name).equals(table)
