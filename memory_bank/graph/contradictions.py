@@ -95,6 +95,13 @@ def find_contradiction(
     without them a shared value must anchor the two sentences instead."""
     if not old.values or not new.values:
         return None
+    # A change needs a value the later sentence holds and the earlier one lacks, and one the
+    # earlier holds and the later lacks (or names as replaced): most pairs compared repeat all
+    # their values one way or the other, and are done here.
+    if all(present_in(v, old.values) for v in new.values):
+        return None
+    if not new.replaces and all(present_in(v, new.values) for v in old.values):
+        return None
     # Other words for the attribute count only in a sentence that announces a change.
     paraphrase = (
         cosine is not None and cosine >= PARAPHRASE_COSINE and (new.announces or new.replaces)
