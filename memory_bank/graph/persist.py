@@ -15,6 +15,12 @@ One format of records (tables of upserted records, and the ids deleted) for two 
 A graph is the live version's snapshot with every checkpoint numbered above the snapshot's
 `seq` applied in order (`load_graph_state`). Records are upserted whole, so applying a
 checkpoint twice gives the same graph.
+
+Each node row carries the stems the graph's BM25 indexes of it (`terms`), and each record
+directory's `graph.json` the lexicon's `STEMS_VERSION` they were made under: loading a graph
+reads its nodes' stems instead of tokenizing every node's text, so a process that opens the
+store for a small change does not pay for the whole graph's words. Records without them (written
+before, or under another lexicon) are tokenized as they load.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from memory_bank.graph.model import (
 from memory_bank.store.atomic import fsync_directory
 from memory_bank.store.disk import writing
 from memory_bank.store.tables import EMBEDDING_TYPE, embedding_array
+from memory_bank.text.lexicon import STEMS_VERSION
 
 GRAPH_DIR = "graph"  # under a version's .bank/
 GRAPH_META = "graph.json"
@@ -69,10 +76,12 @@ NODES_SCHEMA = pa.schema(
         ("content", pa.string()),
         ("source", pa.string()),
         ("session_id", pa.string()),
+        ("terms", pa.list_(pa.string())),  # the stems BM25 indexes (None: out of retrieval)
         ("embedding", EMBEDDING_TYPE),
         ("summary_vector", EMBEDDING_TYPE),
     ]
 )
+_VECTOR_COLUMNS = ("embedding", "summary_vector")
 CONFLICTS_SCHEMA = pa.schema(
     [
         ("id", pa.string()),
@@ -157,6 +166,9 @@ class GraphRecords:
     merge_events: list[MergeEvent] = field(default_factory=list)
     sessions: list[SessionRecord] = field(default_factory=list)
     deleted: list[tuple[str, str]] = field(default_factory=list)  # (kind, id)
+    # node id -> the stems the graph's BM25 indexes of it (current nodes), stored beside the
+    # node so that loading the graph does not tokenize every node again
+    terms: dict[str, list[str]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return any(
@@ -175,6 +187,7 @@ class GraphRecords:
 def all_records(state: GraphState) -> GraphRecords:
     return GraphRecords(
         nodes=list(state.graph.nodes.values()),
+        terms=_indexed_terms(state.graph, state.graph.nodes),
         conflicts=list(state.graph.conflicts.values()),
         entries=list(state.tree.entries.values()),
         node_entries={k: list(v) for k, v in state.tree.node_to_entries.items()},
@@ -190,8 +203,10 @@ def take_changes(state: GraphState) -> GraphRecords:
     sessions = sorted(state.changed_sessions)
     state.changed_sessions = set()
     graph, tree = state.graph, state.tree
+    nodes = [graph.nodes[i] for i in sorted(graph_changes.nodes) if i in graph.nodes]
     return GraphRecords(
-        nodes=[graph.nodes[i] for i in sorted(graph_changes.nodes) if i in graph.nodes],
+        nodes=nodes,
+        terms=_indexed_terms(graph, (node.id for node in nodes)),
         conflicts=[
             graph.conflicts[i] for i in sorted(graph_changes.conflicts) if i in graph.conflicts
         ],
@@ -204,6 +219,11 @@ def take_changes(state: GraphState) -> GraphRecords:
     )
 
 
+def _indexed_terms(graph: QueryGraph, node_ids: Iterable[str]) -> dict[str, list[str]]:
+    found = {node_id: graph.indexed_terms(node_id) for node_id in node_ids}
+    return {node_id: terms for node_id, terms in found.items() if terms is not None}
+
+
 # --- writing --------------------------------------------------------------------------------
 
 
@@ -211,7 +231,7 @@ def write_records(directory: Path, records: GraphRecords, seq: int) -> None:
     """Write `records` as Parquet tables into `directory` (created), with `graph.json`."""
     directory.mkdir(parents=True, exist_ok=True)
     tables = {
-        "nodes": _nodes_table(records.nodes),
+        "nodes": _nodes_table(records.nodes, records.terms),
         "conflicts": _rows_table([_conflict_row(c) for c in records.conflicts], CONFLICTS_SCHEMA),
         "entries": _rows_table([_entry_row(e) for e in records.entries], ENTRIES_SCHEMA),
         "node_entries": _rows_table(
@@ -227,9 +247,8 @@ def write_records(directory: Path, records: GraphRecords, seq: int) -> None:
     for name, table in tables.items():
         if table.num_rows:
             pq.write_table(table, directory / f"{name}.parquet")
-    (directory / GRAPH_META).write_text(
-        json.dumps({"format": FORMAT, "seq": seq}), encoding="utf-8"
-    )
+    meta = {"format": FORMAT, "seq": seq, "stems": STEMS_VERSION}
+    (directory / GRAPH_META).write_text(json.dumps(meta), encoding="utf-8")
 
 
 def write_checkpoint(log_dir: Path, records: GraphRecords, seq: int) -> Path:
@@ -279,21 +298,40 @@ def drop_checkpoints(log_dir: Path, upto: int) -> None:
 
 
 def read_seq(directory: Path) -> int:
-    meta = directory / GRAPH_META
-    if not meta.is_file():
-        return 0
+    meta = _read_meta(directory)
     try:
-        return int(json.loads(meta.read_text(encoding="utf-8"))["seq"])
-    except (OSError, ValueError, KeyError) as exc:
-        raise StoreError(f"unreadable graph metadata {meta}: {exc}") from exc
+        return int(meta["seq"]) if meta is not None else 0
+    except (ValueError, KeyError) as exc:
+        raise StoreError(f"unreadable graph metadata {directory / GRAPH_META}: {exc}") from exc
+
+
+def _read_meta(directory: Path) -> dict[str, Any] | None:
+    path = directory / GRAPH_META
+    if not path.is_file():
+        return None
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"unreadable graph metadata {path}: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise StoreError(f"unreadable graph metadata {path}: not a JSON object")
+    return meta
+
+
+def stored_stems_usable(directory: Path) -> bool:
+    """Whether the node stems stored in `directory` are what this code's lexicon makes of the
+    nodes' text (records written before stems were stored, or under another lexicon: not)."""
+    meta = _read_meta(directory)
+    return meta is not None and meta.get("stems") == STEMS_VERSION
 
 
 def apply_records(state: GraphState, directory: Path) -> None:
     """Upsert every record stored in `directory` into `state` (a snapshot or a checkpoint)."""
     tables = {name: _read(directory / f"{name}.parquet", schema) for name, schema in TABLES.items()}
     graph, tree = state.graph, state.tree
+    stored_stems = stored_stems_usable(directory)
     for row, vectors in _node_rows(tables["nodes"]):
-        graph.put_node(_node(row, *vectors))
+        graph.put_node(_node(row, *vectors), row["terms"] if stored_stems else None)
     for row in _rows(tables["conflicts"]):
         graph.put_conflict(_conflict(row))
     for row in _rows(tables["entries"]):
@@ -325,7 +363,7 @@ def _rows_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-def _nodes_table(nodes: Iterable[GraphNode]) -> pa.Table:
+def _nodes_table(nodes: Iterable[GraphNode], terms: dict[str, list[str]]) -> pa.Table:
     nodes = list(nodes)
     rows = [
         {
@@ -342,10 +380,12 @@ def _nodes_table(nodes: Iterable[GraphNode]) -> pa.Table:
             "content": n.content,
             "source": n.source,
             "session_id": n.session_id,
+            "terms": terms.get(n.id),
         }
         for n in nodes
     ]
-    base = pa.Table.from_pylist(rows, schema=NODES_SCHEMA.remove(14).remove(13))
+    scalars = pa.schema([f for f in NODES_SCHEMA if f.name not in _VECTOR_COLUMNS])
+    base = pa.Table.from_pylist(rows, schema=scalars)
     embedding = np.stack([n.embedding for n in nodes]) if nodes else np.zeros((0, 384), np.float32)
     summary = (
         np.stack([n.summary_vector for n in nodes]) if nodes else np.zeros((0, 384), np.float32)
@@ -356,10 +396,16 @@ def _nodes_table(nodes: Iterable[GraphNode]) -> pa.Table:
 
 
 def _read(path: Path, schema: pa.Schema) -> pa.Table:
+    """The table in `path` as `schema` has it; columns added to the schema since the file was
+    written come back null."""
     if not path.is_file():
         return schema.empty_table()
     try:
-        return pq.read_table(path).cast(schema)
+        table = pq.read_table(path)
+        for column in schema:
+            if column.name not in table.column_names:
+                table = table.append_column(column, pa.nulls(table.num_rows, column.type))
+        return table.select(schema.names).cast(schema)
     except (OSError, pa.ArrowException) as exc:
         raise StoreError(f"graph table {path} is unreadable: {exc}") from exc
 
@@ -373,7 +419,7 @@ def _node_rows(table: pa.Table) -> list[tuple[dict[str, Any], tuple[np.ndarray, 
         return []
     embeddings = _matrix(table, "embedding")
     summaries = _matrix(table, "summary_vector")
-    rows = table.drop_columns(["embedding", "summary_vector"]).to_pylist()
+    rows = table.drop_columns(list(_VECTOR_COLUMNS)).to_pylist()
     return [(row, (embeddings[i], summaries[i])) for i, row in enumerate(rows)]
 
 
