@@ -21,6 +21,7 @@ from memory_bank.taxonomy import (
     split_top_level,
     validate_taxonomy,
 )
+from memory_bank.taxonomy.clustering import cosine_distances, silhouette
 from memory_bank.taxonomy.coarse import (
     WIDEST_SPLIT,
     smallest_group,
@@ -535,3 +536,19 @@ def test_pull_moves_memories_towards_their_document():
     assert pulled[0] @ pulled[1] > vectors[0] @ vectors[1]
     np.testing.assert_allclose(pulled[5], vectors[5], rtol=1e-5)  # alone: unchanged
     np.testing.assert_allclose(pull_together(vectors, groups, 0.0), vectors)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_silhouette_is_scikit_learns(seed):
+    from sklearn.metrics import silhouette_score
+
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 4, size=60)
+    labels[7] = 9  # a memory alone in its cluster scores 0
+    centres = rng.normal(size=(10, 24)) * 3
+    vectors = (centres[labels] + rng.normal(size=(60, 24))).astype(np.float32)
+    distances = cosine_distances(vectors)
+
+    expected = silhouette_score(distances, labels, metric="precomputed")
+    assert silhouette(distances, labels) == pytest.approx(expected, abs=1e-6)
+    assert silhouette(distances.astype(np.float64), labels) == pytest.approx(expected, abs=1e-6)
