@@ -16,11 +16,11 @@ A graph is the live version's snapshot with every checkpoint numbered above the 
 `seq` applied in order (`load_graph_state`). Records are upserted whole, so applying a
 checkpoint twice gives the same graph.
 
-Each node row carries the stems the graph's BM25 indexes of it (`terms`), and each record
-directory's `graph.json` the lexicon's `STEMS_VERSION` they were made under: loading a graph
-reads its nodes' stems instead of tokenizing every node's text, so a process that opens the
-store for a small change does not pay for the whole graph's words. Records without them (written
-before, or under another lexicon) are tokenized as they load.
+Beside the nodes, `node_terms` holds the stems the graph's BM25 indexes of each current node,
+and `graph.json` the lexicon's `STEMS_VERSION` they were made under: loading a graph reads its
+nodes' stems instead of tokenizing every node's text, so a process that opens the store for a
+small change does not pay for the whole graph's words. Records without them (written before, or
+under another lexicon) are tokenized as they load; code from before ignores the table.
 """
 
 from __future__ import annotations
@@ -76,12 +76,10 @@ NODES_SCHEMA = pa.schema(
         ("content", pa.string()),
         ("source", pa.string()),
         ("session_id", pa.string()),
-        ("terms", pa.list_(pa.string())),  # the stems BM25 indexes (None: out of retrieval)
         ("embedding", EMBEDDING_TYPE),
         ("summary_vector", EMBEDDING_TYPE),
     ]
 )
-_VECTOR_COLUMNS = ("embedding", "summary_vector")
 CONFLICTS_SCHEMA = pa.schema(
     [
         ("id", pa.string()),
@@ -112,6 +110,7 @@ ENTRIES_SCHEMA = pa.schema(
     ]
 )
 NODE_ENTRIES_SCHEMA = pa.schema([("node_id", pa.string()), ("entry_ids", pa.list_(pa.string()))])
+NODE_TERMS_SCHEMA = pa.schema([("node_id", pa.string()), ("terms", pa.list_(pa.string()))])
 MERGE_EVENTS_SCHEMA = pa.schema(
     [
         ("event_id", pa.string()),
@@ -141,6 +140,7 @@ TABLES = {
     "merge_events": MERGE_EVENTS_SCHEMA,
     "sessions": SESSIONS_SCHEMA,
     "deleted": DELETED_SCHEMA,
+    "node_terms": NODE_TERMS_SCHEMA,
 }
 
 
@@ -166,8 +166,8 @@ class GraphRecords:
     merge_events: list[MergeEvent] = field(default_factory=list)
     sessions: list[SessionRecord] = field(default_factory=list)
     deleted: list[tuple[str, str]] = field(default_factory=list)  # (kind, id)
-    # node id -> the stems the graph's BM25 indexes of it (current nodes), stored beside the
-    # node so that loading the graph does not tokenize every node again
+    # node id -> the stems the graph's BM25 indexes of it (current nodes among `nodes`), so
+    # that loading the graph does not tokenize every node again
     terms: dict[str, list[str]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
@@ -231,7 +231,7 @@ def write_records(directory: Path, records: GraphRecords, seq: int) -> None:
     """Write `records` as Parquet tables into `directory` (created), with `graph.json`."""
     directory.mkdir(parents=True, exist_ok=True)
     tables = {
-        "nodes": _nodes_table(records.nodes, records.terms),
+        "nodes": _nodes_table(records.nodes),
         "conflicts": _rows_table([_conflict_row(c) for c in records.conflicts], CONFLICTS_SCHEMA),
         "entries": _rows_table([_entry_row(e) for e in records.entries], ENTRIES_SCHEMA),
         "node_entries": _rows_table(
@@ -243,6 +243,10 @@ def write_records(directory: Path, records: GraphRecords, seq: int) -> None:
         ),
         "sessions": _rows_table([_session_row(s) for s in records.sessions], SESSIONS_SCHEMA),
         "deleted": _rows_table([{"kind": k, "id": i} for k, i in records.deleted], DELETED_SCHEMA),
+        "node_terms": _rows_table(
+            [{"node_id": k, "terms": v} for k, v in sorted(records.terms.items())],
+            NODE_TERMS_SCHEMA,
+        ),
     }
     for name, table in tables.items():
         if table.num_rows:
@@ -329,9 +333,13 @@ def apply_records(state: GraphState, directory: Path) -> None:
     """Upsert every record stored in `directory` into `state` (a snapshot or a checkpoint)."""
     tables = {name: _read(directory / f"{name}.parquet", schema) for name, schema in TABLES.items()}
     graph, tree = state.graph, state.tree
-    stored_stems = stored_stems_usable(directory)
+    stems = (
+        {row["node_id"]: row["terms"] for row in _rows(tables["node_terms"])}
+        if stored_stems_usable(directory)
+        else {}
+    )
     for row, vectors in _node_rows(tables["nodes"]):
-        graph.put_node(_node(row, *vectors), row["terms"] if stored_stems else None)
+        graph.put_node(_node(row, *vectors), stems.get(row["id"]))
     for row in _rows(tables["conflicts"]):
         graph.put_conflict(_conflict(row))
     for row in _rows(tables["entries"]):
@@ -363,7 +371,7 @@ def _rows_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-def _nodes_table(nodes: Iterable[GraphNode], terms: dict[str, list[str]]) -> pa.Table:
+def _nodes_table(nodes: Iterable[GraphNode]) -> pa.Table:
     nodes = list(nodes)
     rows = [
         {
@@ -380,12 +388,10 @@ def _nodes_table(nodes: Iterable[GraphNode], terms: dict[str, list[str]]) -> pa.
             "content": n.content,
             "source": n.source,
             "session_id": n.session_id,
-            "terms": terms.get(n.id),
         }
         for n in nodes
     ]
-    scalars = pa.schema([f for f in NODES_SCHEMA if f.name not in _VECTOR_COLUMNS])
-    base = pa.Table.from_pylist(rows, schema=scalars)
+    base = pa.Table.from_pylist(rows, schema=NODES_SCHEMA.remove(14).remove(13))
     embedding = np.stack([n.embedding for n in nodes]) if nodes else np.zeros((0, 384), np.float32)
     summary = (
         np.stack([n.summary_vector for n in nodes]) if nodes else np.zeros((0, 384), np.float32)
@@ -396,16 +402,10 @@ def _nodes_table(nodes: Iterable[GraphNode], terms: dict[str, list[str]]) -> pa.
 
 
 def _read(path: Path, schema: pa.Schema) -> pa.Table:
-    """The table in `path` as `schema` has it; columns added to the schema since the file was
-    written come back null."""
     if not path.is_file():
         return schema.empty_table()
     try:
-        table = pq.read_table(path)
-        for column in schema:
-            if column.name not in table.column_names:
-                table = table.append_column(column, pa.nulls(table.num_rows, column.type))
-        return table.select(schema.names).cast(schema)
+        return pq.read_table(path).cast(schema)
     except (OSError, pa.ArrowException) as exc:
         raise StoreError(f"graph table {path} is unreadable: {exc}") from exc
 
@@ -419,7 +419,7 @@ def _node_rows(table: pa.Table) -> list[tuple[dict[str, Any], tuple[np.ndarray, 
         return []
     embeddings = _matrix(table, "embedding")
     summaries = _matrix(table, "summary_vector")
-    rows = table.drop_columns(list(_VECTOR_COLUMNS)).to_pylist()
+    rows = table.drop_columns(["embedding", "summary_vector"]).to_pylist()
     return [(row, (embeddings[i], summaries[i])) for i, row in enumerate(rows)]
 
 

@@ -226,13 +226,18 @@ def test_a_graph_loaded_from_its_layer_retrieves_as_the_graph_in_memory(tmp_path
     assert loaded.graph.indexed_terms("n4") is None  # retired: out of retrieval
 
 
+def _as_written_before_stems(layer) -> None:
+    """Make a record directory as code from before stored stems wrote it."""
+    (layer / "node_terms.parquet").unlink()
+    meta = json.loads((layer / "graph.json").read_text())
+    (layer / "graph.json").write_text(json.dumps({"format": meta["format"], "seq": meta["seq"]}))
+
+
 def test_a_layer_written_before_stems_were_stored_still_loads_the_same(tmp_path):
     state = _texts_graph()
     layer = tmp_path / "layer"
     write_records(layer, all_records(state), seq=1)
-    nodes = pq.read_table(layer / "nodes.parquet")
-    pq.write_table(nodes.drop_columns(["terms"]), layer / "nodes.parquet")
-    (layer / "graph.json").write_text(json.dumps({"format": 1, "seq": 1}))
+    _as_written_before_stems(layer)
 
     loaded = load_graph_state(layer, tmp_path / "log")
 
@@ -244,11 +249,9 @@ def test_stems_stored_under_another_lexicon_are_worked_out_again(tmp_path):
     state = _texts_graph()
     layer = tmp_path / "layer"
     write_records(layer, all_records(state), seq=1)
-    nodes = pq.read_table(layer / "nodes.parquet")
-    stale = pa.array([["stale"]] * nodes.num_rows, type=nodes.schema.field("terms").type)
-    pq.write_table(
-        nodes.set_column(nodes.column_names.index("terms"), "terms", stale), layer / "nodes.parquet"
-    )
+    stored = pq.read_table(layer / "node_terms.parquet")
+    stale = pa.array([["stale"]] * stored.num_rows, type=stored.schema.field("terms").type)
+    pq.write_table(stored.set_column(1, "terms", stale), layer / "node_terms.parquet")
     meta = json.loads((layer / "graph.json").read_text())
     (layer / "graph.json").write_text(json.dumps({**meta, "stems": meta["stems"] - 1}))
 
@@ -264,11 +267,7 @@ def test_a_snapshot_whose_layer_has_no_stems_is_compacted_into_one_that_has(tmp_
     state, log = _texts_graph(), tmp_path / "log"
     old = tmp_path / "v1" / "graph"
     write_records(old / "layers" / "000000001-all", all_records(state), seq=1)
-    layer = old / "layers" / "000000001-all"
-    pq.write_table(
-        pq.read_table(layer / "nodes.parquet").drop_columns(["terms"]), layer / "nodes.parquet"
-    )
-    (layer / "graph.json").write_text(json.dumps({"format": 1, "seq": 1}))
+    _as_written_before_stems(old / "layers" / "000000001-all")
     meta = {"format": 1, "seq": 1, "layers": ["000000001-all"]}
     (old / "graph.json").write_text(json.dumps(meta))
     state.graph.add_node(_node("n9", "Proofing baskets hold the dough", seed=9, timestamp=9))
