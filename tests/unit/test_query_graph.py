@@ -280,3 +280,21 @@ def test_a_snapshot_whose_layer_has_no_stems_is_compacted_into_one_that_has(tmp_
     assert stored_stems_usable(new / "layers" / f"{2:09d}-all")
     loaded = load_graph_state(new, tmp_path / "empty")
     assert _retrieval(loaded.graph) == _retrieval(state.graph)
+
+
+def test_a_later_checkpoint_without_stems_is_linked_not_compacted(tmp_path):
+    import memory_bank.graph.layers as layers
+
+    state, log = _texts_graph(), tmp_path / "log"
+    write_checkpoint(log, all_records(state), seq=1)  # the graph so far, with stems
+    first = tmp_path / "v1" / "graph"
+    layers.write_snapshot(first, None, log, 1)
+    state.graph.add_node(_node("n9", "Proofing baskets hold the dough", seed=9, timestamp=9))
+    _as_written_before_stems(write_checkpoint(log, take_changes(state), seq=2))
+
+    second = tmp_path / "v2" / "graph"
+    layers.write_snapshot(second, first, log, 2)
+
+    assert sorted(p.name for p in (second / "layers").iterdir()) == [f"{1:09d}", f"{2:09d}"]
+    loaded = load_graph_state(second, tmp_path / "empty")
+    assert _retrieval(loaded.graph) == _retrieval(state.graph)
