@@ -122,13 +122,15 @@ class QueryGraph:
             self._index(node)
         self.changes.nodes.add(node.id)
 
-    def put_node(self, node: GraphNode) -> None:
-        """Insert or replace a node record as it is (loading, applying a checkpoint)."""
+    def put_node(self, node: GraphNode, terms: Sequence[str] | None = None) -> None:
+        """Insert or replace a node record as it is (loading, applying a checkpoint); `terms`:
+        its `node_terms` as stored beside it, so that loading a graph does not tokenize every
+        node again (None: derived from its text)."""
         if node.id in self.nodes:
             self._unindex(node.id)
         self.nodes[node.id] = node
         if node.is_current:
-            self._index(node)
+            self._index(node, terms)
 
     def delete_node(self, node_id: str) -> None:
         """Remove a node, its edges and its conflicts (its memory left the store)."""
@@ -343,7 +345,13 @@ class QueryGraph:
 
     # --- index maintenance ------------------------------------------------------------------
 
-    def _index(self, node: GraphNode) -> None:
+    def indexed_terms(self, node_id: str) -> list[str] | None:
+        """The stems BM25 indexes of a current node (`node_terms`, grouped by stem), what a
+        checkpoint stores beside the node; None for a node out of retrieval."""
+        terms = self._terms.get(node_id)
+        return None if terms is None else list(terms.elements())
+
+    def _index(self, node: GraphNode, terms_list: Sequence[str] | None = None) -> None:
         if node.id in self._rows:
             return
         row = len(self._ids)
@@ -354,7 +362,7 @@ class QueryGraph:
         self._matrix[row] = node.embedding
         self._rows[node.id] = row
         self._ids.append(node.id)
-        terms = Counter(node_terms(node))
+        terms = Counter(node_terms(node) if terms_list is None else terms_list)
         self._terms[node.id] = terms
         self._lengths[node.id] = sum(terms.values())
         self._total_length += self._lengths[node.id]

@@ -2,8 +2,9 @@
 
 A commit links the previous version's layers and the checkpoints since as new layers (hard
 links: the files are never changed), so it writes nothing of the graph it did not change; when
-the layers grow past `MAX_LAYERS` or their bytes past `LAYERS_SHARE` of the first layer's, it
-writes the whole graph as one layer instead (compaction).
+the layers grow past `MAX_LAYERS` or their bytes past `LAYERS_SHARE` of the first layer's, or the
+first layer holds no usable node stems (written before they were stored), it writes the whole
+graph as one layer instead (compaction).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from memory_bank.graph.persist import (
     apply_records,
     checkpoints,
     read_seq,
+    stored_stems_usable,
     write_records,
 )
 
@@ -96,7 +98,12 @@ def write_snapshot(
 
 
 def _compaction_due(layers: list[Path]) -> bool:
-    if len(layers) > MAX_LAYERS:
+    """Too many layers, later layers too large against the first, or a first layer (the bulk
+    of the graph) without usable node stems (`stored_stems_usable`): compacted once, the
+    graph loads without tokenizing its nodes from then on. A later layer without them (a
+    checkpoint of a process running older code) is only tokenized as it loads, so such a
+    process does not make every commit write the whole graph."""
+    if len(layers) > MAX_LAYERS or (layers and not stored_stems_usable(layers[0])):
         return True
     sizes = [sum(p.stat().st_size for p in layer.iterdir() if p.is_file()) for layer in layers]
     return bool(sizes) and sum(sizes[1:]) > LAYERS_SHARE * sizes[0]

@@ -15,6 +15,12 @@ One format of records (tables of upserted records, and the ids deleted) for two 
 A graph is the live version's snapshot with every checkpoint numbered above the snapshot's
 `seq` applied in order (`load_graph_state`). Records are upserted whole, so applying a
 checkpoint twice gives the same graph.
+
+Beside the nodes, `node_terms` holds the stems the graph's BM25 indexes of each current node,
+and `graph.json` the lexicon's `STEMS_VERSION` they were made under: loading a graph reads its
+nodes' stems instead of tokenizing every node's text, so a process that opens the store for a
+small change does not pay for the whole graph's words. Records without them (written before, or
+under another lexicon) are tokenized as they load; code from before ignores the table.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from memory_bank.graph.model import (
 from memory_bank.store.atomic import fsync_directory
 from memory_bank.store.disk import writing
 from memory_bank.store.tables import EMBEDDING_TYPE, embedding_array
+from memory_bank.text.lexicon import STEMS_VERSION
 
 GRAPH_DIR = "graph"  # under a version's .bank/
 GRAPH_META = "graph.json"
@@ -103,6 +110,7 @@ ENTRIES_SCHEMA = pa.schema(
     ]
 )
 NODE_ENTRIES_SCHEMA = pa.schema([("node_id", pa.string()), ("entry_ids", pa.list_(pa.string()))])
+NODE_TERMS_SCHEMA = pa.schema([("node_id", pa.string()), ("terms", pa.list_(pa.string()))])
 MERGE_EVENTS_SCHEMA = pa.schema(
     [
         ("event_id", pa.string()),
@@ -132,6 +140,7 @@ TABLES = {
     "merge_events": MERGE_EVENTS_SCHEMA,
     "sessions": SESSIONS_SCHEMA,
     "deleted": DELETED_SCHEMA,
+    "node_terms": NODE_TERMS_SCHEMA,
 }
 
 
@@ -157,6 +166,9 @@ class GraphRecords:
     merge_events: list[MergeEvent] = field(default_factory=list)
     sessions: list[SessionRecord] = field(default_factory=list)
     deleted: list[tuple[str, str]] = field(default_factory=list)  # (kind, id)
+    # node id -> the stems the graph's BM25 indexes of it (current nodes among `nodes`), so
+    # that loading the graph does not tokenize every node again
+    terms: dict[str, list[str]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return any(
@@ -175,6 +187,7 @@ class GraphRecords:
 def all_records(state: GraphState) -> GraphRecords:
     return GraphRecords(
         nodes=list(state.graph.nodes.values()),
+        terms=_indexed_terms(state.graph, state.graph.nodes),
         conflicts=list(state.graph.conflicts.values()),
         entries=list(state.tree.entries.values()),
         node_entries={k: list(v) for k, v in state.tree.node_to_entries.items()},
@@ -190,8 +203,10 @@ def take_changes(state: GraphState) -> GraphRecords:
     sessions = sorted(state.changed_sessions)
     state.changed_sessions = set()
     graph, tree = state.graph, state.tree
+    nodes = [graph.nodes[i] for i in sorted(graph_changes.nodes) if i in graph.nodes]
     return GraphRecords(
-        nodes=[graph.nodes[i] for i in sorted(graph_changes.nodes) if i in graph.nodes],
+        nodes=nodes,
+        terms=_indexed_terms(graph, (node.id for node in nodes)),
         conflicts=[
             graph.conflicts[i] for i in sorted(graph_changes.conflicts) if i in graph.conflicts
         ],
@@ -202,6 +217,11 @@ def take_changes(state: GraphState) -> GraphRecords:
         deleted=[("node", i) for i in sorted(graph_changes.deleted_nodes)]
         + [("conflict", i) for i in sorted(graph_changes.conflicts) if i not in graph.conflicts],
     )
+
+
+def _indexed_terms(graph: QueryGraph, node_ids: Iterable[str]) -> dict[str, list[str]]:
+    found = {node_id: graph.indexed_terms(node_id) for node_id in node_ids}
+    return {node_id: terms for node_id, terms in found.items() if terms is not None}
 
 
 # --- writing --------------------------------------------------------------------------------
@@ -223,13 +243,16 @@ def write_records(directory: Path, records: GraphRecords, seq: int) -> None:
         ),
         "sessions": _rows_table([_session_row(s) for s in records.sessions], SESSIONS_SCHEMA),
         "deleted": _rows_table([{"kind": k, "id": i} for k, i in records.deleted], DELETED_SCHEMA),
+        "node_terms": _rows_table(
+            [{"node_id": k, "terms": v} for k, v in sorted(records.terms.items())],
+            NODE_TERMS_SCHEMA,
+        ),
     }
     for name, table in tables.items():
         if table.num_rows:
             pq.write_table(table, directory / f"{name}.parquet")
-    (directory / GRAPH_META).write_text(
-        json.dumps({"format": FORMAT, "seq": seq}), encoding="utf-8"
-    )
+    meta = {"format": FORMAT, "seq": seq, "stems": STEMS_VERSION}
+    (directory / GRAPH_META).write_text(json.dumps(meta), encoding="utf-8")
 
 
 def write_checkpoint(log_dir: Path, records: GraphRecords, seq: int) -> Path:
@@ -279,21 +302,44 @@ def drop_checkpoints(log_dir: Path, upto: int) -> None:
 
 
 def read_seq(directory: Path) -> int:
-    meta = directory / GRAPH_META
-    if not meta.is_file():
-        return 0
+    meta = _read_meta(directory)
     try:
-        return int(json.loads(meta.read_text(encoding="utf-8"))["seq"])
-    except (OSError, ValueError, KeyError) as exc:
-        raise StoreError(f"unreadable graph metadata {meta}: {exc}") from exc
+        return int(meta["seq"]) if meta is not None else 0
+    except (ValueError, KeyError) as exc:
+        raise StoreError(f"unreadable graph metadata {directory / GRAPH_META}: {exc}") from exc
+
+
+def _read_meta(directory: Path) -> dict[str, Any] | None:
+    path = directory / GRAPH_META
+    if not path.is_file():
+        return None
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"unreadable graph metadata {path}: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise StoreError(f"unreadable graph metadata {path}: not a JSON object")
+    return meta
+
+
+def stored_stems_usable(directory: Path) -> bool:
+    """Whether the node stems stored in `directory` are what this code's lexicon makes of the
+    nodes' text (records written before stems were stored, or under another lexicon: not)."""
+    meta = _read_meta(directory)
+    return meta is not None and meta.get("stems") == STEMS_VERSION
 
 
 def apply_records(state: GraphState, directory: Path) -> None:
     """Upsert every record stored in `directory` into `state` (a snapshot or a checkpoint)."""
     tables = {name: _read(directory / f"{name}.parquet", schema) for name, schema in TABLES.items()}
     graph, tree = state.graph, state.tree
+    stems = (
+        {row["node_id"]: row["terms"] for row in _rows(tables["node_terms"])}
+        if stored_stems_usable(directory)
+        else {}
+    )
     for row, vectors in _node_rows(tables["nodes"]):
-        graph.put_node(_node(row, *vectors))
+        graph.put_node(_node(row, *vectors), stems.get(row["id"]))
     for row in _rows(tables["conflicts"]):
         graph.put_conflict(_conflict(row))
     for row in _rows(tables["entries"]):

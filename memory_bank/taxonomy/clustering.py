@@ -215,12 +215,32 @@ def _size_bounded_cut(tree: np.ndarray, count: int, limit: int) -> np.ndarray:
 
 
 def silhouette(distances: np.ndarray, labels: np.ndarray) -> float:
-    """scikit-learn's silhouette of `labels` over precomputed `distances`. Imported on first
-    use: scikit-learn's import (scipy.stats, pandas) costs a process more than a second, and a
-    small add or a query never clusters."""
-    from sklearn.metrics import silhouette_score
-
-    return float(silhouette_score(distances, labels, metric="precomputed"))
+    """The mean silhouette of `labels` over precomputed `distances`, as scikit-learn's
+    `silhouette_score(metric="precomputed")` defines it: per sample (b - a) / max(a, b), a its
+    mean distance to the rest of its cluster, b to the nearest other cluster; 0 for a sample
+    alone in its cluster. Worked out here rather than by scikit-learn: importing it (scipy.stats,
+    pandas) costs more than half a second, paid by every `memory-bank add` whose memories open
+    a new directory."""
+    _, codes = np.unique(np.asarray(labels), return_inverse=True)
+    if not len(codes):
+        return 0.0
+    rows = np.arange(len(codes))
+    sizes = np.bincount(codes).astype(np.float64)
+    # sums[i, c]: total distance from sample i to the members of cluster c (itself included;
+    # its distance to itself is 0)
+    sums = np.stack(
+        [distances[:, codes == c].sum(axis=1, dtype=np.float64) for c in range(len(sizes))],
+        axis=1,
+    )
+    own_size = sizes[codes]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inside = sums[rows, codes] / (own_size - 1)
+        between = sums / sizes
+        between[rows, codes] = np.inf
+        nearest = between.min(axis=1)
+        scores = (nearest - inside) / np.maximum(inside, nearest)
+    scores[own_size == 1] = 0.0
+    return float(np.mean(np.nan_to_num(scores)))
 
 
 def _ward_labels(

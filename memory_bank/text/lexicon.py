@@ -487,6 +487,12 @@ def stem_words(words: Iterable[str], language: str = DEFAULT_LANGUAGE) -> list[s
     return [stem[:-1] if _ACRONYM_PLURAL.fullmatch(stem) else stem for stem in stems]
 
 
+# What `stemmed_search_tokens` makes of a text, as a number stored beside stems kept on disk
+# (the Query Graph's nodes): stems stored under another number are worked out again from the
+# text. Bump it whenever a change to the tokens, function words or stemming gives other stems.
+STEMS_VERSION = 1
+
+
 def stemmed_search_tokens(text: str) -> list[str]:
     """`search_tokens` reduced to Snowball stems in the text's language: what BM25 indexes."""
     return stems_and_language(text)[0]

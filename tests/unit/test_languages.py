@@ -9,7 +9,7 @@ from memory_bank.text.languages import (
     japanese_nouns,
     segment_words,
 )
-from memory_bank.text.lexicon import stemmed_search_tokens
+from memory_bank.text.lexicon import STEMS_VERSION, stemmed_search_tokens
 
 
 def words(text: str) -> list[str]:
@@ -43,3 +43,21 @@ def test_nouns_come_with_their_offsets_and_compounds_join() -> None:
     long_text = "富士山が見える。\n" * 3000  # past SudachiPy's input limit, read in pieces
     nouns = japanese_nouns(long_text)
     assert len(nouns) == 3000 and nouns[-1] == ("富士山", len(long_text) - 9)
+
+
+def test_stems_version_goes_with_what_the_lexicon_makes_of_a_text() -> None:
+    """Stems kept on disk (the Query Graph's nodes) are trusted under `STEMS_VERSION` only.
+    When other stems come out here, bump `STEMS_VERSION` and update both lines together."""
+    probes = {
+        "The studies studied how CNNs run on GPUs in 2024": [
+            *("studi", "studi", "cnn", "run", "gpus", "2024"),
+        ],
+        "Der Dom wurde 1880 vollendet, und die Türme sind hoch": [
+            *("dom", "wurd", "1880", "vollend", "turm", "hoch"),
+        ],
+        "北京大学图书馆藏书丰富": [
+            *("北京大学图书馆", "北京", "京大", "大学", "学图", "图书", "书馆", "藏书"),
+        ],
+    }
+    assert STEMS_VERSION == 1
+    assert {text: stemmed_search_tokens(text) for text in probes} == probes

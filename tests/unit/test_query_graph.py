@@ -7,6 +7,8 @@ import hashlib
 import json
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from memory_bank.graph.graph import QueryGraph, compose_embedding
@@ -17,6 +19,7 @@ from memory_bank.graph.persist import (
     GraphState,
     all_records,
     checkpoints,
+    stored_stems_usable,
     take_changes,
     write_checkpoint,
     write_records,
@@ -181,3 +184,117 @@ def test_interaction_entries_are_never_modified_or_replaced():
 
     assert _tree_digest(tree) == before
     assert [e.entry_id for e in tree.entries_for("h")] == ["e1", "e2"]
+
+
+def _texts_graph() -> GraphState:
+    """A graph of nodes with distinct words, one retired (out of retrieval)."""
+    state = GraphState()
+    texts = [
+        "Sourdough starters need feeding twice a day",
+        "Kubernetes schedules pods onto nodes",
+        "The studies studied how bakers feed their starters",
+        "Pods restart when their nodes drain",
+        "Rye flour ferments faster than wheat",
+    ]
+    for number, text in enumerate(texts):
+        state.graph.add_node(_node(f"n{number}", text, seed=number, timestamp=number))
+    state.graph.add_edge("n0", "n2")
+    state.graph.retire("n4", "merged", "n0", at=9.0, detail="merged into n0")
+    take_changes(state)
+    return state
+
+
+def _retrieval(graph: QueryGraph) -> list[list[tuple[str, float]]]:
+    queries = [["starter", "feed"], ["pod", "node"], ["studi"], ["flour"], []]
+    return [graph.top_k(_vector(7), terms, k=4) for terms in queries]
+
+
+def test_a_graph_loaded_from_its_layer_retrieves_as_the_graph_in_memory(tmp_path, monkeypatch):
+    import memory_bank.graph.graph as graph_module
+
+    state = _texts_graph()
+    write_records(tmp_path / "layer", all_records(state), seq=1)
+
+    def no_tokenizing(node: GraphNode) -> list[str]:
+        raise AssertionError(f"node {node.id} tokenized at load: its stored stems were not used")
+
+    monkeypatch.setattr(graph_module, "node_terms", no_tokenizing)
+    loaded = load_graph_state(tmp_path / "layer", tmp_path / "log")
+
+    assert _retrieval(loaded.graph) == _retrieval(state.graph)
+    assert loaded.graph.indexed_terms("n2") == state.graph.indexed_terms("n2")
+    assert loaded.graph.indexed_terms("n4") is None  # retired: out of retrieval
+
+
+def _as_written_before_stems(layer) -> None:
+    """Make a record directory as code from before stored stems wrote it."""
+    (layer / "node_terms.parquet").unlink()
+    meta = json.loads((layer / "graph.json").read_text())
+    (layer / "graph.json").write_text(json.dumps({"format": meta["format"], "seq": meta["seq"]}))
+
+
+def test_a_layer_written_before_stems_were_stored_still_loads_the_same(tmp_path):
+    state = _texts_graph()
+    layer = tmp_path / "layer"
+    write_records(layer, all_records(state), seq=1)
+    _as_written_before_stems(layer)
+
+    loaded = load_graph_state(layer, tmp_path / "log")
+
+    assert _retrieval(loaded.graph) == _retrieval(state.graph)
+    assert _same_graph(loaded, state)
+
+
+def test_stems_stored_under_another_lexicon_are_worked_out_again(tmp_path):
+    state = _texts_graph()
+    layer = tmp_path / "layer"
+    write_records(layer, all_records(state), seq=1)
+    stored = pq.read_table(layer / "node_terms.parquet")
+    stale = pa.array([["stale"]] * stored.num_rows, type=stored.schema.field("terms").type)
+    pq.write_table(stored.set_column(1, "terms", stale), layer / "node_terms.parquet")
+    meta = json.loads((layer / "graph.json").read_text())
+    (layer / "graph.json").write_text(json.dumps({**meta, "stems": meta["stems"] - 1}))
+
+    loaded = load_graph_state(layer, tmp_path / "log")
+
+    assert _retrieval(loaded.graph) == _retrieval(state.graph)
+    assert loaded.graph.bm25(["stale"]) == {}
+
+
+def test_a_snapshot_whose_layer_has_no_stems_is_compacted_into_one_that_has(tmp_path):
+    import memory_bank.graph.layers as layers
+
+    state, log = _texts_graph(), tmp_path / "log"
+    old = tmp_path / "v1" / "graph"
+    write_records(old / "layers" / "000000001-all", all_records(state), seq=1)
+    _as_written_before_stems(old / "layers" / "000000001-all")
+    meta = {"format": 1, "seq": 1, "layers": ["000000001-all"]}
+    (old / "graph.json").write_text(json.dumps(meta))
+    state.graph.add_node(_node("n9", "Proofing baskets hold the dough", seed=9, timestamp=9))
+    write_checkpoint(log, take_changes(state), seq=2)
+
+    new = tmp_path / "v2" / "graph"
+    layers.write_snapshot(new, old, log, 2)
+
+    assert [p.name for p in (new / "layers").iterdir()] == [f"{2:09d}-all"]
+    assert stored_stems_usable(new / "layers" / f"{2:09d}-all")
+    loaded = load_graph_state(new, tmp_path / "empty")
+    assert _retrieval(loaded.graph) == _retrieval(state.graph)
+
+
+def test_a_later_checkpoint_without_stems_is_linked_not_compacted(tmp_path):
+    import memory_bank.graph.layers as layers
+
+    state, log = _texts_graph(), tmp_path / "log"
+    write_checkpoint(log, all_records(state), seq=1)  # the graph so far, with stems
+    first = tmp_path / "v1" / "graph"
+    layers.write_snapshot(first, None, log, 1)
+    state.graph.add_node(_node("n9", "Proofing baskets hold the dough", seed=9, timestamp=9))
+    _as_written_before_stems(write_checkpoint(log, take_changes(state), seq=2))
+
+    second = tmp_path / "v2" / "graph"
+    layers.write_snapshot(second, first, log, 2)
+
+    assert sorted(p.name for p in (second / "layers").iterdir()) == [f"{1:09d}", f"{2:09d}"]
+    loaded = load_graph_state(second, tmp_path / "empty")
+    assert _retrieval(loaded.graph) == _retrieval(state.graph)

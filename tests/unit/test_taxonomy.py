@@ -21,6 +21,7 @@ from memory_bank.taxonomy import (
     split_top_level,
     validate_taxonomy,
 )
+from memory_bank.taxonomy.clustering import cosine_distances, silhouette
 from memory_bank.taxonomy.coarse import (
     WIDEST_SPLIT,
     smallest_group,
@@ -543,7 +544,7 @@ def test_pairwise_distances_are_computed_in_blocks_without_changing_them(n):
     to scipy's pairwise distances across block edges."""
     from scipy.spatial.distance import pdist
 
-    from memory_bank.taxonomy.clustering import cosine_distances, euclidean_condensed
+    from memory_bank.taxonomy.clustering import euclidean_condensed
 
     vectors = np.random.default_rng(n).normal(size=(n, 16)).astype(np.float32)
     np.testing.assert_allclose(euclidean_condensed(vectors), pdist(vectors.astype(np.float64)))
@@ -551,3 +552,19 @@ def test_pairwise_distances_are_computed_in_blocks_without_changing_them(n):
     expected = np.clip(1.0 - units @ units.T, 0.0, 2.0)
     np.fill_diagonal(expected, 0.0)
     np.testing.assert_allclose(cosine_distances(units), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_silhouette_is_scikit_learns(seed):
+    from sklearn.metrics import silhouette_score
+
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 4, size=60)
+    labels[7] = 9  # a memory alone in its cluster scores 0
+    centres = rng.normal(size=(10, 24)) * 3
+    vectors = (centres[labels] + rng.normal(size=(60, 24))).astype(np.float32)
+    distances = cosine_distances(vectors)
+
+    expected = silhouette_score(distances, labels, metric="precomputed")
+    assert silhouette(distances, labels) == pytest.approx(expected, abs=1e-6)
+    assert silhouette(distances.astype(np.float64), labels) == pytest.approx(expected, abs=1e-6)
