@@ -3,7 +3,7 @@ adjacency maps on the nodes (no graph library), conflicts beside them, and hybri
 
 Retrieval (seed 002 §6.1): alpha * BM25 / best BM25 + (1 - alpha) * cosine over the current
 nodes, the top k, then their one-hop neighbours, newest first. BM25 is kept incrementally
-(postings per stem), the vectors in one growing matrix, so a node added, updated or retired
+(`TermIndex`: postings per stem), the vectors in one growing matrix, so a node added, updated or retired
 costs no rebuild and a query scores only the nodes sharing a term plus one matrix product.
 
 Every change marks what it touched; `take_changes()` hands the touched records to the
@@ -12,18 +12,15 @@ checkpoint (`persist.py`) and forgets them.
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from memory_bank.graph.model import Conflict, GraphNode, HistoryEntry, Relation
+from memory_bank.graph.term_index import TermIndex
 from memory_bank.text.lexicon import stemmed_search_tokens
 
-BM25_K1 = 1.5
-BM25_B = 0.75
 DIMENSIONS = 384
 
 
@@ -75,10 +72,7 @@ class QueryGraph:
         self._rows: dict[str, int] = {}
         self._ids: list[str] = []
         self._matrix = np.zeros((0, DIMENSIONS), dtype=np.float32)
-        self._terms: dict[str, Counter[str]] = {}
-        self._lengths: dict[str, int] = {}
-        self._postings: dict[str, dict[str, int]] = {}
-        self._total_length = 0
+        self._lexical = TermIndex()
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -267,21 +261,8 @@ class QueryGraph:
 
     def bm25(self, terms: Iterable[str]) -> dict[str, float]:
         """BM25 of every current node sharing a term with `terms` (stems)."""
-        count = len(self._ids)
-        if not count:
-            return {}
-        average = self._total_length / count or 1.0
-        scores: dict[str, float] = {}
-        for term in set(terms):
-            postings = self._postings.get(term)
-            if not postings:
-                continue
-            idf = math.log(1.0 + (count - len(postings) + 0.5) / (len(postings) + 0.5))
-            for node_id, frequency in postings.items():
-                length = self._lengths[node_id]
-                norm = frequency + BM25_K1 * (1 - BM25_B + BM25_B * length / average)
-                scores[node_id] = scores.get(node_id, 0.0) + idf * frequency * (BM25_K1 + 1) / norm
-        return scores
+        array = self._lexical.scores(terms, len(self._ids))
+        return {self._ids[row]: float(array[row]) for row in np.flatnonzero(array)}
 
     def score_array(self, query_vector: np.ndarray, query_terms: Sequence[str]) -> np.ndarray:
         """Hybrid score of every current node, row i = `self._ids[i]` (seed 002 §6.1)."""
@@ -290,11 +271,11 @@ class QueryGraph:
             return np.zeros(0, dtype=np.float32)
         alpha = self.alpha
         scores = (1 - alpha) * (self._matrix[:count] @ np.asarray(query_vector, dtype=np.float32))
-        lexical = self.bm25(query_terms)
-        best = max(lexical.values(), default=0.0)
+        lexical = self._lexical.scores(query_terms, count)
+        best = float(lexical.max())
         if best > 0:
-            for node_id, value in lexical.items():
-                scores[self._rows[node_id]] += alpha * value / best
+            # In float32 before adding, as a per-node `scores[row] += value` would round it.
+            scores += (alpha * lexical / best).astype(np.float32)
         return scores
 
     def scores(self, query_vector: np.ndarray, query_terms: Sequence[str]) -> dict[str, float]:
@@ -348,7 +329,7 @@ class QueryGraph:
     def indexed_terms(self, node_id: str) -> list[str] | None:
         """The stems BM25 indexes of a current node (`node_terms`, grouped by stem), what a
         checkpoint stores beside the node; None for a node out of retrieval."""
-        terms = self._terms.get(node_id)
+        terms = self._lexical.terms(node_id)
         return None if terms is None else list(terms.elements())
 
     def _index(self, node: GraphNode, terms_list: Sequence[str] | None = None) -> None:
@@ -362,12 +343,7 @@ class QueryGraph:
         self._matrix[row] = node.embedding
         self._rows[node.id] = row
         self._ids.append(node.id)
-        terms = Counter(node_terms(node) if terms_list is None else terms_list)
-        self._terms[node.id] = terms
-        self._lengths[node.id] = sum(terms.values())
-        self._total_length += self._lengths[node.id]
-        for term, frequency in terms.items():
-            self._postings.setdefault(term, {})[node.id] = frequency
+        self._lexical.add(node.id, row, node_terms(node) if terms_list is None else terms_list)
 
     def _unindex(self, node_id: str) -> None:
         row = self._rows.pop(node_id, None)
@@ -379,15 +355,9 @@ class QueryGraph:
             self._ids[row] = moved
             self._matrix[row] = self._matrix[last]
             self._rows[moved] = row
+            self._lexical.move(moved, row)
         self._ids.pop()
-        terms = self._terms.pop(node_id)
-        self._total_length -= self._lengths.pop(node_id)
-        for term in terms:
-            postings = self._postings.get(term)
-            if postings is not None:
-                postings.pop(node_id, None)
-                if not postings:
-                    del self._postings[term]
+        self._lexical.remove(node_id)
 
     def take_changes(self) -> Changes:
         changes, self.changes = self.changes, Changes()
