@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memory_bank.config import EmbeddingConfig, LLMConfig, RayConfig
+from memory_bank.config import EmbeddingConfig, LLMConfig, RayConfig, usable_cores
 from memory_bank.index.embedding import Embedder
 from memory_bank.llm import open_llm
 from memory_bank.llm.seam import LLM
@@ -141,8 +141,9 @@ def worker_embedder(config: EmbeddingConfig) -> Embedder:
 
     key = config.model_dump_json()
     if key not in _WORKER_EMBEDDERS:
-        # Ray sets OMP_NUM_THREADS=1 in workers; like the embedding actors, use the task's cores.
-        threads = config.num_threads or os.cpu_count() or 1
+        # Ray sets OMP_NUM_THREADS in workers to their CPUs; the model may use every core the
+        # worker may run on, like the embedding actors (not more: threads on one core wait).
+        threads = config.num_threads or usable_cores()
         _WORKER_EMBEDDERS.clear()  # one model per worker at most
         _WORKER_EMBEDDERS[key] = build_embedder(config.model_copy(update={"num_threads": threads}))
     return _WORKER_EMBEDDERS[key]

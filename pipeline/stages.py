@@ -7,14 +7,19 @@ it spent per row (`<stage>_s`), so the driver can report per-stage busy time for
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
 import numpy as np
 
 from actors.runtime import worker_llm
-from memory_bank.config import ChunkConfig, EmbeddingConfig, LLMConfig, MemorizeConfig
+from memory_bank.config import (
+    ChunkConfig,
+    EmbeddingConfig,
+    LLMConfig,
+    MemorizeConfig,
+    usable_cores,
+)
 from memory_bank.index.embedders import build_embedder
 from memory_bank.index.embedding import EMBEDDING_DIM, ChunkEncoding
 from memory_bank.ingest.stages import chunk_documents
@@ -60,8 +65,9 @@ class EmbedChunks:
     """Actor-pool stage: loads the model once per actor, embeds chunks in batches."""
 
     def __init__(self, config: EmbeddingConfig) -> None:
-        # Ray sets OMP_NUM_THREADS=1 in workers; the model is the hot path and may use the cores.
-        threads = config.num_threads or os.cpu_count() or 1
+        # Ray sets OMP_NUM_THREADS in workers to their CPUs; the model is the hot path and may
+        # use every core this actor may run on (`usable_cores`), no more.
+        threads = config.num_threads or usable_cores()
         self.embedder = build_embedder(config.model_copy(update={"num_threads": threads}))
         self.embedder.load()  # now, not inside the first batch
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from memory_bank.config import user_cache_dir
+from memory_bank.config import usable_cores, user_cache_dir
 from memory_bank.errors import ModelLoadError
 from memory_bank.index.minilm import WordPieces, load_word_pieces, model_path
 
@@ -198,7 +198,7 @@ class OnnxMiniLM:
         cache_dir: str | None = None,
     ) -> None:
         self.path = exported_model(precision, onnx_cache_dir(cache_dir))
-        self.threads = num_threads or os.cpu_count() or 1
+        self.threads = num_threads or usable_cores()
         self.session = _session(str(self.path), self.threads)
         import onnxruntime  # importable: the session was made
 

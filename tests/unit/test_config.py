@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_bank.config import AppConfig, load_config
+from memory_bank.config import AppConfig, load_config, usable_cores
 from memory_bank.errors import ConfigError
 from memory_bank.ingest.runner import local_runner
 from memory_bank.store.reader import StoreReader
@@ -44,3 +44,15 @@ def test_leaf_bounds_above_the_defaults_are_honoured_from_plan_to_write(tmp_path
     assert summary.chunks > 50
     assert max(len(leaf.chunk_indices) for leaf in leaves) <= 15
     assert any(len(leaf.chunk_indices) > 10 for leaf in leaves)  # the old write-time default
+
+
+def test_usable_cores_are_the_affinity_not_the_machine(monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {3}, raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 64)
+    assert usable_cores() == 1  # a node pinned to one core of a 64-core machine
+
+    def no_affinity(pid):
+        raise AttributeError("no affinity call on this platform")
+
+    monkeypatch.setattr("os.sched_getaffinity", no_affinity, raising=False)
+    assert usable_cores() == 64
