@@ -98,9 +98,12 @@ def find_contradiction(
     # A change needs a value the later sentence holds and the earlier one lacks, and one the
     # earlier holds and the later lacks (or names as replaced): most pairs compared repeat all
     # their values one way or the other, and are done here.
-    if all(present_in(v, old.values) for v in new.values):
+    # (Equal keys settle most of them at once; `present_in` also matches names told longer.)
+    if new.keys <= old.keys or all(present_in(v, old.values) for v in new.values):
         return None
-    if not new.replaces and all(present_in(v, new.values) for v in old.values):
+    if not new.replaces and (
+        old.keys <= new.keys or all(present_in(v, new.values) for v in old.values)
+    ):
         return None
     # Other words for the attribute count only in a sentence that announces a change.
     paraphrase = (
