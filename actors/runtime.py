@@ -117,12 +117,28 @@ def put_shared(calls: Sequence[tuple[Any, ...]]) -> dict[int, Any]:
     return {key: ray.put(objects[key]) for key, count in uses.items() if count > 1}
 
 
+# Fewer texts than this per task cost more in a worker's model load than they save.
+MIN_TEXTS_PER_ENCODE_TASK = 64
+
+
 def encode_on_task(texts: list[str], config: EmbeddingConfig, num_cpus: float) -> np.ndarray:
-    """Embed short texts in a Ray task (the caller never loads torch and the model)."""
+    """Embed short texts (READMEs, graph contexts) in Ray tasks, as many as the cluster has
+    room for at `num_cpus` each and `MIN_TEXTS_PER_ENCODE_TASK` texts apiece (the caller never
+    loads the model). A commit's READMEs grow with the store: in one task they would be one
+    node's work however many nodes there are."""
     import ray
 
     task = ray.remote(_encode_texts).options(num_cpus=num_cpus)
-    return ray.get(task.remote(texts, config))
+    slots = int(ray.cluster_resources().get("CPU", 1) // max(num_cpus, 1e-9))
+    parts = max(1, min(slots, len(texts) // MIN_TEXTS_PER_ENCODE_TASK))
+    if parts == 1:
+        return ray.get(task.remote(texts, config))
+    # Every part-th text, so the parts hold long and short texts alike.
+    vectors = ray.get([task.remote(texts[part::parts], config) for part in range(parts)])
+    found = np.zeros((len(texts), vectors[0].shape[1]), dtype=np.float32)
+    for part, rows in enumerate(vectors):
+        found[part::parts] = rows
+    return found
 
 
 # The embedder of this worker process per embedding config: Ray reuses idle workers for later

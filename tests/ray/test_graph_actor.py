@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from actors.graph import NAMESPACE, GraphActor, RemoteKeeper, graph_actor, graph_name
-from actors.runtime import map_on_tasks, put_shared
+from actors.runtime import encode_on_task, map_on_tasks, put_shared
 from memory_bank.app.bank import create_empty_store
 from memory_bank.config import AppConfig
 from memory_bank.graph.storage import GraphStorage
@@ -151,3 +151,16 @@ def test_an_argument_the_calls_share_is_put_in_the_object_store_once(ray_cluster
     assert map_on_tasks(_row_sum, calls, num_cpus=0.5) == [12.0, 44.0, 76.0]
     # The matrix is put once; the small numbers go with each call.
     assert list(put_shared(calls)) == [id(matrix)]
+
+
+def test_many_texts_are_embedded_in_parallel_tasks_in_their_order(ray_cluster, embedder):
+    # 2 CPUs at one each: two tasks of every other text, put back in the order asked.
+    texts = [
+        f"note {i}: the {'long ' * (i % 9)}river runs past mill number {i}" for i in range(130)
+    ]
+    config = AppConfig().embedding
+    vectors = encode_on_task(texts, config, num_cpus=1)
+    expected = embedder.encode_passages(texts)
+    assert vectors.shape == expected.shape
+    assert np.allclose(vectors, expected, atol=1e-5)
+    assert np.allclose(encode_on_task(texts[:3], config, num_cpus=1), expected[:3], atol=1e-5)
