@@ -1,8 +1,8 @@
-"""The growth curve: full builds at several corpus sizes, in-process and on 2 local nodes, with
-every stage's seconds and peak memory, each stage's fitted exponent and the 100M-token
+"""The growth curve: full builds at several corpus sizes, in-process and on 1 and 2 local nodes,
+with every stage's seconds and peak memory, each stage's fitted exponent and the 100M-token
 projection; then query latency on each in-process store.
 
-    python bench/growth.py [--tokens 250000,1000000,4000000] [--runners local,nodes2]
+    python bench/growth.py [--tokens 250000,1000000,4000000] [--runners local,nodes1,nodes2]
                            [--queries 40] [--out bench/out/growth]
 
 Corpora are bench/ingest.py's (real text, built once per size under bench/out/). `local` runs
@@ -13,9 +13,12 @@ fresh local cluster of N one-CPU nodes (bench/ingest_nodes.py) and samples every
 cluster; a Ray worker's title names the task or actor it runs, so peaks are per title.
 
 The fit: seconds = a * tokens^b per stage, least squares on logs over the sizes (b = 1 is
-linear). The projection takes each stage to 100M tokens with its fit; a stage that ran faster on
-N nodes than in-process at the largest size is taken as scaling with that per-node efficiency,
-the rest as not scaling at all, and the store's bytes with their own fit. Query latency is
+linear). The projection takes each stage to 100M tokens with its fit over the 1-node runs; a
+stage that ran faster on N nodes than on 1 at the largest size both ran is taken as scaling with
+that per-node efficiency, the rest as not scaling at all, and the store's bytes with their own
+fit. Nodes are one pinned core each; the in-process runs use every core of the machine, so
+comparing them with N nodes says nothing of a node's share (on this 2-core machine, 2 nodes ran
+slower than one process on both cores). Query latency is
 `QueryService.ask` and `search` (what Serve's /query and /search run) in this process, on
 questions made of 10-word fragments of stored sentences (fixed seed), after a warm-up.
 """
@@ -316,44 +319,61 @@ def _bytes_cell(bytes_fit) -> str:
 
 
 def print_projection(builds: list[Build], fits) -> None:
-    local = fits.get("local")
-    clustered = sorted(r for r in fits if r.startswith("nodes"))
-    if not local or not clustered:
+    """Each stage at 100M tokens on one node (its fit over the `nodes1` runs), then on N nodes
+    at the per-node efficiency it showed going from 1 to the most nodes run, at the largest
+    size both ran. Nodes are one pinned core each: the in-process runs use every core of the
+    machine, so they give the exponents, not a one-node baseline."""
+    clustered = sorted(
+        (r for r in fits if r.startswith("nodes") and r != "nodes1"),
+        key=lambda r: int(r.removeprefix("nodes")),
+    )
+    one = fits.get("nodes1")
+    if not one or not clustered:
+        print()
+        print(
+            "No 100M-token projection over nodes: it needs `nodes1` and a larger `nodesN` among "
+            "--runners (the in-process runs use every core of this machine, so they are no "
+            "one-node baseline)."
+        )
         return
     runner = clustered[-1]
     nodes = int(runner.removeprefix("nodes"))
-    largest = max(b.tokens for b in builds if b.runner == runner)
+    sizes = {b.tokens for b in builds if b.runner == runner} & {
+        b.tokens for b in builds if b.runner == "nodes1"
+    }
+    largest = max(sizes)
     here = {b.runner: b for b in builds if b.tokens == largest}
     print()
     print(
-        f"100M-token projection: each stage's in-process fit, divided over N nodes at the per-node "
-        f"efficiency it showed on {nodes} nodes at {largest:,} tokens (a stage that was not "
-        "faster there counts as not scaling):"
+        f"100M-token projection: each stage's fit over the 1-node runs, divided over N nodes at "
+        f"the per-node efficiency it showed on {nodes} nodes at {largest:,} tokens (a stage that "
+        "was not faster there counts as not scaling):"
     )
     header = [
         "stage",
-        "in-process h",
+        "1-node h",
         f"{nodes}-node speedup",
         *(f"{n} nodes h" for n in PROJECTED_NODES),
     ]
     rows, totals = [], [0.0] * len(PROJECTED_NODES)
-    top = [s for s in STAGES if s in ("read", "chunk", "embed+memorize", "commit")]
+    top = [s for s in STAGES if s.startswith("commit") or s in ("read", "chunk", "embed+memorize")]
     for stage in top:
-        f = local.get(stage)
-        if not f or "local" not in here or runner not in here:
+        f = one.get(stage)
+        if not f or stage == "commit":
             continue
         hours = f[0] * TARGET_TOKENS ** f[1] / 3600
-        speedup = here["local"].stages.get(stage, 0) / max(here[runner].stages.get(stage, 0), 1e-9)
-        efficiency = speedup / nodes if speedup > 1.1 else None
+        before, after = here["nodes1"].stages.get(stage, 0), here[runner].stages.get(stage, 0)
+        speedup = before / max(after, 1e-9)
+        efficiency = min(speedup / nodes, 1.0) if speedup > 1.1 else None
         cells = []
         for i, n in enumerate(PROJECTED_NODES):
-            value = hours / (n * efficiency) if efficiency else hours
+            value = hours / (n * efficiency) if efficiency and n > 1 else hours
             totals[i] += value
             cells.append(f"{value:.2f}")
         rows.append([stage, f"{hours:.2f}", f"{speedup:.2f}", *cells])
     rows.append(["total", "", "", *(f"{t:.2f}" for t in totals)])
     print_table(header, rows)
-    print(f"store at 100M tokens (one version): {_bytes_cell(local.get('store bytes'))}")
+    print(f"store at 100M tokens (one version): {_bytes_cell(one.get('store bytes'))}")
 
 
 # --- queries ----------------------------------------------------------------------------------
@@ -394,7 +414,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--tokens", default="250000,1000000,4000000")
-    parser.add_argument("--runners", default="local,nodes2")
+    parser.add_argument("--runners", default="local,nodes1,nodes2")
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--config", type=Path, default=REPO / "configs" / "local.yaml")
     parser.add_argument("--out", type=Path, default=OUT / "growth")
