@@ -23,25 +23,37 @@ import numpy as np
 BM25_K1 = 1.5
 BM25_B = 0.75
 _INITIAL = 16
+_NO_SLOTS = np.zeros(0, dtype=np.int64)
+_NO_FREQUENCIES = np.zeros(0, dtype=np.float64)
 
 
 class _Postings:
-    """One stem's (slot, frequency) pairs, in the order the nodes were indexed."""
+    """One stem's (slot, frequency) pairs, in the order the nodes were indexed: arrays, and the
+    pairs appended since they were last read (loading a graph appends to every stem of every
+    node before any query reads one; one slice write per stem then beats one write per pair)."""
 
-    __slots__ = ("slots", "frequencies", "size")
+    __slots__ = ("slots", "frequencies", "size", "pending")
 
     def __init__(self) -> None:
-        self.slots = np.zeros(_INITIAL, dtype=np.int64)
-        self.frequencies = np.zeros(_INITIAL, dtype=np.float64)
+        self.slots = _NO_SLOTS
+        self.frequencies = _NO_FREQUENCIES
         self.size = 0
+        self.pending: list[tuple[int, int]] = []  # appended by `TermIndex.add`
 
-    def append(self, slot: int, frequency: int) -> None:
-        if self.size == len(self.slots):
-            self.slots = np.resize(self.slots, 2 * self.size)
-            self.frequencies = np.resize(self.frequencies, 2 * self.size)
-        self.slots[self.size] = slot
-        self.frequencies[self.size] = frequency
-        self.size += 1
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The slots and frequencies of every pair."""
+        if self.pending:
+            total = self.size + len(self.pending)
+            if total > len(self.slots):
+                capacity = max(total, 2 * len(self.slots), _INITIAL)
+                self.slots = np.resize(self.slots, capacity)
+                self.frequencies = np.resize(self.frequencies, capacity)
+            slots, frequencies = zip(*self.pending, strict=True)
+            self.slots[self.size : total] = slots
+            self.frequencies[self.size : total] = frequencies
+            self.size = total
+            self.pending.clear()
+        return self.slots[: self.size], self.frequencies[: self.size]
 
 
 class TermIndex:
@@ -81,12 +93,13 @@ class TermIndex:
         self._slot_of[node_id] = slot
         self._terms[node_id] = counts
         self._total_length += length
+        every = self._postings
         for term, frequency in counts.items():
-            postings = self._postings.get(term)
+            postings = every.get(term)
             if postings is None:
-                postings = self._postings[term] = _Postings()
-            postings.append(slot, frequency)
-            self._document_frequency[term] += 1
+                postings = every[term] = _Postings()
+            postings.pending.append((slot, frequency))
+        self._document_frequency.update(counts.keys())
 
     def move(self, node_id: str, row: int) -> None:
         """The node now sits at `row` of the caller's arrays."""
@@ -124,8 +137,9 @@ class TermIndex:
                 continue
             held = self._document_frequency[term]
             idfs.append(math.log(1.0 + (count - held + 0.5) / (held + 0.5)))
-            slot_parts.append(postings.slots[: postings.size])
-            frequency_parts.append(postings.frequencies[: postings.size])
+            slots, frequencies = postings.arrays()
+            slot_parts.append(slots)
+            frequency_parts.append(frequencies)
         if not idfs:
             return found
         # Every posting of every term at once, in term order: each node's sum then adds its
