@@ -3,8 +3,9 @@ adjacency maps on the nodes (no graph library), conflicts beside them, and hybri
 
 Retrieval (seed 002 §6.1): alpha * BM25 / best BM25 + (1 - alpha) * cosine over the current
 nodes, the top k, then their one-hop neighbours, newest first. BM25 is kept incrementally
-(`TermIndex`: postings per stem), the vectors in one growing matrix, so a node added, updated or retired
-costs no rebuild and a query scores only the nodes sharing a term plus one matrix product.
+(`TermIndex`: postings per stem), the vectors in one growing matrix, so a node added, updated
+or retired costs no rebuild and a query scores only the nodes sharing a term plus one matrix
+product.
 
 Every change marks what it touched; `take_changes()` hands the touched records to the
 checkpoint (`persist.py`) and forgets them.
