@@ -710,7 +710,7 @@ class AppConfig(StrictModel):
 def usable_cores() -> int:
     """The cores this process may run on: its CPU affinity where the platform has one (a
     container's cpuset, a pinned Ray node), else the machine's. More threads than these only
-    wait on each other: two ONNX Runtime threads on one core took 35% more CPU than one."""
+    wait on each other (docs/benchmarks.md, "Nodes")."""
     try:
         return len(os.sched_getaffinity(0)) or 1
     except AttributeError:  # macOS and Windows have no affinity call
