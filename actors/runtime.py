@@ -122,9 +122,9 @@ MIN_TEXTS_PER_ENCODE_TASK = 64
 
 
 def encode_on_task(texts: list[str], config: EmbeddingConfig, num_cpus: float) -> np.ndarray:
-    """Embed short texts (READMEs, graph contexts) in Ray tasks, as many as the cluster has
-    room for at `num_cpus` each and `MIN_TEXTS_PER_ENCODE_TASK` texts apiece (the caller never
-    loads the model). A commit's READMEs grow with the store: in one task they would be one
+    """Embed short texts (graph contexts) in Ray tasks, as many as the cluster has room for at
+    `num_cpus` each and `MIN_TEXTS_PER_ENCODE_TASK` texts apiece (the caller never loads the
+    model). A commit's re-embedded contexts grow with the store: in one task they would be one
     node's work however many nodes there are."""
     import ray
 
@@ -142,8 +142,8 @@ def encode_on_task(texts: list[str], config: EmbeddingConfig, num_cpus: float) -
 
 
 # The embedder of this worker process per embedding config: Ray reuses idle workers for later
-# tasks of the same job, so README embedding and the graph step's re-embedding load the model
-# once per worker rather than once per task.
+# tasks of the same job, so the graph step's re-embedding loads the model once per worker rather
+# than once per task.
 _WORKER_EMBEDDERS: dict[str, Embedder] = {}
 
 

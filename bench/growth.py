@@ -57,7 +57,7 @@ STAGES = (
     "commit: load",
     "commit: plan",
     "commit: readme",
-    "commit: embed readmes",
+    "commit: readme vectors",
     "commit: graph",
     "commit: write",
     "commit",

@@ -126,7 +126,7 @@ def run_ingest(corpus: Corpus, store: Path, config: AppConfig) -> IngestRun:
         "embed+memorize": "wall time of the streaming stage",
         "embed busy": "sum of embed actor batch times",
         "memorize busy": "sum of memorize task batch times",
-        "embed readmes": "a Ray task: model load + encode of every README",
+        "readme vectors": "each directory's mean memory direction, no model",
     }
     rows = [Row("(ray start, before the ingest)", ray_seconds, "not counted below", rated=False)]
     # Stages in the order they ran; "<stage> busy" sums a stage's own batch times inside the one

@@ -166,7 +166,7 @@ def print_node_table(runs: list[NodeRun]) -> None:
         stages = run.stages
         commit_parts = [
             stages.get("commit: plan", 0),
-            stages.get("commit: readme", 0) + stages.get("commit: embed readmes", 0),
+            stages.get("commit: readme", 0) + stages.get("commit: readme vectors", 0),
             stages.get("commit: graph", 0),
             stages.get("commit: write", 0),
         ]

@@ -60,8 +60,8 @@ POOL_SIZE = 6000
 NOISE = 0.005  # per dimension: cosine to the real sentence vector about 0.995
 CHUNKS_PER_DOCUMENT = 8
 PLAN_LIMIT = 10_000  # above this, flat_fallback instead of plan_taxonomy (minutes otherwise)
-RECIPE = f"pool{POOL_SIZE}-noise{NOISE}-doc{CHUNKS_PER_DOCUMENT}-v2"  # v2: README vectors, HNSW
-README_VECTORS_LIMIT = 10_000  # stores above this size are written without README vectors
+# v3: README vectors are subtree means, at every size
+RECIPE = f"pool{POOL_SIZE}-noise{NOISE}-doc{CHUNKS_PER_DOCUMENT}-v3"
 IN_PROCESS_SIZE = 100_000
 TARGETS = {"query_p50": 50.0, "query_p95": 150.0, "hybrid_100k_p50": 20.0}
 WARMUP_PER_CLIENT = 3  # untimed requests per client (or in-process) before timing starts
@@ -114,9 +114,7 @@ def _normalized(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)).astype(np.float32)
 
 
-def synthesize_store(
-    store: Path, size: int, pool: Pool, config: AppConfig, embedder: Embedder
-) -> str:
+def synthesize_store(store: Path, size: int, pool: Pool, config: AppConfig) -> str:
     """Write a store of `size` memories (cached); returns how its tree was made."""
     tree_kind = "plan_taxonomy" if size <= PLAN_LIMIT else "flat_fallback"
     if is_store(store):
@@ -126,8 +124,8 @@ def synthesize_store(
     from memory_bank.ingest.stages import (
         assemble_parts,
         compose_readmes,
-        embed_readmes,
         ensure_valid_tree,
+        readme_vectors_of,
     )
     from memory_bank.memorize.extractive import memorize_offline
     from memory_bank.store.files import assign_chunk_paths
@@ -189,14 +187,7 @@ def synthesize_store(
         config.taxonomy,
         None,  # the offline roles
     )
-    readme_vectors = None
-    if size <= README_VECTORS_LIMIT:
-        embedding_started = time.perf_counter()
-        readme_vectors = embed_readmes(readmes, {}, embedder.encode_passages)
-        print(
-            f"  embedded {len(readmes)} READMEs in {time.perf_counter() - embedding_started:.0f} s",
-            flush=True,
-        )
+    readme_vectors = readme_vectors_of(tree, parts)
     writing_started = time.perf_counter()
     snapshot = StoreSnapshot(
         parts=parts,
@@ -385,9 +376,7 @@ def in_process_rows(store: Path, pool: Pool, embedder: Embedder, requests: int) 
     from memory_bank.index.search import Searcher
 
     started = time.perf_counter()
-    hybrid = HybridSearch(
-        StoreCorpus(StoreReader(store), embedder), embedder, AppConfig().retrieval
-    )
+    hybrid = HybridSearch(StoreCorpus(StoreReader(store)), embedder, AppConfig().retrieval)
     searcher = Searcher(hybrid)
     searcher.search("warm up", top_k=5, mode="hybrid")
     print(
@@ -487,15 +476,10 @@ def main() -> None:
     pool = load_pool(embedder)
     sizes = [] if args.in_process_only else sorted(set(args.sizes))
     stores = {size: OUT / f"store_{size}" for size in sizes}
-    made = {
-        size: synthesize_store(store, size, pool, config, embedder)
-        for size, store in stores.items()
-    }
+    made = {size: synthesize_store(store, size, pool, config) for size, store in stores.items()}
     if not args.skip_100k:
         stores_100k = OUT / f"store_{IN_PROCESS_SIZE}"
-        made[IN_PROCESS_SIZE] = synthesize_store(
-            stores_100k, IN_PROCESS_SIZE, pool, config, embedder
-        )
+        made[IN_PROCESS_SIZE] = synthesize_store(stores_100k, IN_PROCESS_SIZE, pool, config)
 
     rows = serve_rows(stores, pool, args, config) if stores else []
     if not args.skip_100k:

@@ -432,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(
                 f"{dataset.name}: re-planned, plan {seconds.get('plan', 0):.1f}s, READMEs "
                 f"{seconds.get('readme', 0):.1f}s, README vectors "
-                f"{seconds.get('embed readmes', 0):.1f}s",
+                f"{seconds.get('readme vectors', 0):.1f}s",
                 highlight=False,
             )
             stores[name] = (bank.store, dataset)

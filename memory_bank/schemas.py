@@ -202,7 +202,7 @@ class CommitResult(BaseModel):
     readmes_regenerated: list[str] = Field(default_factory=list)  # tree paths
     reorganization: ReorganizeOperation | None = None
     # Seconds per step of the commit: wait (for the store's lock), load, plan, readme,
-    # embed readmes, write.
+    # readme vectors, graph, write.
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     # The committing process's peak resident memory (MB) at the end of each step: a step that
     # raised it set a new peak (an earlier peak, e.g. the embedding before it, hides smaller

@@ -24,8 +24,8 @@ STAGE_TASKS: dict[str, tuple[str, ...]] = {
     "embed": ("MapWorker(MapBatches(EmbedChunks)).submit",),
     "memorize": ("MapBatches(memorize_batch)",),
     "plan": ("plan_group", "plan_group_with_model"),
-    "readme": ("_subtree_readmes_and_usage", "_encode_texts"),
-    "graph": ("analyze_tasks",),
+    "readme": ("_subtree_readmes_and_usage",),
+    "graph": ("analyze_tasks", "_encode_texts"),
     "commit": ("StoreWriter.commit",),
 }
 STAGE_OF = {name: stage for stage, names in STAGE_TASKS.items() for name in names}

@@ -23,7 +23,7 @@ def shared_embedder() -> Embedder:
 
 def open_search(reader, embedder=None, config=None) -> Searcher:
     """A Searcher over an opened store, as the query service builds one."""
-    return Searcher(HybridSearch(StoreCorpus(reader, embedder), embedder, config))
+    return Searcher(HybridSearch(StoreCorpus(reader), embedder, config))
 
 
 def written_node_ids(snapshot: GraphSnapshot, version: Path) -> set[str]:

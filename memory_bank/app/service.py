@@ -54,7 +54,7 @@ class _OpenStore:
         check_store_embedder(
             self.reader.meta, config.embedding
         )  # query vectors must come from the same model
-        corpus = StoreCorpus(self.reader, embedder)
+        corpus = StoreCorpus(self.reader)
         self.hybrid = HybridSearch(corpus, embedder, config.retrieval)
         self.searcher = Searcher(self.hybrid)
         self.tools = StoreTools(store, reader=self.reader, searcher=self.searcher)

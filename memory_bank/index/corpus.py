@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING
 import faiss
 import numpy as np
 
-from memory_bank.errors import ConfigError, StoreError
+from memory_bank.errors import StoreError
 from memory_bank.index.bm25 import BM25_RECIPE, LazyBm25Index
-from memory_bank.index.embedding import TextEncoder
 from memory_bank.index.links import LinkGraph, title_index_from_store
 from memory_bank.schemas import DirectoryNode, SearchHit
 from memory_bank.store.files import readme_relative_path
 from memory_bank.store.layout import BANK_DIR
-from memory_bank.taxonomy.summary import index_text
+from memory_bank.taxonomy.summary import index_text, subtree_mean_vectors
 from memory_bank.text.lexicon import search_tokens
 
 if TYPE_CHECKING:
@@ -47,10 +46,8 @@ def faiss_threads(count: int) -> Iterator[None]:
 class StoreCorpus:
     """The memories, indexes and directories of one opened store (see the module docstring)."""
 
-    def __init__(self, reader: StoreReader, embedder: TextEncoder | None = None) -> None:
-        """`embedder` is only needed for a store written without README vectors."""
+    def __init__(self, reader: StoreReader) -> None:
         self.reader = reader
-        self._embedder = embedder
         self.bm25 = LazyBm25Index(
             reader.root / BANK_DIR, reader.store_version, self._bm25_documents, BM25_RECIPE
         )
@@ -126,8 +123,7 @@ class StoreCorpus:
         if self.num_chunks:
             self.faiss_index()
             self.chunk_sentences(0)
-        if self._embedder is not None or self.reader.readmes() is not None:
-            self.directories()
+        self.directories()
         self.link_graph()
 
     def chunk_hit(self, index: int, score: float) -> SearchHit:
@@ -198,8 +194,8 @@ class StoreCorpus:
 
     def _stored_readmes(self, paths: list[str]) -> tuple[list[str], np.ndarray]:
         """README texts and vectors of `paths`: from `.bank/readmes.parquet`, written at ingest;
-        a store written before that table existed gets its READMEs embedded here (minutes at 10k
-        chunks, once per opened store)."""
+        a store written before that table existed gets its vectors as a commit makes them, from
+        its memory vectors (`subtree_mean_vectors`)."""
         table = self.reader.readmes()
         if table is not None:
             directories = table.column("directory").to_pylist()
@@ -212,13 +208,9 @@ class StoreCorpus:
             rows = [row_of[path] for path in paths]
             all_texts = table.column("text").to_pylist()
             return [all_texts[row] for row in rows], self.reader.readme_vectors()[rows]
-        if self._embedder is None:
-            raise ConfigError(
-                "this store has no README vectors; open it with an embedding model to embed them"
-            )
+        vectors = subtree_mean_vectors(self.reader.tree(), self.memory_vectors())
         texts = [self.readme_text(path) for path in paths]
-        # READMEs are passages: the commit embeds them with the passage model, not the query one.
-        return texts, np.asarray(self._embedder.encode_passages(texts), dtype=np.float32)
+        return texts, np.stack([vectors[path] for path in paths])
 
 
 class DirectoryIndex:

@@ -48,7 +48,7 @@ from memory_bank.ingest.commit_version import (
     version_meta,
 )
 from memory_bank.ingest.graph_step import GraphStep, GraphUpdate, graph_commit, graph_stage
-from memory_bank.ingest.stages import embed_readmes
+from memory_bank.ingest.stages import readme_vectors_of
 from memory_bank.llm.ledger import take_usage
 from memory_bank.llm.seam import LLM
 from memory_bank.schemas import CommitResult
@@ -137,9 +137,8 @@ class StoreCommitter:
         clock.lap("plan")
         readmes = readme_stage(change, plan, self.config.taxonomy, self.llm, self.map_calls)
         clock.lap("readme")
-        known = change.before.readme_vectors_by_text() if change.before else {}
-        readme_vectors = embed_readmes(readmes.texts, known, self.encode_texts)
-        clock.lap("embed readmes")
+        readme_vectors = readme_vectors_of(plan.tree, change.parts)
+        clock.lap("readme vectors")
         graph = graph_stage(self.graph, graph_commit(change, time.time())) if self.graph else None
         clock.lap("graph")
         snapshot = StoreSnapshot(

@@ -10,7 +10,7 @@ takes the executor's map instead of knowing where the pieces run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +41,7 @@ from memory_bank.taxonomy.summary import (
     subtree_highlights,
     subtree_index_terms,
     subtree_key_terms,
+    subtree_mean_vectors,
 )
 from memory_bank.text import chunking
 from memory_bank.text.chunking import SplitChooser
@@ -363,18 +364,8 @@ def compose_subtree_readmes(
     }
 
 
-def embed_readmes(
-    readmes: Mapping[str, str],
-    known: Mapping[str, np.ndarray],
-    encode: Callable[[list[str]], np.ndarray],
-) -> dict[str, np.ndarray]:
-    """The vector of every README (tree path -> vector), as `Embedder.encode` gives it.
-
-    Texts found in `known` (text -> vector, e.g. `stored_readme_vectors`) are not embedded
-    again: a re-ingest that leaves most of the tree alone embeds only the READMEs that changed.
-    """
-    fresh = sorted({text for text in readmes.values() if text not in known})
-    vectors = dict(known)
-    if fresh:
-        vectors.update(zip(fresh, np.asarray(encode(fresh), dtype=np.float32), strict=True))
-    return {directory: vectors[text] for directory, text in readmes.items()}
+def readme_vectors_of(tree: DirectoryNode, parts: MemoryParts) -> dict[str, np.ndarray]:
+    """The vector of every README (tree path -> vector): its subtree's mean memory direction
+    (`subtree_mean_vectors`), so a commit embeds no README text."""
+    row_of = {memory.index: row for row, memory in enumerate(parts.memories)}
+    return subtree_mean_vectors(tree, parts.memory_vectors, row_of)

@@ -125,10 +125,6 @@ class StoreSnapshot:
         listed.update({doc.document_id: doc.source for doc in self.parts.documents})
         return listed
 
-    def readme_vectors_by_text(self) -> dict[str, np.ndarray]:
-        """README text -> vector, for texts this version already embedded."""
-        return {self.readmes[path]: v for path, v in (self.readme_vectors or {}).items()}
-
 
 def load_snapshot(store: Path) -> StoreSnapshot | None:
     """The live version of `store` (None when there is no store yet), read as one version even

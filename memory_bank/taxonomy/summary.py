@@ -106,6 +106,32 @@ def subtree_highlights(
     return {path: sorted(indices) for path, indices in chosen_order.items()}
 
 
+def subtree_mean_vectors(
+    tree: DirectoryNode, vectors: np.ndarray, row_of: Mapping[int, int] | None = None
+) -> dict[str, np.ndarray]:
+    """Every directory's vector (tree path -> unit-length float32): the direction of the mean
+    of its subtree's memory vectors (`vectors[row_of[index]]` is memory `index`'s; without
+    `row_of`, `vectors[index]`), zero for a directory holding none.
+
+    This is the README's vector that collapsed-tree search and the descent rank: what the
+    memories below a directory are about on average, the centre its summary's memories were
+    chosen around. Sums are carried up the tree, so every vector is added once."""
+    found: dict[str, np.ndarray] = {}
+    width = vectors.shape[1] if vectors.ndim == 2 else 0
+
+    def visit(node: DirectoryNode) -> np.ndarray:
+        rows = [index if row_of is None else row_of[index] for index in node.chunk_indices]
+        total = vectors[rows].astype(np.float64).sum(axis=0) if rows else np.zeros(width)
+        for child in node.children:
+            total = total + visit(child)
+        norm = float(np.linalg.norm(total))
+        found[node.path] = (total / norm if norm > 0 else total).astype(np.float32)
+        return total
+
+    visit(tree)
+    return found
+
+
 def ranked_against_siblings(
     tree: DirectoryNode,
     terms_of: Mapping[int, Iterable[str]],

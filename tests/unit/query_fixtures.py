@@ -14,7 +14,7 @@ import numpy as np
 
 from memory_bank.config import AppConfig
 from memory_bank.index.embedding import Embedder
-from memory_bank.ingest.stages import embed_readmes
+from memory_bank.ingest.stages import readme_vectors_of
 from memory_bank.schemas import Chunk, DirectoryNode, Document, MemorizedChunk
 from memory_bank.store import (
     MemoryParts,
@@ -268,9 +268,7 @@ def build_store(
         tree=tree,
         readmes=readmes,
         meta=meta_extra_from_config(AppConfig()),
-        readme_vectors=embed_readmes(readmes, {}, embedder.encode_passages)
-        if readme_vectors
-        else None,
+        readme_vectors=readme_vectors_of(tree, parts) if readme_vectors else None,
     )
     write_store(store_dir, snapshot)
     return store_dir

@@ -27,7 +27,7 @@ from memory_bank.ingest.commit_version import (
     version_meta,
 )
 from memory_bank.ingest.graph_step import IngestGraphStep, graph_commit, graph_stage
-from memory_bank.ingest.stages import chunk_documents, embed_readmes, memorize_encoded
+from memory_bank.ingest.stages import chunk_documents, memorize_encoded, readme_vectors_of
 from memory_bank.ingest.work import memory_recipe
 from memory_bank.schemas import ReorganizeOperation
 from memory_bank.store.snapshot import MemoryParts, StoreSnapshot, load_snapshot
@@ -71,14 +71,13 @@ def _committed(before: StoreSnapshot | None, offered: MemoryParts, remove=()) ->
     change = apply_request(before, offered, remove)
     plan = plan_tree_stage(change, False, config, llm=None)
     readmes = readme_stage(change, plan, config.taxonomy, llm=None)
-    known = before.readme_vectors_by_text() if before else {}
     return StoreSnapshot(
         parts=change.parts,
         tree=plan.tree,
         readmes=readmes.texts,
         meta=version_meta(change, plan, config),
         chunk_paths=plan.chunk_paths,
-        readme_vectors=embed_readmes(readmes.texts, known, HashingEmbedder().encode),
+        readme_vectors=readme_vectors_of(plan.tree, change.parts),
     )
 
 

@@ -16,7 +16,6 @@ from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.errors import NothingToIngestError
 from memory_bank.ingest.runner import local_runner
-from memory_bank.ingest.stages import embed_readmes
 from memory_bank.ingest.work import memory_recipe
 from memory_bank.store.files import parse_chunk_file
 from memory_bank.store.reader import StoreReader
@@ -365,40 +364,29 @@ class RecordingEmbedder(HashingEmbedder):
         return super().encode(texts)
 
 
-def test_ingest_stores_every_readme_vector_and_reuses_unchanged_ones(tmp_path):
+def test_a_readme_vector_is_its_subtree_mean_memory_direction_and_no_readme_is_embedded(
+    tmp_path,
+):
     store = tmp_path / "store"
     recorder = RecordingEmbedder()
-    _ingest(store, recorder, files=[SAMPLE / name for name in ML_AND_ENGINEERING[:4]])
-    first = StoreReader(store)
-    first_texts = set(first.readmes().column("text").to_pylist())
-    for directory, text, vector in zip(
-        first.readmes().column("directory").to_pylist(),
-        first.readmes().column("text").to_pylist(),
-        first.readme_vectors(),
-        strict=True,
-    ):
-        relative = "README.md" if directory == "/" else f"{directory[1:]}/README.md"
-        assert (store / relative).read_text(encoding="utf-8") == text
-        np.testing.assert_array_equal(vector, HashingEmbedder().encode([text])[0])
-    assert first.readmes().num_rows == first.meta["total_directories"] + 1
-
-    recorder.encoded.clear()
-    _ingest(store, recorder, files=[SAMPLE / name for name in ML_AND_ENGINEERING])
-    second = StoreReader(store)
-    second_texts = set(second.readmes().column("text").to_pylist())
-    # (The graph's context vectors go through the same model: only README texts count here.)
-    readme_texts = first_texts | second_texts
-    embedded = [text for batch in recorder.encoded for text in batch if text in readme_texts]
-    assert sorted(embedded) == sorted(second_texts - first_texts)
-
-
-def test_embed_readmes_encodes_each_new_text_once_and_reuses_known_ones():
-    recorder = RecordingEmbedder()
-    known = {"# Kept": np.full(384, 0.5, dtype=np.float32)}
-    readmes = {"/": "# Root", "/a": "# Kept", "/b": "# Same", "/c": "# Same"}
-    vectors = embed_readmes(readmes, known, recorder.encode)
-    assert recorder.encoded == [["# Root", "# Same"]]
-    assert list(vectors) == ["/", "/a", "/b", "/c"]
-    np.testing.assert_array_equal(vectors["/a"], known["# Kept"])
-    np.testing.assert_array_equal(vectors["/b"], HashingEmbedder().encode(["# Same"])[0])
-    np.testing.assert_array_equal(vectors["/c"], vectors["/b"])
+    for files in (ML_AND_ENGINEERING[:4], ML_AND_ENGINEERING):
+        recorder.encoded.clear()
+        _ingest(store, recorder, files=[SAMPLE / name for name in files])
+        reader = StoreReader(store)
+        texts = reader.readmes().column("text").to_pylist()
+        assert reader.readmes().num_rows == reader.meta["total_directories"] + 1
+        assert not {text for batch in recorder.encoded for text in batch} & set(texts)
+        vectors = dict(
+            zip(
+                reader.readmes().column("directory").to_pylist(),
+                reader.readme_vectors(),
+                strict=True,
+            )
+        )
+        memory_vectors = reader.memory_vectors()
+        row_of = {i: row for row, i in enumerate(reader.memories().column("index").to_pylist())}
+        for node in reader.tree().iter_nodes():
+            below = [row_of[i] for child in node.iter_nodes() for i in child.chunk_indices]
+            mean = memory_vectors[below].astype(np.float64).sum(axis=0)
+            np.testing.assert_allclose(vectors[node.path], mean / np.linalg.norm(mean), atol=1e-6)
+            assert below  # every directory holds memories, so every vector has unit length
