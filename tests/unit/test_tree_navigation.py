@@ -10,7 +10,12 @@ from memory_bank.evaluation.tree_metrics import leaf_of, nmi, purity, top_level_
 from memory_bank.index.corpus import DirectoryIndex
 from memory_bank.index.descent import descend
 from memory_bank.schemas import DirectoryNode
-from memory_bank.taxonomy.summary import LEAF_SENTENCES, choose_central, subtree_highlights
+from memory_bank.taxonomy.summary import (
+    LEAF_SENTENCES,
+    choose_central,
+    subtree_highlights,
+    subtree_mean_vectors,
+)
 
 
 def _unit(*values: float) -> np.ndarray:
@@ -56,6 +61,21 @@ def test_parents_summarize_with_their_childrens_choices_largest_child_first():
     assert {4, 5} & set(highlights["/a"])  # the smaller child is heard too
     assert highlights["/a"] == sorted(highlights["/a"])  # reading order
     assert set(highlights["/"]) <= set(range(9)) and len(highlights["/"]) == 5
+
+
+def test_a_directory_vector_is_the_mean_direction_of_every_memory_below_it():
+    rng = np.random.default_rng(1)
+    vectors = rng.standard_normal((10, 8)).astype(np.float32)
+    row_of = {i: 9 - i for i in range(9)}  # memory i is row 9 - i; row 0 belongs to no memory
+    tree = TREE.model_copy(
+        update={"children": [*TREE.children, DirectoryNode(path="/empty", name="empty")]}
+    )
+    found = subtree_mean_vectors(tree, vectors, row_of)
+    for path, members in {"/a/y": [4, 5], "/a": range(6), "/": range(9), "/b": [6, 7, 8]}.items():
+        mean = vectors[[row_of[i] for i in members]].astype(np.float64).sum(axis=0)
+        np.testing.assert_allclose(found[path], mean / np.linalg.norm(mean), rtol=1e-5)
+    assert not found["/empty"].any()  # no memory, no direction
+    assert all(vector.dtype == np.float32 for vector in found.values())
 
 
 def test_descent_follows_the_best_readme_down_to_the_leaves():
