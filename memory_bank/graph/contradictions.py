@@ -52,7 +52,6 @@ from memory_bank.graph.value_identity import (
     dates_compatible,
     distinct_values,
     name_contains,
-    present_in,
     same_kind,
     same_name,
 )
@@ -98,12 +97,10 @@ def find_contradiction(
     # A change needs a value the later sentence holds and the earlier one lacks, and one the
     # earlier holds and the later lacks (or names as replaced): most pairs compared repeat all
     # their values one way or the other, and are done here.
-    # (Equal keys settle most of them at once; `present_in` also matches names told longer.)
-    if new.keys <= old.keys or all(present_in(v, old.values) for v in new.values):
+    # (Equal keys settle most of them at once; `holds` also matches names told longer.)
+    if new.keys <= old.keys or all(old.holds(v) for v in new.values):
         return None
-    if not new.replaces and (
-        old.keys <= new.keys or all(present_in(v, new.values) for v in old.values)
-    ):
+    if not new.replaces and (old.keys <= new.keys or all(new.holds(v) for v in old.values)):
         return None
     # Other words for the attribute count only in a sentence that announces a change.
     paraphrase = (
@@ -112,8 +109,8 @@ def find_contradiction(
     subject_names = _matched_subject_names(old_about, new_about)
     candidates_old = [v for v in old.values if not _is_subject(v, subject_names)]
     candidates_new = [v for v in new.values if not _is_subject(v, subject_names)]
-    old_only = distinct_values([v for v in candidates_old if not present_in(v, new.values)])
-    new_only = distinct_values([v for v in candidates_new if not present_in(v, old.values)])
+    old_only = distinct_values([v for v in candidates_old if not new.holds(v)])
+    new_only = distinct_values([v for v in candidates_new if not old.holds(v)])
     # A name qualifying a noun ("an American actress", "the Gambino crime family") is a value
     # only against another such name: a nationality is no birthplace, no employer.
     pair = _value_pair(
@@ -129,7 +126,7 @@ def find_contradiction(
     )
     if pair is None and new.replaces:
         # "Bob replaced Alice as CEO of Acme": the old value is named in the later sentence.
-        named = [v for v in candidates_old if present_in(v, new.values)]
+        named = [v for v in candidates_old if new.holds(v)]
         pair = _replaced_pair(new, named, new_only)
     if pair is None:
         return None
@@ -222,9 +219,8 @@ def find_contradictions(
     asked only for sentences that share a value, the later one with a cue. Only sentences
     that may be about one subject are compared (`sentence_pairs`)."""
     found: list[Contradiction] = []
-    # What each sentence is about, read once: it is asked for every pair it is in.
-    earlier_about = [old.about(earlier) for earlier in old.sentences]
-    later_about = [new.about(later) for later in new.sentences]
+    # What each sentence is about, read once per text: it is asked for every pair it is in.
+    earlier_about, later_about = old.abouts, new.abouts
     for e, n in subject_pairs(earlier_about, later_about):
         earlier, later = old.sentences[e], new.sentences[n]
         if not (earlier.keys & later.keys) and not (earlier.frame & later.frame):

@@ -12,6 +12,7 @@ from functools import cached_property, lru_cache
 from memory_bank.graph.value_identity import (
     compatible_names,
     dates_compatible,
+    names_nested,
     same_name,
     value_key_of,
 )
@@ -72,9 +73,32 @@ class SentenceFacts:
     refers_back: bool  # opens with a pronoun or a common noun: about what the text is about
     role_objects: frozenset[str]  # names a single role is of ("Acme" in "the CEO of Acme")
 
+    def __hash__(self) -> int:
+        # A key of the caches of what is read around its values, asked for every pair of
+        # sentences compared: its text alone, not every field again (equal facts have equal
+        # texts).
+        return hash(self.text)
+
     @cached_property  # read for every pair of sentences compared; the values never change
     def keys(self) -> frozenset[str]:
         return frozenset(value.key for value in self.values)
+
+    @cached_property
+    def name_keys(self) -> tuple[str, ...]:
+        return tuple(value.key for value in self.values if value.kind == "name")
+
+    def holds(self, value: Value) -> bool:
+        """Whether the sentence holds `value`, or the same name told longer or shorter: as
+        `present_in(value, self.values)`, asked for every pair of sentences compared."""
+        if value.key in self.keys:
+            return True
+        return value.kind == "name" and _holds_name(value.key, self.name_keys)
+
+
+@lru_cache(maxsize=262144)
+def _holds_name(key: str, names: tuple[str, ...]) -> bool:
+    """Whether one of `names` is the name `key` told longer or shorter (`name_contains`)."""
+    return any(names_nested(key, name) for name in names)
 
 
 @lru_cache(maxsize=65536)
@@ -131,6 +155,11 @@ class TextFacts:
     def about(self, facts: SentenceFacts) -> list[Subject]:
         """What a sentence of this text is about (`subjects_about`)."""
         return subjects_about(self.principal, facts)
+
+    @cached_property  # a text is compared with many others: read once for all of them
+    def abouts(self) -> tuple[list[Subject], ...]:
+        """What each of the text's sentences is about, in order."""
+        return tuple(self.about(facts) for facts in self.sentences)
 
 
 def subjects_about(principal: Subject, facts: SentenceFacts) -> list[Subject]:
@@ -214,6 +243,7 @@ def _of_subject(facts: SentenceFacts) -> Subject:
     return frozenset()
 
 
+@lru_cache(maxsize=65536)  # asked for every pair of sentences compared: subjects recur
 def same_subject(first: Subject, second: Subject, strict: bool = False) -> bool:
     """Whether two subjects pick out one thing: every name of the smaller has a compatible
     name in the other (`strict`: the same name, or a surname of it), and where both carry

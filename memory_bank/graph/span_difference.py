@@ -363,8 +363,7 @@ def span_contradictions(old: TextFacts, new: TextFacts, limit: int = 8) -> list[
     A value listed among others, or named as an alias, is assigned by neither claim. Only
     sentences that may be about one subject are compared (`sentence_pairs`)."""
     found: list[Contradiction] = []
-    earlier_about = [old.about(earlier) for earlier in old.sentences]
-    later_about = [new.about(later) for later in new.sentences]
+    earlier_about, later_about = old.abouts, new.abouts  # read once per text
     for e, n in anchored_pairs(old.sentences, earlier_about, new.sentences, later_about):
         earlier, later = old.sentences[e], new.sentences[n]
         if earlier.text == later.text:

@@ -52,9 +52,15 @@ def name_contains(first: Value, second: Value) -> bool:
     """ "Bob Smith" and "Smith", "Maureen McCormick" and "Maureen Denise McCormick" name the same
     person: not two values. The shorter name's words stand in the longer one in their order:
     "Inside the NBA" is no part of "NBA Inside Stuff"."""
-    if first.kind != "name":
-        return False
-    a, b = _name_words(first.key), _name_words(second.key)
+    return first.kind == "name" and names_nested(first.key, second.key)
+
+
+@lru_cache(maxsize=262144)
+def names_nested(first: str, second: str) -> bool:
+    """Whether one name key's words stand in the other's, in their order (`name_contains`;
+    asked for every pair of values compared, where the same few names meet again and
+    again)."""
+    a, b = _name_words(first), _name_words(second)
     short, long = (a, b) if len(a) <= len(b) else (b, a)
     remaining = iter(long)
     return all(word in remaining for word in short)
@@ -62,7 +68,7 @@ def name_contains(first: Value, second: Value) -> bool:
 
 @lru_cache(maxsize=65536)
 def _name_words(key: str) -> tuple[str, ...]:
-    """A name key's words (asked for every pair of values compared)."""
+    """A name key's words."""
     return tuple(key[2:].replace("|", " ").split())
 
 

@@ -356,13 +356,20 @@ def search_tokens(text: str) -> list[str]:
     return _search_tokens(text)[0]
 
 
+@functools.cache
+def _search_stopwords(language: str) -> frozenset[str]:
+    """The words `search_tokens` drops from a text in `language` (one set per language, not
+    one per text)."""
+    return SEARCH_STOPWORDS | FUNCTION_WORDS_BY_LANGUAGE[language]
+
+
 def _search_tokens(text: str) -> tuple[list[str], str]:
     """`search_tokens` and the language detected for stemming them."""
     lowered = text.lower()
     runs = list(_SEARCH_TOKEN.finditer(lowered))
     words = [match.group(0) for match in runs if not match.group("unspaced")]
     language = detect_language(words) if words else DEFAULT_LANGUAGE
-    function_words = SEARCH_STOPWORDS | FUNCTION_WORDS_BY_LANGUAGE[language]
+    function_words = _search_stopwords(language)
     japanese: bool | None = None
     tokens: list[str] = []
     for match in runs:
