@@ -193,8 +193,8 @@ class OnnxMiniLM:
     shared per file, thread count and spinning; ONNX Runtime runs one session from several
     threads.
 
-    `spinning`: whether the intra-op threads spin between operators rather than sleep (a
-    shorter wait when the cores are free). A model run on one short text at a time (the
+    `spinning`: whether the intra-op threads spin between operators rather than sleep. It
+    pays for long passes (batches of windows); a model run on one short text at a time (the
     query model) does little work per operator, and its spinning threads take the cores
     from everything beside it (the other passes, a commit's other stages, Serve replicas)."""
 
