@@ -59,10 +59,7 @@ def load_token_model(config: EmbeddingConfig, for_queries: bool = False) -> Toke
         from memory_bank.index.minilm_onnx import OnnxMiniLM
 
         return OnnxMiniLM(
-            config.num_threads,
-            onnx_precision(config, for_queries),
-            config.onnx_cache_dir,
-            spinning=not for_queries,
+            config.num_threads, onnx_precision(config, for_queries), config.onnx_cache_dir
         )
     from memory_bank.index.minilm_torch import TorchMiniLM
 

@@ -170,7 +170,7 @@ def _first_layer_products(model: Path) -> list[str]:
 
 
 @functools.lru_cache(maxsize=4)
-def _session(path: str, threads: int, spinning: bool = True) -> onnxruntime.InferenceSession:
+def _session(path: str, threads: int) -> onnxruntime.InferenceSession:
     try:
         import onnxruntime
     except ImportError as exc:
@@ -181,7 +181,6 @@ def _session(path: str, threads: int, spinning: bool = True) -> onnxruntime.Infe
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # errors only: its notes on unused initializers are noise
-    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     try:
         return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own exception types for a bad file
@@ -190,24 +189,17 @@ def _session(path: str, threads: int, spinning: bool = True) -> onnxruntime.Infe
 
 class OnnxMiniLM:
     """The packaged model on ONNX Runtime: `token_embeddings` for `Embedder`. Sessions are
-    shared per file, thread count and spinning; ONNX Runtime runs one session from several
-    threads.
-
-    `spinning`: whether the intra-op threads spin between operators rather than sleep. It
-    pays for long passes (batches of windows); a model run on one short text at a time (the
-    query model) does little work per operator, and its spinning threads take the cores
-    from everything beside it (the other passes, a commit's other stages, Serve replicas)."""
+    shared per file and thread count; ONNX Runtime runs one session from several threads."""
 
     def __init__(
         self,
         num_threads: int | None = None,
         precision: OnnxPrecision = "float32",
         cache_dir: str | None = None,
-        spinning: bool = True,
     ) -> None:
         self.path = exported_model(precision, onnx_cache_dir(cache_dir))
         self.threads = num_threads or usable_cores()
-        self.session = _session(str(self.path), self.threads, spinning)
+        self.session = _session(str(self.path), self.threads)
         import onnxruntime  # importable: the session was made
 
         # The arena keeps the largest working set any batch needed until the session goes
