@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 import faiss
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
 from threadpoolctl import threadpool_limits
 
 from memory_bank.config import TaxonomyConfig
@@ -246,6 +245,9 @@ def silhouette(distances: np.ndarray, labels: np.ndarray) -> float:
 def _ward_labels(
     vectors: np.ndarray, k_target: int, leaf_children: bool, bounds: LeafBounds
 ) -> np.ndarray:
+    # Imported where a tree is cut: every CLI process imports this module, few of them plan.
+    from scipy.cluster.hierarchy import fcluster, linkage
+
     tree = linkage(euclidean_condensed(vectors), method="ward")
     bounded = _size_bounded_cut(tree, len(vectors), bounds.largest) if leaf_children else None
     if k_target > NATURAL_MAX_BRANCHING:  # wide levels of big corpora: no search over k

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
 
 from memory_bank.config import TaxonomyConfig
 from memory_bank.errors import TaxonomyError
@@ -92,6 +91,9 @@ def top_level_labels(
     widest = min(WIDEST_SPLIT * coarse_group_count(n_total, config), len(data) - 1)
     if widest < 2:
         return np.zeros(len(data), dtype=np.int64)
+    # Imported where a tree is cut: every CLI process imports this module, few of them plan.
+    from scipy.cluster.hierarchy import fcluster, linkage
+
     tree = linkage(euclidean_condensed(data), method="ward")
     candidates = [
         fcluster(tree, k, criterion="maxclust") - 1 for k in range(max(narrowest, 2), widest + 1)

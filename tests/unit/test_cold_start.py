@@ -1,5 +1,6 @@
 """What a new process pays to open a store for a small change: its Query Graph loads from the
-stems stored with it, and clustering new directories does not import scikit-learn."""
+stems stored with it, clustering new directories does not import scikit-learn, and scipy's
+hierarchical clustering is imported only when a tree is cut."""
 
 from __future__ import annotations
 
@@ -45,3 +46,15 @@ def test_opening_a_store_and_clustering_neither_tokenize_the_graph_nor_import_sc
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["none"]
+
+
+def test_a_cli_process_and_a_commit_import_no_hierarchical_clustering_until_a_tree_is_cut():
+    imports = (
+        "import sys, memory_bank.cli.main, memory_bank.app.bank, memory_bank.ingest.commit; "
+        "print('scipy.cluster' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", imports], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]
