@@ -10,14 +10,13 @@ embeddings). Embedding a chunk therefore costs about one forward pass over its t
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import numpy as np
 from scipy import sparse
 
-from memory_bank.config import EmbeddingConfig, usable_cores
+from memory_bank.config import EmbeddingConfig
 from memory_bank.index.minilm import EMBEDDING_DIM, MAX_SEQ_LENGTH, TokenModel
 from memory_bank.text.sentences import Span, split_sentence_spans
 
@@ -121,14 +120,8 @@ class Embedder:
         if onnx_precision(self.config, for_queries=True) == "int8" and len(texts) > 1:
             # Dynamic int8 quantization scales a batch's activations together, so the other
             # texts of a batch and their padding would move a query's vector: one at a time,
-            # a question gets the same vector however it arrives. One short text keeps few of
-            # the intra-op threads busy, so the passes run side by side, as many as the
-            # threads the model may use.
-            model = self.query_model
-            workers = min(len(texts), self.config.num_threads or usable_cores())
-            with ThreadPoolExecutor(workers) as pool:
-                rows = pool.map(lambda text: self._encode_short(model, [text]), texts)
-                return np.concatenate(list(rows))
+            # a question gets the same vector however it arrives.
+            return np.concatenate([self._encode_short(self.query_model, [t]) for t in texts])
         return self._encode_short(self.query_model, texts)
 
     def encode_passages(self, texts: list[str]) -> np.ndarray:

@@ -86,7 +86,6 @@ def test_int8_queries_meet_float32_passages(onnx_embedder: Embedder) -> None:
 
 
 def test_int8_texts_get_their_own_vectors_when_encoded_together() -> None:
-    # Two threads: the texts' passes run side by side, each with the model's threads.
     int8 = Embedder(EmbeddingConfig(runtime="onnx", precision="int8", num_threads=2))
     texts = [*QUERIES, GIL_PARAGRAPH, "word " * 400, ""]
     together = int8.encode(texts)
