@@ -88,8 +88,8 @@ class SentenceFacts:
         return tuple(value.key for value in self.values if value.kind == "name")
 
     def holds(self, value: Value) -> bool:
-        """Whether the sentence holds `value`, or the same name told longer or shorter: as
-        `present_in(value, self.values)`, asked for every pair of sentences compared."""
+        """Whether the sentence holds `value`, or the same name told longer or shorter ("Acme"
+        and "Acme Corporation"); asked for every pair of sentences compared."""
         if value.key in self.keys:
             return True
         return value.kind == "name" and _holds_name(value.key, self.name_keys)

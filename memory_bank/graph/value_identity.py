@@ -72,16 +72,6 @@ def _name_words(key: str) -> tuple[str, ...]:
     return tuple(key[2:].replace("|", " ").split())
 
 
-def present_in(value: Value, others: tuple[Value, ...]) -> bool:
-    """Whether `others` hold `value`, or the same name told longer or shorter ("Acme" and
-    "Acme Corporation")."""
-    return any(
-        other.key == value.key
-        or (value.kind == "name" == other.kind and name_contains(value, other))
-        for other in others
-    )
-
-
 def dates_compatible(first: str, second: str) -> bool:
     """ "June 2017" and "June 16, 2017": one date told more or less precisely."""
     if not (first.startswith("d:") and second.startswith("d:")):
