@@ -57,7 +57,7 @@ class StoreLocation:
         if not given.name:
             raise StoreError(f"cannot use {os.fspath(path)!r} as a store directory")
         # A symlink we did not make (e.g. `current -> stores/prod`) stands for its target.
-        self.path = given if _is_managed_link(given) or not given.is_symlink() else given.resolve()
+        self.path = _followed_to_store(given)
         self.name = self.path.name
         self.parent = self.path.parent
         self.versions_dir = self.parent / f".{self.name}.versions"
@@ -226,12 +226,39 @@ class StoreLocation:
             return
         if path.exists() and not path.is_dir():
             raise StoreError(f"{path} exists and is not a directory")
+        owner = _owner_of_version(path)
+        if owner is not None:
+            # A copied link (`cp -a`) still points at the original's version: writing there
+            # would turn a published version of that store into another store.
+            raise StoreError(
+                f"{path} is a version of the store {owner}, not a store of its own: write to "
+                f"{owner}, or copy the store with its files (`cp -rL`)"
+            )
         if path.is_dir() and any(path.iterdir()) and not looks_like_store(path):
             raise StoreError(f"{path} is a non-empty directory that is not a memory store")
 
 
 def _switch_link(link: Path, path: Path) -> None:
     os.replace(link, path)  # atomic: a reader sees the old target or the new one
+
+
+def _followed_to_store(path: Path) -> Path:
+    """`path` with the symlinks we did not make followed, up to a store's own link (followed
+    further, it would name one of its versions rather than the store)."""
+    for _ in range(40):  # the kernel's own limit on links in a row
+        if not path.is_symlink() or _is_managed_link(path):
+            return path
+        target = path.parent.resolve() / os.readlink(path)
+        path = target.resolve() if target.name == ".." else target.parent.resolve() / target.name
+    raise StoreError(f"{path}: too many levels of symbolic links")
+
+
+def _owner_of_version(path: Path) -> Path | None:
+    """The store whose version directory `path` is (None: it is none)."""
+    versions = re.fullmatch(r"\.(?P<name>.+)\.versions", path.parent.name)
+    if versions is None or _VERSION_NAME.fullmatch(path.name) is None:
+        return None
+    return path.parent.parent / versions["name"]
 
 
 def _is_managed_link(path: Path) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -658,9 +659,27 @@ def test_a_symlinked_store_path_keeps_pointing_at_the_store(
     write_store(link, make_inputs(seed=3).as_snapshot())
     assert link.is_symlink() and is_store(real)
     assert StoreReader(link).root == real.resolve()
+    # The commits went to the store the link names, not into one of its versions.
+    assert [p.name[:6] for p in (real.parent / ".mem.versions").iterdir()] == ["000001", "000002"]
     plain = tmp_path / "plain"
     plain.mkdir()
     assert real.stat().st_mode == plain.stat().st_mode  # not mkdtemp's 0700
+
+
+def test_a_copied_link_is_refused_as_a_store_and_the_original_keeps_its_version(
+    tmp_path: Path, inputs: StoreInputs
+) -> None:
+    original = tmp_path / "mem"
+    write_store(original, inputs.as_snapshot())
+    live = original.resolve()
+    files_before = sorted(p.relative_to(live) for p in live.rglob("*"))
+    copy = tmp_path / "copy"
+    copy.symlink_to(os.readlink(original))  # `cp -a mem copy`: the link, not the files
+    with pytest.raises(StoreError, match="is a version of the store .*mem"):
+        write_store(copy, make_inputs(seed=3).as_snapshot())
+    assert original.resolve() == live and live.is_dir() and not live.is_symlink()
+    assert sorted(p.relative_to(live) for p in live.rglob("*")) == files_before
+    assert StoreReader(copy).root == live  # reading through it is still fine
 
 
 def test_a_build_left_by_a_dead_process_is_removed_and_a_live_one_kept(
