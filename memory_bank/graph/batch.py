@@ -11,7 +11,7 @@ dropped:
   timestamps); between documents of one commit, which have no order, it stays open;
 - merge: a "merge" edge (memory nodes stand for stored files, so near-duplicates are linked,
   not folded into one node);
-- related: an edge, and both nodes' keywords and vectors updated.
+- related: an edge, and both nodes' keywords updated (`refresh_contexts`).
 Pairs are judged in two phases each: related only when neither conflict nor merge.
 """
 
@@ -263,19 +263,23 @@ def refresh_contexts(
     encode: Callable[[list[str]], np.ndarray] | None,
     now: float,
 ) -> None:
-    """New contexts and keywords for several nodes, their vectors recomputed in one encode."""
-    changed = {
+    """New contexts and keywords for several nodes; the vectors of those whose context
+    changed are recomputed in one encode.
+
+    Keywords alone do not move a node's vector: they are terms for the lexical half of
+    retrieval, and those a related node lends are words the node's own text already holds,
+    so its vector already reads them. Re-embedding each neighbour for them would cost a model
+    pass per neighbour, making a small add's cost grow with its neighbourhood."""
+    recontextualized = {
         node_id: (context, keywords)
         for node_id, (context, keywords) in updates.items()
-        if (graph.nodes[node_id].context, list(graph.nodes[node_id].keywords))
-        != (context, list(keywords))
+        if graph.nodes[node_id].context != context
     }
-    if not changed:
-        return
-    texts = [context_text(context, keywords) for context, keywords in changed.values()]
-    vectors = encode(texts) if encode is not None else [None] * len(texts)
-    for (node_id, (context, keywords)), vector in zip(changed.items(), vectors, strict=True):
-        graph.update_context(node_id, context, keywords, vector, now)
+    texts = [context_text(context, keywords) for context, keywords in recontextualized.values()]
+    vectors = encode(texts) if encode is not None and texts else [None] * len(texts)
+    vector_of = dict(zip(recontextualized, vectors, strict=True))
+    for node_id, (context, keywords) in updates.items():
+        graph.update_context(node_id, context, keywords, vector_of.get(node_id), now)
 
 
 def context_text(context: str, keywords: Sequence[str]) -> str:

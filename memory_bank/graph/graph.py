@@ -171,10 +171,14 @@ class QueryGraph:
         context_vector: np.ndarray | None,
         at: float,
     ) -> None:
-        """New context and keywords for a node, and its vector recomputed (seed 001 §3.1.4)."""
+        """New context and keywords for a node. A new context recomputes its vector from its
+        summary's and `context_vector` (of the context with its keywords; seed 001 §3.1.4);
+        keywords alone keep it (see `batch.refresh_contexts`)."""
         node = self.nodes[node_id]
         if node.context == context and list(node.keywords) == list(keywords):
             return
+        if node.context != context:
+            node.embedding = compose_embedding(node.summary_vector, context_vector)
         node.history.append(
             HistoryEntry(
                 at=at,
@@ -187,7 +191,6 @@ class QueryGraph:
         self._unindex(node_id)
         node.context = context
         node.keywords = list(keywords)
-        node.embedding = compose_embedding(node.summary_vector, context_vector)
         if node.is_current:
             self._index(node)
         self.changes.nodes.add(node_id)

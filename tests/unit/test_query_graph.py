@@ -66,6 +66,41 @@ def test_bm25_side_finds_a_node_by_its_words():
     assert graph.top_k(_vector(9), ["kubernet"], k=1)[0][0] == "b"
 
 
+def test_lent_keywords_reach_search_without_a_model_pass_and_a_new_context_re_embeds():
+    from memory_bank.graph.batch import refresh_contexts
+
+    graph = QueryGraph(alpha=1.0)
+    graph.add_node(_node("a", "sourdough starter feeding schedule", seed=1, timestamp=1))
+    graph.add_node(_node("b", "kubernetes pods scheduling", seed=2, timestamp=2))
+    encoded: list[list[str]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        encoded.append(texts)
+        return np.stack([_vector(len(text)) for text in texts])
+
+    before = graph.nodes["a"].embedding.copy()
+    same = graph.nodes["a"].context
+    refresh_contexts(graph, {"a": (same, ["sourdough", "levain"])}, encode, 5.0)
+    assert encoded == []  # keywords alone: no model pass, the vector stays
+    assert np.array_equal(graph.nodes["a"].embedding, before)
+    assert graph.nodes["a"].keywords == ["sourdough", "levain"]
+    assert graph.top_k(_vector(9), ["levain"], k=1)[0][0] == "a"  # searchable at once
+    assert graph.nodes["a"].history[-1].event == "context updated"
+
+    refresh_contexts(
+        graph,
+        {
+            "a": ("bread (related to: baking)", ["sourdough"]),
+            "b": (graph.nodes["b"].context, ["pod"]),
+        },
+        encode,
+        6.0,
+    )
+    assert encoded == [["bread (related to: baking). sourdough"]]  # only the new context
+    expected = compose_embedding(graph.nodes["a"].summary_vector, _vector(37))
+    assert np.allclose(graph.nodes["a"].embedding, expected)
+
+
 def test_a_retired_node_leaves_retrieval_and_edges_but_keeps_its_record():
     graph = QueryGraph()
     graph.add_node(_node("a", "alpha", 1, 1))
