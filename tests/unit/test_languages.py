@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 from memory_bank.text.languages import (
     chinese_nouns,
     detect_language,
@@ -61,3 +66,33 @@ def test_stems_version_goes_with_what_the_lexicon_makes_of_a_text() -> None:
     }
     assert STEMS_VERSION == 1
     assert {text: stemmed_search_tokens(text) for text in probes} == probes
+
+
+def test_jiebas_cached_dictionary_is_read_in_one_piece_and_segments_as_jieba_does(
+    tmp_path,
+) -> None:
+    # Fresh processes: the dictionary loads once per process. Both share one temp directory,
+    # so the second reads the cache the first (jieba itself) wrote.
+    text = "中国科学技术协会是中国科学技术工作者的群众组织。长城很长。"
+    jieba_itself = (
+        "import jieba, json, sys; jieba.setLogLevel(60); jieba.initialize(); "
+        "print(json.dumps(jieba.lcut(sys.argv[1])))"
+    )
+    ours = (
+        "import jieba, json, sys; from memory_bank.text import languages; "
+        "languages._load_cached_dictionary(jieba); loaded = jieba.dt.initialized; "
+        "print(json.dumps([loaded, languages._jieba().lcut(sys.argv[1])]))"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+
+    def run(code: str):
+        done = subprocess.run(
+            [sys.executable, "-c", code, text], capture_output=True, text=True, env=env
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    expected = run(jieba_itself)  # builds the dictionary and writes the cache
+    assert (tmp_path / "jieba.cache").is_file()
+    loaded, words = run(ours)
+    assert loaded and words == expected and "长城" in words
