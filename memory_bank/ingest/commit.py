@@ -54,6 +54,7 @@ from memory_bank.llm.seam import LLM
 from memory_bank.schemas import CommitResult
 from memory_bank.store import layout
 from memory_bank.store.location import StoreLocation
+from memory_bank.store.memory_words import stored_words
 from memory_bank.store.snapshot import MemoryParts, StoreSnapshot, load_snapshot
 from memory_bank.store.writer import StoreStats, count_directories, write_store
 from memory_bank.tasks import TaskMap, run_serially
@@ -135,7 +136,13 @@ class StoreCommitter:
         check_change(change, self.config, str(self.store))
         plan = plan_tree_stage(change, request.replan, self.config, self.llm, self.map_calls)
         clock.lap("plan")
-        readmes = readme_stage(change, plan, self.config.taxonomy, self.llm, self.map_calls)
+        before = change.before  # the live version: its memories' words are stored with it
+        stored = (
+            stored_words(self.location.live_directory(), before.parts.memories) if before else {}
+        )
+        readmes = readme_stage(
+            change, plan, self.config.taxonomy, self.llm, self.map_calls, stored_words=stored
+        )
         clock.lap("readme")
         readme_vectors = readme_vectors_of(plan.tree, change.parts)
         clock.lap("readme vectors")

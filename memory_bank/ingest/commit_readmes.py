@@ -3,6 +3,7 @@ changed (and so in its ancestors, whose summaries are drawn from their subtrees)
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,11 +50,13 @@ def readme_stage(
     config: TaxonomyConfig,
     llm: LLM | None,
     map_calls: TaskMap = run_serially,
+    stored_words: Mapping[str, Sequence[str]] | None = None,
 ) -> ReadmeSet:
     """Every directory's README: `before`'s text where its inputs did not change, else the
     readme role, asking `llm`. Above `coarse_threshold` memories the work goes out by
     `map_calls` per top-level subtree: reading its memories' words, and composing its
-    READMEs (all of them for a tree composed anew, else its stale ones)."""
+    READMEs (all of them for a tree composed anew, else its stale ones). `stored_words`:
+    chunk id -> index words of the memories already stored (`store.memory_words`)."""
     before, parts, tree = change.before, change.parts, plan.tree
     stale = stale_directories(change, plan)
     directories = {node.path: node for node in tree.iter_nodes()}
@@ -71,8 +74,14 @@ def readme_stage(
     large = len(parts.memories) > config.coarse_threshold
     fan_out = map_calls if large else run_serially
     by_index = {memory.index: memory for memory in parts.memories}
+    stored = stored_words or {}
+    known = {
+        memory.index: stored[chunk_id]
+        for memory in parts.memories
+        if (chunk_id := str(memory.metadata.get("chunk_id"))) in stored
+    }
     subtrees = subtree_summaries(
-        tree, parts.memories, parts.memory_vectors, plan.chunk_paths, fan_out
+        tree, parts.memories, parts.memory_vectors, plan.chunk_paths, fan_out, known
     )
     texts = {path: before.readmes[path] for path in directories if path not in stale}
     groups: dict[str, list[ReadmeRequest]] = {}

@@ -222,21 +222,25 @@ def subtree_summaries(
     vectors: np.ndarray,
     chunk_paths: Mapping[int, str],
     map_subtrees: TaskMap = run_serially,
+    known_words: Mapping[int, Sequence[str]] | None = None,
 ) -> dict[str, SubtreeSummary]:
     """What every directory's README says of its subtree (`taxonomy.summary`): the TL;DRs of
     its central and diverse memories, its most telling key terms, and its index: the words of
     its memories (title, keywords and memory text), the most telling first. `vectors` row i
-    belongs to `memories[i]`. Reading every memory's words (the part that grows with the
-    store) takes one call of `map_subtrees` per top-level subtree; ranking them is cheap."""
+    belongs to `memories[i]`. Reading the words of the memories not in `known_words` (memory
+    index -> words, as stored beside the store's tables) takes one call of `map_subtrees` per
+    top-level subtree; ranking them is cheap."""
     by_index = {memory.index: memory for memory in memories}
     row_of = {memory.index: row for row, memory in enumerate(memories)}
     highlights = subtree_highlights(tree, vectors, row_of)
     key_terms = subtree_key_terms(tree, {memory.index: memory.keywords for memory in memories})
+    known = known_words or {}
     texts = {
         memory.index: index_text(memory.title, memory.keywords, memory.memory)
         for memory in memories
+        if memory.index not in known
     }
-    words: dict[int, list[str]] = {}
+    words: dict[int, Sequence[str]] = {index: known[index] for index in by_index if index in known}
     for part in map_subtrees(
         index_words, [(texts_part,) for texts_part in _by_subtree(tree, texts)]
     ):
@@ -258,12 +262,13 @@ def subtree_summaries(
 
 
 def _by_subtree(tree: DirectoryNode, texts: Mapping[int, str]) -> list[dict[int, str]]:
-    """`texts` split by top-level subtree (the root's own memories apart), none empty."""
+    """`texts` split by top-level subtree (the root's own memories apart), none empty; memories
+    without a text are left out."""
     parts = [
-        {i: texts[i] for node in subtree.iter_nodes() for i in node.chunk_indices}
+        {i: texts[i] for node in subtree.iter_nodes() for i in node.chunk_indices if i in texts}
         for subtree in tree.children
     ]
-    parts.append({i: texts[i] for i in tree.chunk_indices})
+    parts.append({i: texts[i] for i in tree.chunk_indices if i in texts})
     return [part for part in parts if part]
 
 

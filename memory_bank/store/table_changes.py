@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from memory_bank.errors import StoreError
 from memory_bank.schemas import Chunk, Document, MemorizedChunk
+from memory_bank.store.memory_words import with_words
 from memory_bank.store.segment_writer import TableSetWriter
 from memory_bank.store.segments import TablesManifest, read_table
 from memory_bank.store.snapshot import SentenceSource
@@ -86,7 +87,8 @@ def write_version_tables(
     )
     paths = [chunk_paths[memory.index] for memory in ordered]
     new_sentences = _NewSentences(sentences, sentence_vectors, sentence_source)
-    with TableSetWriter(base, target, on_segment=hnsw_attachments(hnsw_min_vectors)) as writer:
+    attach = with_words(hnsw_attachments(hnsw_min_vectors))
+    with TableSetWriter(base, target, on_segment=attach) as writer:
         if writer.base is None:
             _write_whole(writer, documents, chunks, ordered, matrix, new_sentences)
             writer.replace(PATHS, pa.table({"path": paths}, schema=PATHS_SCHEMA))

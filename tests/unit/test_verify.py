@@ -128,7 +128,7 @@ def with_memories_graph(damaged: Path, vectors: np.ndarray) -> None:
         build_faiss_index(vectors, hnsw_min_vectors=1),
         damaged / ".bank/tables/memories" / name,
     )
-    segment.attachments = [name]
+    segment.attachments = [*(a for a in segment.attachments if a != name), name]
     (damaged / ".bank/tables.json").write_text(manifest.model_dump_json())
     # Recorded as a commit would record them, so only what the graph holds can be wrong.
     recorded = read_hashes(damaged)
