@@ -110,12 +110,14 @@ class StoreLocation:
     def lock(self, wait_s: float | None = None) -> Iterator[None]:
         """Hold the store's exclusive lock; re-entrant within a thread. Waits until it is free,
         or at most `wait_s` seconds (then StoreLockedError names who holds it)."""
+        self._refuse_a_version()
         with file_lock(self.lock_path, f"the store {self.path}", wait_s):
             yield
 
     @contextlib.contextmanager
     def graph_lock(self) -> Iterator[None]:
         """Hold the lock of the store's Query Graph (re-entrant within a thread)."""
+        self._refuse_a_version()
         with file_lock(self.graph_lock_path, f"the Query Graph of {self.path}"):
             yield
 
@@ -204,6 +206,17 @@ class StoreLocation:
 
     # --- helpers ----------------------------------------------------------------------------
 
+    def _refuse_a_version(self) -> None:
+        """A link copied from a store (`cp -a`) still names one of its versions: writing there
+        would turn a published version of that store into a store of its own (and put locks
+        and graph checkpoints among its versions)."""
+        owner = _owner_of_version(self.path)
+        if owner is not None:
+            raise StoreError(
+                f"{self.path} is a version of the store {owner}, not a store of its own: write "
+                f"to {owner}, or copy the store with its files (`cp -rL`)"
+            )
+
     def _exchange_legacy_directory(self, link: Path) -> None:
         """Swap a pre-versions store directory with the new link, then delete it."""
         if _rename_exchange(link, self.path):
@@ -226,14 +239,7 @@ class StoreLocation:
             return
         if path.exists() and not path.is_dir():
             raise StoreError(f"{path} exists and is not a directory")
-        owner = _owner_of_version(path)
-        if owner is not None:
-            # A copied link (`cp -a`) still points at the original's version: writing there
-            # would turn a published version of that store into another store.
-            raise StoreError(
-                f"{path} is a version of the store {owner}, not a store of its own: write to "
-                f"{owner}, or copy the store with its files (`cp -rL`)"
-            )
+        self._refuse_a_version()
         if path.is_dir() and any(path.iterdir()) and not looks_like_store(path):
             raise StoreError(f"{path} is a non-empty directory that is not a memory store")
 

@@ -669,6 +669,8 @@ def test_a_symlinked_store_path_keeps_pointing_at_the_store(
 def test_a_copied_link_is_refused_as_a_store_and_the_original_keeps_its_version(
     tmp_path: Path, inputs: StoreInputs
 ) -> None:
+    from memory_bank.store.location import StoreLocation
+
     original = tmp_path / "mem"
     write_store(original, inputs.as_snapshot())
     live = original.resolve()
@@ -677,7 +679,11 @@ def test_a_copied_link_is_refused_as_a_store_and_the_original_keeps_its_version(
     copy.symlink_to(os.readlink(original))  # `cp -a mem copy`: the link, not the files
     with pytest.raises(StoreError, match="is a version of the store .*mem"):
         write_store(copy, make_inputs(seed=3).as_snapshot())
+    with pytest.raises(StoreError, match="is a version of the store"):
+        with StoreLocation(copy).lock():
+            pass
     assert original.resolve() == live and live.is_dir() and not live.is_symlink()
+    assert sorted(p.name for p in live.parent.iterdir()) == [live.name]  # no lock left there
     assert sorted(p.relative_to(live) for p in live.rglob("*")) == files_before
     assert StoreReader(copy).root == live  # reading through it is still fine
 
