@@ -81,7 +81,7 @@ def readme_stage(
         if (chunk_id := str(memory.metadata.get("chunk_id"))) in stored
     }
     subtrees = subtree_summaries(
-        tree, parts.memories, parts.memory_vectors, plan.chunk_paths, fan_out, known
+        tree, parts.memories, parts.memory_vectors, plan.chunk_paths, fan_out, known, set(stale)
     )
     texts = {path: before.readmes[path] for path in directories if path not in stale}
     groups: dict[str, list[ReadmeRequest]] = {}

@@ -10,7 +10,7 @@ takes the executor's map instead of knowing where the pieces run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -223,17 +223,21 @@ def subtree_summaries(
     chunk_paths: Mapping[int, str],
     map_subtrees: TaskMap = run_serially,
     known_words: Mapping[int, Sequence[str]] | None = None,
+    only: Collection[str] | None = None,
 ) -> dict[str, SubtreeSummary]:
     """What every directory's README says of its subtree (`taxonomy.summary`): the TL;DRs of
     its central and diverse memories, its most telling key terms, and its index: the words of
     its memories (title, keywords and memory text), the most telling first. `vectors` row i
     belongs to `memories[i]`. Reading the words of the memories not in `known_words` (memory
     index -> words, as stored beside the store's tables) takes one call of `map_subtrees` per
-    top-level subtree; ranking them is cheap."""
+    top-level subtree; ranking them is cheap. `only`: the directories whose summary is wanted
+    (default: all)."""
     by_index = {memory.index: memory for memory in memories}
     row_of = {memory.index: row for row, memory in enumerate(memories)}
     highlights = subtree_highlights(tree, vectors, row_of)
-    key_terms = subtree_key_terms(tree, {memory.index: memory.keywords for memory in memories})
+    key_terms = subtree_key_terms(
+        tree, {memory.index: memory.keywords for memory in memories}, only
+    )
     known = known_words or {}
     texts = {
         memory.index: index_text(memory.title, memory.keywords, memory.memory)
@@ -245,7 +249,7 @@ def subtree_summaries(
         index_words, [(texts_part,) for texts_part in _by_subtree(tree, texts)]
     ):
         words.update(part)
-    index_terms = subtree_index_terms(tree, texts, words)
+    index_terms = subtree_index_terms(tree, texts, words, only)
     return {
         node.path: SubtreeSummary(
             highlights=tuple(
@@ -258,6 +262,7 @@ def subtree_summaries(
             index_terms=tuple(index_terms.get(node.path, [])),
         )
         for node in tree.iter_nodes()
+        if only is None or node.path in only
     }
 
 

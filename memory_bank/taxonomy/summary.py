@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -138,19 +138,23 @@ def ranked_against_siblings(
     per_memory: int,
     minimum: int,
     maximum: int,
+    only: Collection[str] | None = None,
 ) -> dict[str, list[str]]:
     """The terms of every directory (those of its subtree's memories, `terms_of[index]`), the
     most telling first: what sets the directory apart from its siblings (class-based TF-IDF):
     how many of its memories have the term, weighted by how rare the term is among the memories
     of its parent's subtree (the root: of the whole tree; idf log(N / df), so a term every
     sibling has weighs nothing and ranks by its count after the telling ones). A directory keeps
-    `per_memory` terms per memory of its subtree, at least `minimum`, at most `maximum`."""
+    `per_memory` terms per memory of its subtree, at least `minimum`, at most `maximum`.
+    `only`: the directories to rank (every one's counts are still read, for their parents)."""
     sets = {index: frozenset(terms) for index, terms in terms_of.items()}
     found: dict[str, list[str]] = {}
 
     def rank(
         node: DirectoryNode, counts: Counter[str], among: Counter[str], total: int, size: int
     ) -> None:
+        if only is not None and node.path not in only:
+            return
         limit = min(max(per_memory * size, minimum), maximum)
         ranked = sorted(
             counts,
@@ -179,7 +183,9 @@ def ranked_against_siblings(
 
 
 def subtree_key_terms(
-    tree: DirectoryNode, keywords: Mapping[int, Sequence[str]]
+    tree: DirectoryNode,
+    keywords: Mapping[int, Sequence[str]],
+    only: Collection[str] | None = None,
 ) -> dict[str, list[str]]:
     """The key terms of every directory (memorize's keywords of its subtree's memories, those
     with a word fit for a name: no dates, months or fillers), ranked against its siblings
@@ -192,7 +198,7 @@ def subtree_key_terms(
         for index, terms in keywords.items()
     }
     return ranked_against_siblings(
-        tree, telling, KEY_TERMS_PER_MEMORY, MIN_KEY_TERMS, MAX_KEY_TERMS
+        tree, telling, KEY_TERMS_PER_MEMORY, MIN_KEY_TERMS, MAX_KEY_TERMS, only
     )
 
 
@@ -204,7 +210,10 @@ def index_text(title: str, keywords: Sequence[str], memory: str) -> str:
 
 
 def subtree_index_terms(
-    tree: DirectoryNode, texts: Mapping[int, str], words: Mapping[int, Sequence[str]] | None = None
+    tree: DirectoryNode,
+    texts: Mapping[int, str],
+    words: Mapping[int, Sequence[str]] | None = None,
+    only: Collection[str] | None = None,
 ) -> dict[str, list[str]]:
     """The index of every directory: the words of its subtree's memories (`texts[index]`, as
     search reads them: `search_tokens`), ranked against its siblings like the key terms,
@@ -215,7 +224,7 @@ def subtree_index_terms(
     person opens first. `words` (index -> `index_words` of its text) when already read."""
     if words is None:
         words = index_words(texts)
-    found = ranked_against_siblings(tree, words, INDEX_TERMS_PER_MEMORY, 0, MAX_INDEX_TERMS)
+    found = ranked_against_siblings(tree, words, INDEX_TERMS_PER_MEMORY, 0, MAX_INDEX_TERMS, only)
     found.pop("/", None)
     return found
 

@@ -275,3 +275,7 @@ def test_index_terms_are_the_memories_words_what_only_one_sibling_has_first():
     assert "/" not in index  # the root has no siblings to be told apart from
     many = {index: " ".join(f"w{index}x{k}" for k in range(50)) for index in range(9)}
     assert len(subtree_index_terms(TREE, many)["/a/x"]) == INDEX_TERMS_PER_MEMORY * 4
+    # A commit ranks only its stale directories, each still against its whole parent.
+    assert subtree_index_terms(TREE, texts, only={"/a/x", "/b"}) == {
+        path: terms for path, terms in index.items() if path in {"/a/x", "/b"}
+    }
