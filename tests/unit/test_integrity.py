@@ -84,7 +84,8 @@ def test_a_chunk_file_edited_by_hand_is_a_warning_in_the_answer_and_in_verify(st
 
 
 def test_zeroed_vectors_are_a_warning_in_every_answer(store, embedder):
-    (segment,) = _segment_files(store, "memories")
+    segment, *attachments = _segment_files(store, "memories")  # its index words beside it
+    assert segment.endswith(".parquet") and not segment.endswith(".words.parquet")
     path = store / segment
     table = pq.read_table(path)
     column = table.schema.get_field_index("embedding")
