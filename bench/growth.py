@@ -5,6 +5,9 @@ projection; then query latency on each in-process store.
     python bench/growth.py [--tokens 250000,1000000,4000000] [--runners local,nodes1,nodes2]
                            [--queries 40] [--out bench/out/growth]
 
+A runner written `nodes1:1000000` runs only at sizes up to that many tokens (a 4M-token build on
+one pinned core takes most of an hour; the fits and the 1-to-N-node efficiency need less).
+
 Corpora are bench/ingest.py's (real text, built once per size under bench/out/). `local` runs
 `local_runner` in a child process of its own that samples its resident memory every 0.2 s and
 charges each sample to the stage running then (a commit's steps follow one another inside the
@@ -409,6 +412,12 @@ def query_latency(store: Path, count: int) -> tuple[float, float]:
 # --- main -------------------------------------------------------------------------------------
 
 
+def _runner_spec(spec: str) -> tuple[str, float]:
+    """`nodes1:1000000` -> ("nodes1", 1000000); a bare runner runs at every size."""
+    runner, _, largest = spec.partition(":")
+    return runner, float(largest) if largest else math.inf
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -432,7 +441,9 @@ def main() -> None:
     latencies: dict[int, tuple[float, float]] = {}
     for tokens in (int(t) for t in args.tokens.split(",")):
         corpus = build_corpus(tokens)
-        for runner in args.runners.split(","):
+        for runner, largest in (_runner_spec(spec) for spec in args.runners.split(",")):
+            if tokens > largest:
+                continue
             if runner == "local":
                 store = args.out / f"local_{tokens}"
                 builds.append(build_local(corpus, store, args.config, args.out))
