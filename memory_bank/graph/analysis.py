@@ -16,13 +16,14 @@ a validated conflict keeps the claim the validation supports and sends the other
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from memory_bank.graph.contradictions import Contradiction, find_contradictions
 from memory_bank.graph.sentence_facts import (
+    SentenceFacts,
     TextFacts,
     mentions_value,
     sentence_facts,
@@ -57,26 +58,30 @@ class NodeView:
     # The stored document a memory node comes from: one document does not contradict itself
     # (its chunks are parts of one account, with no order between them).
     document: str = ""
+    known_facts: Mapping[str, SentenceFacts] = field(default_factory=dict)  # stored, by sentence
     _facts: TextFacts | None = None
     _claims: TextFacts | None = None
 
     @property
     def facts(self) -> TextFacts:
         if self._facts is None:
-            self._facts = text_facts(self.text, self.title)
+            self._facts = text_facts(self.text, self.title, known=self.known_facts)
         return self._facts
 
     @property
     def claims(self) -> TextFacts:
         """Every sentence, with or without a value (`span_difference` reads phrases too)."""
         if self._claims is None:
-            self._claims = text_facts(self.text, self.title, all_sentences=True)
+            self._claims = text_facts(
+                self.text, self.title, all_sentences=True, known=self.known_facts
+            )
         return self._claims
 
     def release(self) -> None:
         """Drop the sentences parsed and the vectors read: the view is read no more."""
         self._facts = self._claims = None
         self.sentence_vectors = {}
+        self.known_facts = {}
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """What the graph needs to know of a store's memories: the raw text behind a memory node, its
-document's title and its sentence vectors, read from one store version on demand.
+document's title, its sentence vectors and its sentences' stored facts, read from one store
+version on demand.
 
 Only the memories asked for are read (a store's segments are read by key), and what was read
 is kept: a commit's graph step asks for its candidates' rows in one `prefetch`, never for the
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from memory_bank.graph.sentence_facts import SentenceFacts
+from memory_bank.graph.stored_facts import stored_facts
 from memory_bank.store.layout import is_store
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.tables import EMBEDDING_DIM, embeddings_to_numpy
@@ -26,6 +29,7 @@ class MemorySource:
         self._texts: dict[str, str] = {}
         self._titles: dict[str, str | None] = {}
         self._sentences: dict[str, dict[str, np.ndarray]] = {}
+        self._facts: dict[str, dict[str, SentenceFacts]] = {}
         self.extra_texts: dict[str, str] = {}  # memories being committed, not yet stored
         self.extra_titles: dict[str, str] = {}
         self.extra_sentences: dict[str, dict[str, np.ndarray]] = {}
@@ -47,6 +51,13 @@ class MemorySource:
         chunk_ids = list(chunk_ids)
         self.prefetch(chunk_ids)
         return {c: self.extra_sentences.get(c) or self._sentences.get(c, {}) for c in chunk_ids}
+
+    def known_facts(self, chunk_id: str) -> dict[str, SentenceFacts]:
+        """The stored facts of a stored chunk's sentences, by sentence (`stored_facts`)."""
+        if chunk_id in self.extra_texts:
+            return {}
+        self.prefetch([chunk_id])
+        return self._facts.get(chunk_id, {})
 
     def prefetch(self, chunk_ids: Iterable[str]) -> None:
         """Read the text, title and sentences of the stored chunks not read yet, in one pass."""
@@ -85,6 +96,7 @@ class MemorySource:
             if table.num_rows
             else np.zeros((0, EMBEDDING_DIM), np.float32)
         )
+        self._facts.update(stored_facts(self.version_dir, wanted))
         for chunk_id, text, vector in zip(
             table.column("chunk_id").to_pylist(),
             table.column("text").to_pylist(),

@@ -59,10 +59,12 @@ class NodeViews:
             text = self.memories.text(node_id) or node.summary
             sentences = self.memories.sentence_vectors([node_id]).get(node_id, {})
             title = self.memories.title(node_id)
+            known = self.memories.known_facts(node_id)
         else:
             text = node.content or node.summary  # a summary is an extract of its content
             sentences = self._session_sentences(node_id, text)
             title = None
+            known = {}
         return NodeView(
             id=node.id,
             summary=node.summary,
@@ -73,6 +75,7 @@ class NodeViews:
             text=text,
             title=title,
             sentence_vectors=sentences,
+            known_facts=known,
             document=node.id.rsplit("-", 1)[0] if node.kind == "memory" else "",
         )
 

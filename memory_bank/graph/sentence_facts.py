@@ -6,6 +6,7 @@ where its subject phrase ends; and a text's principal subject, which sentences r
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -182,11 +183,18 @@ def subjects_about(principal: Subject, facts: SentenceFacts) -> list[Subject]:
     return subjects
 
 
-def text_facts(text: str, title: str | None = None, all_sentences: bool = False) -> TextFacts:
+def text_facts(
+    text: str,
+    title: str | None = None,
+    all_sentences: bool = False,
+    known: Mapping[str, SentenceFacts] | None = None,
+) -> TextFacts:
     """The facts of every sentence of `text` that holds a value and a frame (`all_sentences`:
-    of every sentence: a common noun phrase may be what a claim turns on)."""
+    of every sentence: a common noun phrase may be what a claim turns on). `known`: facts read
+    before, by sentence (`stored_facts`), taken instead of reading those sentences again."""
+    known = known or {}
     sentences = [
-        sentence_facts(sentence)
+        known.get(sentence) or sentence_facts(sentence)
         for sentence in split_sentences(text)
         if not MARKDOWN_HEADER.match(sentence)  # a heading names a topic, it states nothing
     ]

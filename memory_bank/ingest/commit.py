@@ -38,6 +38,7 @@ import numpy as np
 from memory_bank.config import AppConfig
 from memory_bank.errors import StoreError
 from memory_bank.graph.persist import drop_checkpoints
+from memory_bank.graph.stored_facts import facts_attachment
 from memory_bank.ingest.commit_change import Change, apply_request, check_change
 from memory_bank.ingest.commit_readmes import ReadmeSet, readme_stage
 from memory_bank.ingest.commit_tree import TreePlan, plan_tree_stage
@@ -185,6 +186,8 @@ class StoreCommitter:
             skip_if_unchanged=True,
             reuse_files=unchanged_files(self.store, before, snapshot, readmes.stale),
             compact=compact,
+            # the next commit's graph step reads its candidates' sentences from these
+            attachments=facts_attachment if self.graph is not None else None,
         )
         if graph is not None and stats.written:
             drop_checkpoints(self.location.graph_log_dir, graph.snapshot.seq)

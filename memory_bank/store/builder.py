@@ -27,6 +27,7 @@ from memory_bank.store.atomic import relative_parts
 from memory_bank.store.disk import is_storage_failure, storage_error, writing
 from memory_bank.store.integrity import HASHES_FILE, RecordedHashes
 from memory_bank.store.location import StoreLocation
+from memory_bank.store.segments import SegmentHook
 from memory_bank.store.snapshot import MemoryParts
 from memory_bank.store.table_changes import write_version_tables
 
@@ -102,6 +103,7 @@ class StoreBuilder:
         document_ids: set[str],
         readmes: Mapping[str, str] | None = None,
         readme_vectors: Mapping[str, np.ndarray] | None = None,
+        attachments: SegmentHook | None = None,
     ) -> int:
         """Write the tables of `.bank/` as segments, with the memories' vector index: with
         `base` (a published version directory holding the same kind of rows), only what changed
@@ -124,6 +126,7 @@ class StoreBuilder:
             chunk_paths=chunk_paths,
             readmes=readmes,
             readme_vectors=readme_vectors,
+            attachments=attachments,
         )
         return sum(s.live_rows for s in manifest.tables["sentences"].segments)
 

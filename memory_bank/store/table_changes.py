@@ -28,7 +28,7 @@ from memory_bank.errors import StoreError
 from memory_bank.schemas import Chunk, Document, MemorizedChunk
 from memory_bank.store.memory_words import with_words
 from memory_bank.store.segment_writer import TableSetWriter
-from memory_bank.store.segments import TablesManifest, read_table
+from memory_bank.store.segments import SegmentHook, TablesManifest, read_table
 from memory_bank.store.snapshot import SentenceSource
 from memory_bank.store.tables import (
     HNSW_MIN_VECTORS,
@@ -71,6 +71,7 @@ def write_version_tables(
     readme_vectors: Mapping[str, np.ndarray] | None = None,
     hnsw_min_vectors: int = HNSW_MIN_VECTORS,
     sentence_source: SentenceSource | None = None,
+    attachments: SegmentHook | None = None,
 ) -> tuple[TablesManifest, int]:
     """Write the tables of the version being built in `target` (its `.bank`); returns the
     manifest and the bytes of segments written (linked ones not counted).
@@ -79,7 +80,8 @@ def write_version_tables(
     base stay unless their chunk left the memories or their document left `document_ids`
     (every document of the new version; default: those of `documents`). `compact` folds each
     table into one segment afterwards. The sentences of new chunks not among `sentences` come
-    from `sentence_source`."""
+    from `sentence_source`. `attachments`: files of the caller's own beside each segment
+    written, after the store's (the memories' vector index and index words)."""
     document_ids = document_ids if document_ids is not None else {d.document_id for d in documents}
     ordered = sorted(memories, key=lambda memory: memory.index)
     matrix = (
@@ -88,6 +90,8 @@ def write_version_tables(
     paths = [chunk_paths[memory.index] for memory in ordered]
     new_sentences = _NewSentences(sentences, sentence_vectors, sentence_source)
     attach = with_words(hnsw_attachments(hnsw_min_vectors))
+    if attachments is not None:
+        attach = _both(attach, attachments)
     with TableSetWriter(base, target, on_segment=attach) as writer:
         if writer.base is None:
             _write_whole(writer, documents, chunks, ordered, matrix, new_sentences)
@@ -231,3 +235,10 @@ def _token_counts(chunks: Sequence[Chunk]) -> Counter[str]:
     for chunk in chunks:
         counts[chunk.document_id] += chunk.token_count
     return counts
+
+
+def _both(first: SegmentHook, second: SegmentHook) -> SegmentHook:
+    def attach(table: str, rows: pa.Table, path: Path) -> list[str]:
+        return [*first(table, rows, path), *second(table, rows, path)]
+
+    return attach

@@ -21,6 +21,7 @@ from memory_bank.store import layout
 from memory_bank.store.builder import StoreBuilder
 from memory_bank.store.files import assign_chunk_paths, readme_relative_path, render_chunk_file
 from memory_bank.store.location import StoreLocation
+from memory_bank.store.segments import SegmentHook
 from memory_bank.store.snapshot import COMPUTED_META_KEYS, MemoryParts, StoreSnapshot
 from memory_bank.store.tables import SentenceRecord, check_vectors
 
@@ -58,6 +59,7 @@ def write_store(
     skip_if_unchanged: bool = False,
     reuse_files: Mapping[str, Path] | None = None,
     compact: bool = False,
+    attachments: SegmentHook | None = None,
 ) -> StoreStats:
     """Write `snapshot` and make it the live version at `store_dir` in one swap.
 
@@ -74,7 +76,9 @@ def write_store(
     The tables are written as segments (segments.py): only the rows the live version lacks,
     with tombstones for the rows it has and this one does not; the rest is linked. `compact`
     (a rebuild) folds every table into one segment, and a change of the memory recipe writes
-    them anew (the same chunk may then hold another memory). A snapshot with
+    them anew (the same chunk may then hold another memory). `attachments` writes files of its
+    own beside each segment written (and is given its rows), such as the graph's sentence
+    facts beside chunks. A snapshot with
     `stored_documents` takes those documents' rows from the live version, which must have
     segments and the same memory recipe.
     """
@@ -119,6 +123,7 @@ def write_store(
                 document_ids=set(manifest_documents),
                 readmes=snapshot.readmes,
                 readme_vectors=snapshot.readme_vectors,
+                attachments=attachments,
             )
         builder.write_tree(snapshot.tree)
         for name, value in snapshot.bank_json.items():

@@ -1,0 +1,158 @@
+"""Each chunk's sentences read for claims, kept beside its chunks segment.
+
+The graph step compares a new memory with stored ones sentence by sentence (`sentence_facts`:
+values, frame, cues). Reading a sentence is a dozen regular expressions; a process that opens a
+store for a small change read every candidate's sentences again, most of what its graph step
+cost beyond a warm one. So every chunks segment a commit writes carries its rows' sentence facts
+as an attachment (`<segment>.facts.parquet`: a chunk id and its sentences' facts per row), and
+the graph reads them back for the candidates it compares instead of reading their text again.
+
+Facts are a function of a sentence's text and of the rules that read it; the attachment names
+those rules (`facts_version`: a digest of the modules that read a sentence), and one made under
+other rules is not read. They are looked up by sentence text, so a chunk whose text changed
+under the same id simply finds none of its new sentences. A segment without the attachment (a
+store written before it, or without a graph) is read as the text it holds."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from memory_bank.errors import StoreError
+from memory_bank.graph import sentence_facts as sentence_facts_module
+from memory_bank.graph import values as values_module
+from memory_bank.graph.sentence_facts import SentenceFacts, text_facts
+from memory_bank.graph.values import Value
+from memory_bank.store import layout
+from memory_bank.store.segments import read_manifest, segment_path
+from memory_bank.text import lexicon as lexicon_module
+from memory_bank.text import sentences as sentences_module
+
+CHUNKS_TABLE = "chunks"
+FACTS_SUFFIX = ".facts.parquet"
+_VERSION_KEY = b"facts_version"
+_VALUE = pa.struct(
+    [
+        ("text", pa.string()),
+        ("key", pa.string()),
+        ("kind", pa.string()),
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+    ]
+)
+_FACTS = pa.struct(
+    [
+        ("text", pa.string()),
+        ("values", pa.list_(_VALUE)),
+        ("frame", pa.list_(pa.string())),
+        ("replaces", pa.bool_()),
+        ("announces", pa.bool_()),
+        ("single_role", pa.bool_()),
+        ("subject_end", pa.int32()),
+        ("refers_back", pa.bool_()),
+        ("role_objects", pa.list_(pa.string())),
+    ]
+)
+_SCHEMA = pa.schema([("chunk_id", pa.string()), ("sentences", pa.list_(_FACTS))])
+
+
+@cache
+def facts_version() -> str:
+    """A digest of the code that reads a sentence: facts stored under another are read anew."""
+    digest = hashlib.blake2b(digest_size=8)
+    for module in (sentence_facts_module, values_module, lexicon_module, sentences_module):
+        digest.update(Path(module.__file__ or "").read_bytes())
+    digest.update(str(lexicon_module.STEMS_VERSION).encode())
+    return digest.hexdigest()
+
+
+def facts_attachment(table: str, rows: pa.Table, path: Path) -> list[str]:
+    """The segment hook writing a chunks segment's sentence facts beside it."""
+    if table != CHUNKS_TABLE:
+        return []
+    chunk_ids = rows.column("chunk_id").to_pylist()
+    facts = [
+        [_facts_row(f) for f in text_facts(text, all_sentences=True).sentences]
+        for text in rows.column("text").to_pylist()
+    ]
+    schema = _SCHEMA.with_metadata({_VERSION_KEY: facts_version().encode()})
+    name = path.name.removesuffix(".parquet") + FACTS_SUFFIX
+    pq.write_table(
+        pa.table({"chunk_id": chunk_ids, "sentences": facts}, schema=schema), path.parent / name
+    )
+    return [name]
+
+
+def stored_facts(
+    version_dir: Path | None, chunk_ids: Iterable[str]
+) -> dict[str, dict[str, SentenceFacts]]:
+    """Chunk id -> sentence text -> facts, for the chunks of `chunk_ids` whose segments in the
+    version in `version_dir` carry them under this code's `facts_version` (the others left
+    out)."""
+    wanted = sorted(set(chunk_ids))
+    if version_dir is None or not wanted:
+        return {}
+    bank = version_dir / layout.BANK_DIR
+    try:
+        entry = read_manifest(bank).tables.get(CHUNKS_TABLE)
+    except StoreError:
+        return {}
+    if entry is None:
+        return {}
+    found: dict[str, dict[str, SentenceFacts]] = {}
+    keys = pa.array(wanted, pa.string())
+    for segment in entry.segments:
+        for name in (n for n in segment.attachments if n.endswith(FACTS_SUFFIX)):
+            path = segment_path(bank, segment.file).parent / name
+            try:
+                metadata = pq.read_schema(path).metadata or {}
+                if metadata.get(_VERSION_KEY) != facts_version().encode():
+                    continue
+                table = pq.read_table(path)
+            except (OSError, pa.ArrowException):
+                continue  # unreadable: the sentences are read from the text instead
+            rows = table.filter(pc.is_in(table.column("chunk_id"), value_set=keys))
+            for chunk_id, sentences in zip(
+                rows.column("chunk_id").to_pylist(),
+                rows.column("sentences").to_pylist(),
+                strict=True,
+            ):
+                found[chunk_id] = {row["text"]: _facts(row) for row in sentences}
+    return found
+
+
+def _facts_row(facts: SentenceFacts) -> dict:
+    return {
+        "text": facts.text,
+        "values": [
+            {"text": v.text, "key": v.key, "kind": v.kind, "start": v.start, "end": v.end}
+            for v in facts.values
+        ],
+        "frame": sorted(facts.frame),
+        "replaces": facts.replaces,
+        "announces": facts.announces,
+        "single_role": facts.single_role,
+        "subject_end": facts.subject_end,
+        "refers_back": facts.refers_back,
+        "role_objects": sorted(facts.role_objects),
+    }
+
+
+def _facts(row: dict) -> SentenceFacts:
+    return SentenceFacts(
+        text=row["text"],
+        values=tuple(Value(**value) for value in row["values"]),
+        frame=frozenset(row["frame"]),
+        replaces=row["replaces"],
+        announces=row["announces"],
+        single_role=row["single_role"],
+        subject_end=row["subject_end"],
+        refers_back=row["refers_back"],
+        role_objects=frozenset(row["role_objects"]),
+    )

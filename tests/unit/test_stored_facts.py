@@ -1,0 +1,93 @@
+"""Chunks' sentence facts stored beside their segments, and a graph step that reads them back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory_bank.config import AppConfig
+from memory_bank.graph import sentence_facts as facts_module
+from memory_bank.graph import stored_facts
+from memory_bank.index.embedding import Embedder
+from memory_bank.ingest.runner import local_runner
+from memory_bank.store.reader import StoreReader
+from memory_bank.store.verify import verify_store
+from memory_bank.text.lexicon import MARKDOWN_HEADER
+from memory_bank.text.sentences import split_sentences
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "data" / "sample"
+BASE = sorted((SAMPLE / "articles").rglob("*.md"))[:6]
+ADDED = sorted((SAMPLE / "articles").rglob("*.md"))[6:8]
+
+
+def _chunks(store: Path) -> dict[str, str]:
+    rows = StoreReader(store).rows("chunks", ["chunk_id", "text"]).to_pylist()
+    return {row["chunk_id"]: row["text"] for row in rows}
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in split_sentences(text) if not MARKDOWN_HEADER.match(s)]
+
+
+def test_every_chunk_keeps_its_sentence_facts_and_an_add_reads_its_candidates_from_them(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = local_runner(AppConfig(), embedder)
+    stored, unstored = tmp_path / "stored", tmp_path / "unstored"
+    for store in (stored, unstored):
+        runner.run(store, [str(path) for path in BASE])
+
+    chunks = _chunks(stored)
+    found = stored_facts.stored_facts(stored.resolve(), chunks)
+    assert set(found) == set(chunks)
+    for chunk_id, text in chunks.items():
+        # what a sentence is read as, field for field, whatever reads it
+        assert found[chunk_id] == {s: facts_module.sentence_facts(s) for s in _sentences(text)}
+
+    read: list[str] = []
+    original = facts_module.sentence_facts
+
+    def recording(sentence: str):
+        read.append(sentence)
+        return original(sentence)
+
+    monkeypatch.setattr(facts_module, "sentence_facts", recording)
+    first = runner.run(stored, [str(path) for path in ADDED])
+    new_chunks = {k: v for k, v in _chunks(stored).items() if k not in chunks}
+    assert first.commit.graph["pairs_analysed"] > 0
+    own = {s for text in new_chunks.values() for s in _sentences(text)}
+    assert read and set(read) <= own  # no stored candidate's sentence was read again
+
+    # Without them (a store written before, or under other rules) the candidates are read
+    # from their text, and the graph reaches the same verdicts.
+    read.clear()
+    monkeypatch.setattr("memory_bank.graph.memory_source.stored_facts", lambda *_: {})
+    second = runner.run(unstored, [str(path) for path in ADDED])
+    assert set(read) - own
+    assert _verdicts(second) == _verdicts(first)
+    assert verify_store(stored).ok
+
+
+def _verdicts(result) -> dict:
+    return {k: v for k, v in result.commit.graph.items() if k != "checkpoint"}
+
+
+def test_facts_stored_under_other_rules_are_not_read(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    local_runner(AppConfig(), embedder).run(store, [str(path) for path in BASE[:2]])
+    chunks = _chunks(store)
+    assert stored_facts.stored_facts(store.resolve(), chunks)
+    monkeypatch.setattr(stored_facts, "facts_version", lambda: "rules of another day")
+    assert stored_facts.stored_facts(store.resolve(), chunks) == {}
+
+
+def test_known_facts_are_taken_instead_of_reading_the_sentence() -> None:
+    sentence = "The bridge opened in 1932."
+    other = facts_module.sentence_facts("The tunnel opened in 1950.")
+    facts = facts_module.text_facts(f"# Bridges\n\n{sentence}", known={sentence: other})
+    assert facts.sentences == (other,)
+    assert facts_module.text_facts(sentence).sentences == (facts_module.sentence_facts(sentence),)
