@@ -21,7 +21,6 @@ from functools import cache
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from memory_bank.errors import StoreError
@@ -30,13 +29,16 @@ from memory_bank.graph import values as values_module
 from memory_bank.graph.sentence_facts import SentenceFacts, text_facts
 from memory_bank.graph.values import Value
 from memory_bank.store import layout
-from memory_bank.store.segments import read_manifest, segment_path
+from memory_bank.store.segments import read_manifest, read_matching, segment_path
 from memory_bank.text import lexicon as lexicon_module
 from memory_bank.text import sentences as sentences_module
 
 CHUNKS_TABLE = "chunks"
 FACTS_SUFFIX = ".facts.parquet"
 _VERSION_KEY = b"facts_version"
+# A commit reads its candidates' rows, a few hundred anywhere in the store: row groups of a
+# few chunks' sentences each, so that reading one row decodes little else.
+_ROW_GROUP_ROWS = 64
 _VALUE = pa.struct(
     [
         ("text", pa.string()),
@@ -84,7 +86,9 @@ def facts_attachment(table: str, rows: pa.Table, path: Path) -> list[str]:
     schema = _SCHEMA.with_metadata({_VERSION_KEY: facts_version().encode()})
     name = path.name.removesuffix(".parquet") + FACTS_SUFFIX
     pq.write_table(
-        pa.table({"chunk_id": chunk_ids, "sentences": facts}, schema=schema), path.parent / name
+        pa.table({"chunk_id": chunk_ids, "sentences": facts}, schema=schema),
+        path.parent / name,
+        row_group_size=_ROW_GROUP_ROWS,
     )
     return [name]
 
@@ -106,7 +110,6 @@ def stored_facts(
     if entry is None:
         return {}
     found: dict[str, dict[str, SentenceFacts]] = {}
-    keys = pa.array(wanted, pa.string())
     for segment in entry.segments:
         for name in (n for n in segment.attachments if n.endswith(FACTS_SUFFIX)):
             path = segment_path(bank, segment.file).parent / name
@@ -114,10 +117,9 @@ def stored_facts(
                 metadata = pq.read_schema(path).metadata or {}
                 if metadata.get(_VERSION_KEY) != facts_version().encode():
                     continue
-                table = pq.read_table(path)
+                rows = read_matching(path, "chunk_id", wanted)
             except (OSError, pa.ArrowException):
                 continue  # unreadable: the sentences are read from the text instead
-            rows = table.filter(pc.is_in(table.column("chunk_id"), value_set=keys))
             for chunk_id, sentences in zip(
                 rows.column("chunk_id").to_pylist(),
                 rows.column("sentences").to_pylist(),

@@ -178,22 +178,33 @@ def read_table(
 def _read_matching(
     bank: Path, segment: Segment, columns: list[str] | None, column: str, values: Collection[Any]
 ) -> pa.Table:
-    """The live rows of a segment whose `column` is one of `values`: the key column first, then
-    only the row groups that hold a match."""
+    """The live rows of a segment whose `column` is one of `values`."""
     path = segment_path(bank, segment.file)
     try:
-        parquet = pq.ParquetFile(path)
-        keys = parquet.read(columns=[column]).column(column)
+        return read_matching(path, column, values, columns, live_mask(segment))
     except FileNotFoundError as exc:
         raise StoreError(f"table segment {path} is missing") from exc
     except (OSError, pa.ArrowException) as exc:
         raise StoreError(f"table segment {path} is unreadable: {exc}") from exc
+
+
+def read_matching(
+    path: Path,
+    column: str,
+    values: Collection[Any],
+    columns: list[str] | None = None,
+    mask: np.ndarray | None = None,
+) -> pa.Table:
+    """The rows of the Parquet file at `path` whose `column` is one of `values` (and whose
+    `mask` entry is true): the key column first, then only the row groups that hold a match.
+    Raises what pyarrow raises."""
+    parquet = pq.ParquetFile(path)
+    keys = parquet.read(columns=[column]).column(column)
     hits = np.flatnonzero(
         pc.is_in(keys, value_set=pa.array(list(values), type=keys.type)).to_numpy(
             zero_copy_only=False
         )
     )
-    mask = live_mask(segment)
     if mask is not None:
         hits = hits[mask[hits]]
     metadata = parquet.metadata
