@@ -4,8 +4,10 @@ The graph step compares a new memory with stored ones sentence by sentence (`sen
 values, frame, cues). Reading a sentence is a dozen regular expressions; a process that opens a
 store for a small change read every candidate's sentences again, most of what its graph step
 cost beyond a warm one. So every chunks segment a commit writes carries its rows' sentence facts
-as an attachment (`<segment>.facts.parquet`: a chunk id and its sentences' facts per row), and
-the graph reads them back for the candidates it compares instead of reading their text again.
+as an attachment (`<segment>.facts.parquet`: a chunk id, a digest of its text and its
+sentences' facts per row), and the graph reads them back for the candidates it compares instead
+of reading their text again. A segment written by merging others (compaction, a rebuild) carries
+their rows over by chunk id and text digest, so only new text is ever read.
 
 Facts are a function of a sentence's text and of the rules that read it; the attachment names
 those rules (`facts_version`: a digest of the modules that read a sentence), and one made under
@@ -16,11 +18,12 @@ store written before it, or without a graph) is read as the text it holds."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from memory_bank.errors import StoreError
@@ -61,7 +64,13 @@ _FACTS = pa.struct(
         ("role_objects", pa.list_(pa.string())),
     ]
 )
-_SCHEMA = pa.schema([("chunk_id", pa.string()), ("sentences", pa.list_(_FACTS))])
+_SCHEMA = pa.schema(
+    [
+        ("chunk_id", pa.string()),
+        ("digest", pa.string()),  # of the chunk's text: what the facts were read from
+        ("sentences", pa.list_(_FACTS)),
+    ]
+)
 
 
 @cache
@@ -74,23 +83,78 @@ def facts_version() -> str:
     return digest.hexdigest()
 
 
-def facts_attachment(table: str, rows: pa.Table, path: Path) -> list[str]:
-    """The segment hook writing a chunks segment's sentence facts beside it."""
+def facts_attachment(table: str, rows: pa.Table, path: Path, earlier: Sequence[Path]) -> list[str]:
+    """The segment hook writing a chunks segment's sentence facts beside it. A chunk whose text
+    a merged segment's attachment (`earlier`) already read under these rules is carried over
+    from it, not read again."""
     if table != CHUNKS_TABLE:
         return []
-    chunk_ids = rows.column("chunk_id").to_pylist()
-    facts = [
-        [_facts_row(f) for f in text_facts(text, all_sentences=True).sentences]
-        for text in rows.column("text").to_pylist()
+    texts = rows.column("text").to_pylist()
+    digests = [_digest(text) for text in texts]
+    carried = _carried(earlier, rows.column("chunk_id").to_pylist(), digests)
+    have = set(carried.column("chunk_id").to_pylist())
+    fresh = [
+        (chunk_id, digest, text)
+        for chunk_id, digest, text in zip(
+            rows.column("chunk_id").to_pylist(), digests, texts, strict=True
+        )
+        if chunk_id not in have
     ]
-    schema = _SCHEMA.with_metadata({_VERSION_KEY: facts_version().encode()})
+    made = pa.table(
+        {
+            "chunk_id": [chunk_id for chunk_id, _, _ in fresh],
+            "digest": [digest for _, digest, _ in fresh],
+            "sentences": [
+                [_facts_row(f) for f in text_facts(text, all_sentences=True).sentences]
+                for _, _, text in fresh
+            ],
+        },
+        schema=_SCHEMA,
+    )
     name = path.name.removesuffix(".parquet") + FACTS_SUFFIX
     pq.write_table(
-        pa.table({"chunk_id": chunk_ids, "sentences": facts}, schema=schema),
+        pa.concat_tables([carried, made]).replace_schema_metadata(
+            {_VERSION_KEY: facts_version().encode()}
+        ),
         path.parent / name,
         row_group_size=_ROW_GROUP_ROWS,
     )
     return [name]
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def _carried(earlier: Sequence[Path], chunk_ids: list[str], digests: list[str]) -> pa.Table:
+    """The rows of the facts attachments among `earlier` made under these rules for one of
+    `chunk_ids` with its text's digest, one per chunk."""
+    wanted = pa.array([f"{c}\0{d}" for c, d in zip(chunk_ids, digests, strict=True)])
+    parts = []
+    for path in earlier:
+        if not path.name.endswith(FACTS_SUFFIX):
+            continue
+        try:
+            if _version_of(path) != facts_version():
+                continue
+            table = pq.read_table(path).select(_SCHEMA.names).cast(_SCHEMA)
+        except (OSError, pa.ArrowException, KeyError):
+            continue  # gone or unreadable: its chunks are read again
+        keys = pc.binary_join_element_wise(table["chunk_id"], table["digest"], "\0")
+        parts.append(table.filter(pc.is_in(keys, value_set=wanted)))
+    if not parts:
+        return _SCHEMA.empty_table()
+    found = pa.concat_tables(parts)
+    first = {}
+    for row, chunk_id in enumerate(found.column("chunk_id").to_pylist()):
+        first.setdefault(chunk_id, row)
+    return found.take(pa.array(sorted(first.values()), pa.int64()))
+
+
+def _version_of(path: Path) -> str | None:
+    metadata = pq.read_schema(path).metadata or {}
+    value = metadata.get(_VERSION_KEY)
+    return value.decode() if value is not None else None
 
 
 def stored_facts(
@@ -114,10 +178,9 @@ def stored_facts(
         for name in (n for n in segment.attachments if n.endswith(FACTS_SUFFIX)):
             path = segment_path(bank, segment.file).parent / name
             try:
-                metadata = pq.read_schema(path).metadata or {}
-                if metadata.get(_VERSION_KEY) != facts_version().encode():
+                if _version_of(path) != facts_version():
                     continue
-                rows = read_matching(path, "chunk_id", wanted)
+                rows = read_matching(path, "chunk_id", wanted, ["chunk_id", "sentences"])
             except (OSError, pa.ArrowException):
                 continue  # unreadable: the sentences are read from the text instead
             for chunk_id, sentences in zip(

@@ -34,7 +34,7 @@ WORDS_SUFFIX = ".words.parquet"
 _WORDS_SCHEMA = pa.schema([pa.field("words", pa.list_(pa.string()), nullable=False)])
 
 
-def words_attachment(table: str, rows: pa.Table, path: Path) -> list[str]:
+def words_attachment(table: str, rows: pa.Table, path: Path, earlier: Sequence[Path]) -> list[str]:
     """The segment hook writing a memories segment's index words beside it."""
     if table != MEMORIES_TABLE:
         return []
@@ -61,8 +61,8 @@ def words_attachment(table: str, rows: pa.Table, path: Path) -> list[str]:
 def with_words(hook: SegmentHook) -> SegmentHook:
     """`hook`'s attachments plus the index words of memories segments."""
 
-    def attach(table: str, rows: pa.Table, path: Path) -> list[str]:
-        return [*hook(table, rows, path), *words_attachment(table, rows, path)]
+    def attach(table: str, rows: pa.Table, path: Path, earlier: Sequence[Path]) -> list[str]:
+        return [*hook(table, rows, path, earlier), *words_attachment(table, rows, path, earlier)]
 
     return attach
 

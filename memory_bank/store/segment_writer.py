@@ -45,7 +45,7 @@ class _Pending:
 
     segment: Segment | None = None  # an existing segment (of the base, unless `written`)
     rows: pa.Table | None = None  # rows to write as a new segment
-    attachments_stale: bool = False
+    earlier: list[Path] = field(default_factory=list)  # attachments of segments merged into it
     written: bool = False  # `segment` was streamed into the target already (`append_batches`)
 
 
@@ -237,10 +237,15 @@ class TableSetWriter:
             item.rows if item.rows is not None else read_segment(self._bank(item), item.segment)
             for item in items
         ]
+        earlier = [path for item in items for path in item.earlier]
         for item in items:
+            if item.segment is not None:
+                folder = segment_path(self._bank(item), item.segment.file).parent
+                earlier.extend(folder / name for name in item.segment.attachments)
             self._drop_streamed(item)
         non_empty = [table for table in tables if table.num_rows] or tables[:1]
-        return _Pending(rows=pa.concat_tables(non_empty, promote_options="permissive"))
+        rows = pa.concat_tables(non_empty, promote_options="permissive")
+        return _Pending(rows=rows, earlier=earlier)
 
     def _written(self, name: str, item: _Pending) -> Segment:
         if item.segment is not None:
@@ -252,7 +257,9 @@ class TableSetWriter:
         relative = f"{name}/{self._next_number(name):06d}-{secrets.token_hex(4)}.parquet"
         path = segment_path(self.target, relative)
         pq.write_table(item.rows, path, **segment_write_options(item.rows.schema))
-        attachments = self.on_segment(name, item.rows, path) if self.on_segment else []
+        attachments = (
+            self.on_segment(name, item.rows, path, item.earlier) if self.on_segment else []
+        )
         self.written_bytes += path.stat().st_size
         self.written_bytes += sum((directory / a).stat().st_size for a in attachments)
         return Segment(file=relative, rows=item.rows.num_rows, attachments=attachments)

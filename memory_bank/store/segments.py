@@ -19,12 +19,14 @@ rows are merged until the count fits; `compact()` folds a whole table into one s
 rebuild does). Merging adjacent segments keeps the logical row order.
 
 A segment may carry attachments, files derived from its rows (the memories' vector index),
-made by the `on_segment` hook whenever a segment is written and linked or dropped with it.
+made by the `on_segment` hook whenever a segment is written and linked or dropped with it. A
+segment written by merging others is given their attachments too (`earlier`), so that a hook
+whose rows are keyed can carry what it made of them instead of making it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +51,9 @@ UNKEYED_COLUMNS = frozenset({"text", "memory", "tldr", "context", "embedding"})
 
 # Called with (table name, the segment's rows, the segment's path) for every segment written;
 # returns the file names of the attachments it wrote beside it (same directory).
-SegmentHook = Callable[[str, pa.Table, Path], list[str]]
+# (table, rows, the new segment's path, the attachments of the segments merged into it) ->
+# the names of the files it wrote beside the segment
+SegmentHook = Callable[[str, pa.Table, Path, Sequence[Path]], list[str]]
 
 
 def segment_write_options(schema: pa.Schema) -> dict[str, Any]:

@@ -238,7 +238,7 @@ def _token_counts(chunks: Sequence[Chunk]) -> Counter[str]:
 
 
 def _both(first: SegmentHook, second: SegmentHook) -> SegmentHook:
-    def attach(table: str, rows: pa.Table, path: Path) -> list[str]:
-        return [*first(table, rows, path), *second(table, rows, path)]
+    def attach(table: str, rows: pa.Table, path: Path, earlier: Sequence[Path]) -> list[str]:
+        return [*first(table, rows, path, earlier), *second(table, rows, path, earlier)]
 
     return attach

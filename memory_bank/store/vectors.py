@@ -11,6 +11,7 @@ overall. Inner product on L2-normalized vectors, as everywhere in the store.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import faiss
@@ -35,7 +36,7 @@ def hnsw_attachments(min_rows: int = HNSW_MIN_VECTORS) -> SegmentHook:
     """The segment hook that gives every memories segment of `min_rows` rows or more its HNSW
     graph (built on one thread, so the same rows always give the same graph)."""
 
-    def attach(table: str, rows: pa.Table, path: Path) -> list[str]:
+    def attach(table: str, rows: pa.Table, path: Path, earlier: Sequence[Path]) -> list[str]:
         if table != MEMORIES_TABLE or rows.num_rows < min_rows:
             return []
         name = path.with_suffix(HNSW_SUFFIX).name

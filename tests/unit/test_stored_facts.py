@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from memory_bank.config import AppConfig
@@ -12,6 +13,8 @@ from memory_bank.graph import stored_facts
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.runner import local_runner
 from memory_bank.store.reader import StoreReader
+from memory_bank.store.segment_writer import TableSetWriter
+from memory_bank.store.segments import read_manifest
 from memory_bank.store.verify import verify_store
 from memory_bank.text.lexicon import MARKDOWN_HEADER
 from memory_bank.text.sentences import split_sentences
@@ -91,3 +94,48 @@ def test_known_facts_are_taken_instead_of_reading_the_sentence() -> None:
     facts = facts_module.text_facts(f"# Bridges\n\n{sentence}", known={sentence: other})
     assert facts.sentences == (other,)
     assert facts_module.text_facts(sentence).sentences == (facts_module.sentence_facts(sentence),)
+
+
+def _chunk_rows(texts: dict[str, str]) -> pa.Table:
+    return pa.table({"chunk_id": list(texts), "text": list(texts.values())})
+
+
+def _bank(root: Path, number: int) -> Path:
+    bank = root / f"v{number}" / ".bank"
+    bank.mkdir(parents=True)
+    return bank
+
+
+def test_a_merged_segment_carries_its_chunks_facts_and_reads_only_new_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[str] = []
+    original = stored_facts.text_facts
+
+    def recording(text: str, *args, **kwargs):
+        read.append(text)
+        return original(text, *args, **kwargs)
+
+    monkeypatch.setattr(stored_facts, "text_facts", recording)
+    first, second = _bank(tmp_path, 1), _bank(tmp_path, 2)
+    texts = {
+        "a-0": "The Morrow Canal opened in 1796. It has 22 locks.",
+        "b-0": "Halden Mutual is headquartered in Wrexford.",
+    }
+    with TableSetWriter(None, first, on_segment=stored_facts.facts_attachment) as writer:
+        writer.replace("chunks", _chunk_rows(texts))
+    assert sorted(read) == sorted(texts.values())
+
+    read.clear()
+    changed = {"b-0": "Halden Mutual moved its head office to Ambleside Cross in 2020."}
+    added = {"c-0": "The Grand Ossory Hotel has 112 rooms."}
+    with TableSetWriter(first, second, on_segment=stored_facts.facts_attachment) as writer:
+        writer.delete("chunks", "chunk_id", ["b-0"])
+        writer.append("chunks", _chunk_rows(changed | added))
+        writer.compact("chunks")
+    (segment,) = read_manifest(second).tables["chunks"].segments
+    assert sorted(read) == sorted([changed["b-0"], added["c-0"]])  # "a-0" carried over
+
+    found = stored_facts.stored_facts(second.parent, ["a-0", "b-0", "c-0"])
+    for chunk_id, text in (texts | changed | added).items():
+        assert found[chunk_id] == {s: facts_module.sentence_facts(s) for s in _sentences(text)}
