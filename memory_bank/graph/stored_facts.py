@@ -26,13 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from memory_bank.errors import StoreError
 from memory_bank.graph import sentence_facts as sentence_facts_module
 from memory_bank.graph import values as values_module
 from memory_bank.graph.sentence_facts import SentenceFacts, text_facts
 from memory_bank.graph.values import Value
 from memory_bank.store import layout
-from memory_bank.store.segments import read_manifest, read_matching, segment_path
+from memory_bank.store.segments import attached, read_matching
 from memory_bank.text import lexicon as lexicon_module
 from memory_bank.text import sentences as sentences_module
 
@@ -166,29 +165,20 @@ def stored_facts(
     wanted = sorted(set(chunk_ids))
     if version_dir is None or not wanted:
         return {}
-    bank = version_dir / layout.BANK_DIR
-    try:
-        entry = read_manifest(bank).tables.get(CHUNKS_TABLE)
-    except StoreError:
-        return {}
-    if entry is None:
-        return {}
     found: dict[str, dict[str, SentenceFacts]] = {}
-    for segment in entry.segments:
-        for name in (n for n in segment.attachments if n.endswith(FACTS_SUFFIX)):
-            path = segment_path(bank, segment.file).parent / name
-            try:
-                if _version_of(path) != facts_version():
-                    continue
-                rows = read_matching(path, "chunk_id", wanted, ["chunk_id", "sentences"])
-            except (OSError, pa.ArrowException):
-                continue  # unreadable: the sentences are read from the text instead
-            for chunk_id, sentences in zip(
-                rows.column("chunk_id").to_pylist(),
-                rows.column("sentences").to_pylist(),
-                strict=True,
-            ):
-                found[chunk_id] = {row["text"]: _facts(row) for row in sentences}
+    for _, path in attached(version_dir / layout.BANK_DIR, CHUNKS_TABLE, FACTS_SUFFIX) or []:
+        try:
+            if path is None or _version_of(path) != facts_version():
+                continue
+            rows = read_matching(path, "chunk_id", wanted, ["chunk_id", "sentences"])
+        except (OSError, pa.ArrowException):
+            continue  # unreadable: the sentences are read from the text instead
+        for chunk_id, sentences in zip(
+            rows.column("chunk_id").to_pylist(),
+            rows.column("sentences").to_pylist(),
+            strict=True,
+        ):
+            found[chunk_id] = {row["text"]: _facts(row) for row in sentences}
     return found
 
 

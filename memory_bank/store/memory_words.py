@@ -18,15 +18,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from memory_bank.errors import StoreError
 from memory_bank.schemas import MemorizedChunk
 from memory_bank.store import layout
-from memory_bank.store.segments import (
-    SegmentHook,
-    live_mask,
-    read_manifest,
-    segment_path,
-)
+from memory_bank.store.segments import SegmentHook, attached, live_mask
 from memory_bank.store.vectors import MEMORIES_TABLE
 from memory_bank.taxonomy.summary import index_text, index_words
 
@@ -73,20 +67,14 @@ def stored_words(version_dir: Path | None, memories: Sequence[MemorizedChunk]) -
     cannot be matched with them (nothing is then assumed)."""
     if version_dir is None:
         return {}
-    bank = version_dir / layout.BANK_DIR
-    try:
-        entry = read_manifest(bank).tables.get(MEMORIES_TABLE)
-    except StoreError:
-        return {}
-    if entry is None:
+    segments = attached(version_dir / layout.BANK_DIR, MEMORIES_TABLE, WORDS_SUFFIX)
+    if segments is None:
         return {}
     words: list[list[str] | None] = []
-    for segment in entry.segments:
-        names = [name for name in segment.attachments if name.endswith(WORDS_SUFFIX)]
-        if not names:
+    for segment, path in segments:
+        if path is None:
             words.extend([None] * segment.live_rows)
             continue
-        path = segment_path(bank, segment.file).parent / names[0]
         try:
             column = pq.read_table(path, columns=["words"]).column("words")
         except (OSError, pa.ArrowException):

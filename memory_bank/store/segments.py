@@ -123,6 +123,24 @@ def segment_path(bank: Path, relative: str) -> Path:
     return bank / SEGMENTS_DIR / relative
 
 
+def attached(bank: Path, table: str, suffix: str) -> list[tuple[Segment, Path | None]] | None:
+    """Each segment of `table` in the version at `bank`, in order, with its attachment whose
+    name ends in `suffix` (None for a segment without one); None when the version's manifest
+    is unreadable or has no such table."""
+    try:
+        entry = read_manifest(bank).tables.get(table)
+    except StoreError:
+        return None
+    if entry is None:
+        return None
+    found = []
+    for segment in entry.segments:
+        names = [name for name in segment.attachments if name.endswith(suffix)]
+        path = segment_path(bank, segment.file).parent / names[0] if names else None
+        found.append((segment, path))
+    return found
+
+
 def live_mask(segment: Segment) -> np.ndarray | None:
     """Which rows of the segment are live (None: all of them)."""
     if not segment.deleted:
