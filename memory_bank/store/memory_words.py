@@ -5,17 +5,21 @@ A directory's README index ranks the words of its subtree's memories against its
 words of every memory of the store. Reading them is tokenizing each memory's title, keywords
 and text; a commit adding a few memories to a large store spent most of its README stage
 there. So every memories segment carries its rows' words as an attachment
-(`<segment>.words.parquet`, one list of words per row, in row order), made when the segment is
-written, and a commit reads the stored memories' words back and tokenizes only its own.
-A segment without the attachment (a store written before it existed) is read as unknown.
+(`<segment>.words.parquet`, one list of words per row, in row order, with a digest of the text
+they are of), made when the segment is written, and a commit reads the stored memories' words
+back and tokenizes only its own. A segment merged from others (compaction, the memories' tail)
+carries their words over by digest. A segment without the attachment (a store written before it
+existed) is read as unknown.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from memory_bank.schemas import MemorizedChunk
@@ -25,31 +29,58 @@ from memory_bank.store.vectors import MEMORIES_TABLE
 from memory_bank.taxonomy.summary import index_text, index_words
 
 WORDS_SUFFIX = ".words.parquet"
-_WORDS_SCHEMA = pa.schema([pa.field("words", pa.list_(pa.string()), nullable=False)])
+_WORDS_SCHEMA = pa.schema(
+    [
+        pa.field("words", pa.list_(pa.string()), nullable=False),
+        pa.field("digest", pa.string()),  # of the memory's index text, which the words are of
+    ]
+)
 
 
 def words_attachment(table: str, rows: pa.Table, path: Path, earlier: Sequence[Path]) -> list[str]:
-    """The segment hook writing a memories segment's index words beside it."""
+    """The segment hook writing a memories segment's index words beside it; a memory whose
+    words a merged segment's attachment (`earlier`) holds is carried over, not read again."""
     if table != MEMORIES_TABLE:
         return []
-    texts = {
-        row: index_text(title, keywords or [], memory)
-        for row, (title, keywords, memory) in enumerate(
-            zip(
-                rows.column("title").to_pylist(),
-                rows.column("keywords").to_pylist(),
-                rows.column("memory").to_pylist(),
-                strict=True,
-            )
+    texts = [
+        index_text(title, keywords or [], memory)
+        for title, keywords, memory in zip(
+            rows.column("title").to_pylist(),
+            rows.column("keywords").to_pylist(),
+            rows.column("memory").to_pylist(),
+            strict=True,
         )
-    }
-    words = index_words(texts)
+    ]
+    digests = [_digest(text) for text in texts]
+    known = _carried(earlier, digests)
+    made = index_words({row: t for row, t in enumerate(texts) if digests[row] not in known})
+    words = [known[d] if d in known else made[row] for row, d in enumerate(digests)]
     name = path.name.removesuffix(".parquet") + WORDS_SUFFIX
     pq.write_table(
-        pa.table({"words": [words[row] for row in range(rows.num_rows)]}, schema=_WORDS_SCHEMA),
-        path.parent / name,
+        pa.table({"words": words, "digest": digests}, schema=_WORDS_SCHEMA), path.parent / name
     )
     return [name]
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def _carried(earlier: Sequence[Path], digests: list[str]) -> dict[str, list[str]]:
+    """Index text digest -> words, from the words attachments among `earlier` that hold
+    digests (those written before them do not)."""
+    wanted = pa.array(sorted(set(digests)), pa.string())
+    found: dict[str, list[str]] = {}
+    for path in earlier:
+        if not path.name.endswith(WORDS_SUFFIX):
+            continue
+        try:
+            table = pq.read_table(path, columns=["digest", "words"])
+        except (OSError, pa.ArrowException):
+            continue  # gone, unreadable or without digests: its memories are read again
+        table = table.filter(pc.is_in(table["digest"], value_set=wanted))
+        found.update(zip(table["digest"].to_pylist(), table["words"].to_pylist(), strict=True))
+    return found
 
 
 def with_words(hook: SegmentHook) -> SegmentHook:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from memory_bank.config import AppConfig
@@ -12,6 +14,8 @@ from memory_bank.ingest import stages
 from memory_bank.ingest.runner import local_runner
 from memory_bank.store import memory_words
 from memory_bank.store.reader import StoreReader
+from memory_bank.store.segment_writer import TableSetWriter
+from memory_bank.store.segments import attached
 from memory_bank.store.snapshot import load_snapshot
 from memory_bank.store.verify import verify_store
 from memory_bank.taxonomy.summary import index_text
@@ -76,3 +80,45 @@ def test_every_memory_has_its_index_words_stored_and_an_add_reads_only_its_own(
     assert len(tokenized) == len(memories) + len(added)
     assert _readmes(stored) == _readmes(unstored)
     assert verify_store(stored).ok
+
+
+def test_a_merged_segment_carries_its_memories_words_and_reads_only_new_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[str] = []
+    original = memory_words.index_words
+
+    def recording(texts):
+        read.extend(texts.values())
+        return original(texts)
+
+    monkeypatch.setattr(memory_words, "index_words", recording)
+
+    def rows(memories: dict[str, str]) -> pa.Table:
+        return pa.table(
+            {
+                "chunk_id": list(memories),
+                "title": [f"Title {key}" for key in memories],
+                "keywords": [["canal", "locks"] for _ in memories],
+                "memory": list(memories.values()),
+            }
+        )
+
+    first, second = tmp_path / "v1" / ".bank", tmp_path / "v2" / ".bank"
+    first.mkdir(parents=True)
+    second.mkdir(parents=True)
+    kept = {"a": "The Morrow Canal has 22 locks.", "b": "It opened in 1796."}
+    with TableSetWriter(None, first, on_segment=memory_words.words_attachment) as writer:
+        writer.replace("memories", rows(kept))
+    read.clear()
+    added = {"c": "The Ebb valley is cruised by narrowboats."}
+    with TableSetWriter(first, second, on_segment=memory_words.words_attachment) as writer:
+        writer.append("memories", rows(added))
+        writer.compact("memories")
+    assert read == [index_text("Title c", ["canal", "locks"], added["c"])]
+    ((segment, path),) = attached(second, "memories", memory_words.WORDS_SUFFIX)
+    assert path is not None and segment.rows == 3
+    assert pq.read_table(path, columns=["words"])["words"].to_pylist() == [
+        search_tokens(index_text(f"Title {key}", ["canal", "locks"], text))
+        for key, text in (kept | added).items()
+    ]
