@@ -69,16 +69,14 @@ def write_store(
     version being replaced. With `skip_if_unchanged`, a snapshot whose content equals the live
     version is not written again (`written=False`): a rebuild of an unchanged store is a no-op.
 
-    `reuse_files` maps store-relative paths of chunk files and READMEs to files of the live
-    version that already hold exactly what would be written there (the caller knows: same
-    memory, same path); they are hard-linked instead of rendered and written again.
+    `reuse_files` maps store-relative paths of chunk files and READMEs to live files that hold
+    exactly what would be written there (same memory, same path): they are hard-linked.
 
     The tables are written as segments (segments.py): only the rows the live version lacks,
     with tombstones for the rows it has and this one does not; the rest is linked. `compact`
     (a rebuild) folds every table into one segment, and a change of the memory recipe writes
-    them anew (the same chunk may then hold another memory). `attachments` writes files of its
-    own beside each segment written (and is given its rows), such as the graph's sentence
-    facts beside chunks. A snapshot with
+    them anew (the same chunk may then hold another memory). `attachments`: the caller's files
+    beside each segment written (the graph's sentence facts). A snapshot with
     `stored_documents` takes those documents' rows from the live version, which must have
     segments and the same memory recipe.
     """
