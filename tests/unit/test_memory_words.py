@@ -40,6 +40,19 @@ def _readmes(store: Path) -> dict[str, str]:
     return {row["directory"]: row["text"] for row in rows}
 
 
+def _recorded(monkeypatch: pytest.MonkeyPatch, module) -> list[str]:
+    """The texts `module` tokenizes for the README index from now on."""
+    seen: list[str] = []
+    original = module.index_words
+
+    def recording(texts):
+        seen.extend(texts.values())
+        return original(texts)
+
+    monkeypatch.setattr(module, "index_words", recording)
+    return seen
+
+
 def test_every_memory_has_its_index_words_stored_and_an_add_reads_only_its_own(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -54,14 +67,7 @@ def test_every_memory_has_its_index_words_stored_and_an_add_reads_only_its_own(
         for row in memories
     }
 
-    tokenized: list[str] = []
-    original = stages.index_words
-
-    def recording(texts):
-        tokenized.extend(texts.values())
-        return original(texts)
-
-    monkeypatch.setattr(stages, "index_words", recording)
+    tokenized = _recorded(monkeypatch, stages)
     runner.run(stored, [str(ADDED)])
     added = [
         row
@@ -85,14 +91,7 @@ def test_every_memory_has_its_index_words_stored_and_an_add_reads_only_its_own(
 def test_a_merged_segment_carries_its_memories_words_and_reads_only_new_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    read: list[str] = []
-    original = memory_words.index_words
-
-    def recording(texts):
-        read.extend(texts.values())
-        return original(texts)
-
-    monkeypatch.setattr(memory_words, "index_words", recording)
+    read = _recorded(monkeypatch, memory_words)
 
     def rows(memories: dict[str, str]) -> pa.Table:
         return pa.table(
