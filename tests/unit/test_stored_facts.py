@@ -14,7 +14,7 @@ from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.runner import local_runner
 from memory_bank.store.reader import StoreReader
 from memory_bank.store.segment_writer import TableSetWriter
-from memory_bank.store.segments import read_manifest
+from memory_bank.store.segments import attached, read_manifest
 from memory_bank.store.verify import verify_store
 from memory_bank.text.lexicon import MARKDOWN_HEADER
 from memory_bank.text.sentences import split_sentences
@@ -139,3 +139,19 @@ def test_a_merged_segment_carries_its_chunks_facts_and_reads_only_new_text(
     found = stored_facts.stored_facts(second.parent, ["a-0", "b-0", "c-0"])
     for chunk_id, text in (texts | changed | added).items():
         assert found[chunk_id] == {s: facts_module.sentence_facts(s) for s in _sentences(text)}
+
+
+def test_an_unreadable_facts_file_is_read_as_text_again(tmp_path: Path) -> None:
+    first, second = _bank(tmp_path, 1), _bank(tmp_path, 2)
+    texts = {"a-0": "The Morrow Canal opened in 1796.", "b-0": "It has 22 locks."}
+    with TableSetWriter(None, first, on_segment=stored_facts.facts_attachment) as writer:
+        writer.replace("chunks", _chunk_rows(texts))
+    ((_, path),) = attached(first, "chunks", stored_facts.FACTS_SUFFIX)
+    assert path is not None
+    path.write_bytes(b"not parquet at all")
+    assert stored_facts.stored_facts(first.parent, texts) == {}
+    with TableSetWriter(first, second, on_segment=stored_facts.facts_attachment) as writer:
+        writer.append("chunks", _chunk_rows({"c-0": "Halden Mutual is based in Wrexford."}))
+        writer.compact("chunks")
+    found = stored_facts.stored_facts(second.parent, [*texts, "c-0"])
+    assert set(found) == {"a-0", "b-0", "c-0"}  # read from the text, written whole again
