@@ -160,12 +160,14 @@ def judge_conflict_or_merge(
 def _two_facts(contradiction: Contradiction) -> bool:
     """A contradiction the rules found between sentences worded alike that differ in more than
     one span, with no cue that the later replaces the earlier: two facts ("opens at 9 am on
-    weekdays" / "at 11 am on Sundays"; "the head teacher" / "the deputy head")."""
+    weekdays" / "at 11 am on Sundays"; "the head teacher" / "the deputy head"). The rules
+    found the two about one subject: their subject phrases may name it differently."""
     new = sentence_facts(contradiction.new_sentence)
     return not (new.announces or new.replaces) and differs_in_several_spans(
         contradiction.old_sentence,
         contradiction.new_sentence,
         contradiction.old_value,
+        one_subject=True,
     )
 
 

@@ -13,6 +13,7 @@ from functools import cached_property, lru_cache
 from memory_bank.graph.value_identity import (
     compatible_names,
     dates_compatible,
+    kind_key,
     names_nested,
     same_name,
     value_key_of,
@@ -148,14 +149,33 @@ Subject = frozenset[str]  # the name and date keys that pick out what a sentence
 class TextFacts:
     """A text's sentences with values, and its principal subject: the names and dates of its
     title, or of its first sentence's subject phrase ("The 1964 United States presidential
-    election"); sentences that refer back ("It was held on ...") are about it."""
+    election"), else the names its first sentence introduces ("We stayed at the Grand Ossory");
+    sentences that refer back ("It was held on ...") are about it. A sentence whose subject is
+    a definite description ("The hotel has 96 rooms") refers back to the nearest name before
+    it that is of that kind ("the Grand Ossory Hotel"), when there is one (`described`)."""
 
     principal: Subject
     sentences: tuple[SentenceFacts, ...]
+    described: tuple[tuple[str, Subject], ...] = ()  # (sentence text, what it refers to)
+
+    @cached_property
+    def _referents(self) -> dict[str, Subject]:
+        return dict(self.described)
+
+    def referent(self, facts: SentenceFacts) -> Subject:
+        """What a sentence of this text that refers back refers to."""
+        return self._referents.get(facts.text, self.principal)
 
     def about(self, facts: SentenceFacts) -> list[Subject]:
-        """What a sentence of this text is about (`subjects_about`)."""
-        return subjects_about(self.principal, facts)
+        """What a sentence of this text is about (`subjects_about`); a definite description
+        in a text with no subject to refer to ("The canal runs for 41 kilometres.") is about a
+        thing of its kind named elsewhere (`kind_key`)."""
+        referent = self.referent(facts)
+        subjects = subjects_about(referent, facts)
+        noun = description_noun(facts)
+        if noun is not None and not referent:
+            subjects.append(frozenset({kind_key(noun)}))
+        return subjects
 
     @cached_property  # a text is compared with many others: read once for all of them
     def abouts(self) -> tuple[list[Subject], ...]:
@@ -209,11 +229,59 @@ def text_facts(
         title_values = extract_values(f"About {title}")  # a title's first word is no grammar
         principal = frozenset(v.key for v in title_values if v.kind in ("name", "date"))
     if not principal and sentences:
-        principal = _subject_of(sentences[0])
+        principal = _subject_of(sentences[0]) or _introduced(sentences[0])
+    described = _described(sentences)
     if all_sentences:
-        return TextFacts(principal, tuple(sentences))
+        return TextFacts(principal, tuple(sentences), described)
     kept = tuple(fact for fact in sentences if fact.values and fact.frame)
-    return TextFacts(principal, kept)
+    return TextFacts(principal, kept, described)
+
+
+# A subject phrase that is the writer or people ("We", "Last year I", "Our class"): its
+# sentence introduces what the text is about as an object ("... stayed at the Grand Ossory").
+_PEOPLE_SUBJECT = re.compile(r"\b(?:I|we|you|they|he|she|my|our|your|their|his|her)\b", re.I)
+
+
+def _introduced(facts: SentenceFacts) -> Subject:
+    """The names a sentence whose subject is its writer or people introduces ("We stayed at
+    the Grand Ossory"): what its text goes on about."""
+    if _PEOPLE_SUBJECT.search(facts.text[: facts.subject_end]) is None:
+        return frozenset()
+    return frozenset(v.key for v in facts.values if v.kind == "name")
+
+
+# A subject phrase that is a definite description: "The hotel", "The old stone bridge", or
+# one before an apposition ("The pavilion, by the architect Nora Vell, ...").
+_DEFINITE_DESCRIPTION = re.compile(
+    r"\W*(?i:the)\s+(?:[a-z][\w'’-]*\s+){0,2}([a-z][\w-]*)(?:\W*$|\s*,)"
+)
+
+
+def _words(key: str) -> list[str]:
+    return key[2:].replace("|", " ").split()
+
+
+def description_noun(facts: SentenceFacts) -> str | None:
+    """The noun of a sentence's subject when it is a definite description ("The hotel has 96
+    rooms" -> "hotel")."""
+    opening = _DEFINITE_DESCRIPTION.match(facts.text[: facts.subject_end])
+    return opening.group(1) if opening else None
+
+
+def _described(sentences: list[SentenceFacts]) -> tuple[tuple[str, Subject], ...]:
+    """The sentences whose subject is a definite description ("The hotel ..."), with the
+    nearest name before them whose words hold its noun ("the Grand Ossory Hotel")."""
+    described: dict[str, Subject] = {}
+    for position, facts in enumerate(sentences):
+        noun = description_noun(facts)
+        if noun is None or not position:
+            continue
+        earlier = (v.key for f in reversed(sentences[:position]) for v in reversed(f.values))
+        for key in earlier:
+            if key.startswith("e:") and noun in _words(key):
+                described[facts.text] = frozenset({key})
+                break
+    return tuple(described.items())
 
 
 def _excerpt_title(title: str, text: str) -> bool:
@@ -228,7 +296,10 @@ def _excerpt_title(title: str, text: str) -> bool:
 
 
 def _subject_of(facts: SentenceFacts) -> Subject:
-    """The names (and the dates beside them) of a sentence's subject phrase."""
+    """The names (and the dates beside them) of a sentence's subject phrase (none in a
+    definite description's apposition)."""
+    if description_noun(facts) is not None:
+        return _of_subject(facts)
     opening = [v for v in facts.values if v.start < facts.subject_end]
     if not any(v.kind == "name" for v in opening):
         return _of_subject(facts)
@@ -256,8 +327,8 @@ def same_subject(first: Subject, second: Subject, strict: bool = False) -> bool:
     """Whether two subjects pick out one thing: every name of the smaller has a compatible
     name in the other (`strict`: the same name, or a surname of it), and where both carry
     dates they share one."""
-    names_a = [k for k in first if k.startswith("e:")]
-    names_b = [k for k in second if k.startswith("e:")]
+    names_a = [k for k in first if k.startswith(("e:", "k:"))]
+    names_b = [k for k in second if k.startswith(("e:", "k:"))]
     if not names_a or not names_b:
         return False
     small, large = (names_a, names_b) if len(names_a) <= len(names_b) else (names_b, names_a)

@@ -26,7 +26,7 @@ Names = frozenset[str]  # name keys ("e:acme corporation")
 
 def subject_names(about: Sequence[Subject]) -> Names:
     """The names of what a sentence is about."""
-    return frozenset(key for subject in about for key in subject if key.startswith("e:"))
+    return frozenset(key for subject in about for key in subject if key.startswith(("e:", "k:")))
 
 
 def value_names(facts: SentenceFacts) -> Names:

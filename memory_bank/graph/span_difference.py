@@ -200,13 +200,22 @@ def _aligned(a: tuple[Unit, ...], b: tuple[Unit, ...]) -> _Alignment | None:
     return _Alignment(a, opcodes, spans)
 
 
-def differs_in_several_spans(old: str, new: str, old_value: str) -> bool:
+def differs_in_several_spans(old: str, new: str, old_value: str, one_subject: bool = False) -> bool:
     """Whether a clause of `old` that says `old_value` and one of `new` worded alike differ in
     more than one span: two facts (of other times, occasions or attributes), not two values
-    for one."""
+    for one. `one_subject`: the two are known to be about one subject, so where both subject
+    phrases differ ("The hotel" / "The Grand Ossory Hotel") is that subject told two ways."""
     at = old.find(old_value)
+    ends = (sentence_facts(old).subject_end, sentence_facts(new).subject_end)
+
+    def in_subjects(old_side: list[Unit], new_side: list[Unit]) -> bool:
+        return all(
+            side and side[-1].end <= end for side, end in ((old_side, ends[0]), (new_side, ends[1]))
+        )
+
     return any(
-        len(alignment.spans) > 1 and alignment.old[0].start <= at < alignment.old[-1].end
+        sum(not (one_subject and in_subjects(o, n)) for _, o, n in alignment.spans) > 1
+        and alignment.old[0].start <= at < alignment.old[-1].end
         for alignment in _alignments(old, new)
     )
 

@@ -1,6 +1,7 @@
-"""When two values are one: a name told longer or shorter ("Smith", "Bob Smith"), a place
-without its region, a date told more or less precisely, a bare number and the same number with
-its unit."""
+"""When two values are one: a name told longer or shorter ("Smith", "Bob Smith"), with or
+without the common noun that says what kind of thing it names ("the Grand Ossory", "the Grand
+Ossory Hotel"), a place without its region, a date told more or less precisely, a bare number
+and the same number with its unit."""
 
 from __future__ import annotations
 
@@ -79,13 +80,89 @@ def dates_compatible(first: str, second: str) -> bool:
     return first.startswith(second) or second.startswith(first)
 
 
+# The common nouns a name carries to say what kind of thing it names, after it ("Morrow
+# Canal", "Quell Rowing Club") or before it ("Mount Orrin", "Hotel Carlton"). Told without
+# it, the name still names that thing; two such nouns on one name are two things ("Carrow
+# Bridge", "Carrow River").
+# fmt: off
+NAME_HEADS = frozenset([
+    # buildings and works
+    "hotel", "inn", "motel", "hostel", "lodge", "house", "hall", "manor", "castle", "palace",
+    "tower", "lighthouse", "mill", "farm", "chapel", "church", "cathedral", "abbey", "priory",
+    "monastery", "temple", "mosque", "synagogue", "shrine", "museum", "gallery", "library",
+    "archive", "theatre", "theater", "cinema", "opera", "stadium", "arena", "pavilion",
+    "observatory", "hospital", "clinic", "school", "academy", "college", "university",
+    "institute", "centre", "center", "market", "arcade", "station", "terminal", "airport",
+    "port", "harbour", "harbor", "pier", "dock", "docks", "wharf", "quay", "marina", "bridge",
+    "viaduct", "aqueduct", "tunnel", "dam", "reservoir", "canal", "fort", "fortress", "prison",
+    "courthouse", "brewery", "distillery", "winery", "factory", "works", "mine", "quarry",
+    "garden", "gardens", "park", "zoo", "cemetery", "square", "street", "road", "avenue",
+    "lane", "boulevard", "terrace", "crescent", "gate", "building", "tavern", "pub", "bar",
+    "restaurant", "cafe", "café", "bakery", "shop", "store",
+    # land and water
+    "river", "lake", "loch", "lough", "sea", "bay", "gulf", "strait", "sound", "channel",
+    "falls", "waterfall", "springs", "creek", "brook", "stream", "pond", "mountain", "mount",
+    "hill", "hills", "peak", "ridge", "valley", "glen", "dale", "gorge", "canyon", "pass",
+    "cape", "head", "point", "island", "isle", "islands", "peninsula", "forest", "wood",
+    "woods", "moor", "marsh", "desert", "plain", "beach", "cove", "cliffs", "glacier", "cave",
+    "caves", "village", "town", "city", "county", "district", "province", "region",
+    # bodies and events
+    "club", "society", "association", "union", "league", "federation", "company",
+    "corporation", "corp", "inc", "ltd", "group", "trust", "foundation", "council",
+    "committee", "commission", "agency", "authority", "ministry", "department", "party",
+    "band", "orchestra", "choir", "ensemble", "quartet", "team", "studio", "studios",
+    "festival", "fair", "cup", "championship", "tournament", "marathon", "prize", "award",
+    "railway", "railroad", "airline", "airlines", "line", "trail", "route", "expedition",
+])
+# fmt: on
+
+
+def kind_key(noun: str) -> str:
+    """The key of a thing told only by its kind ("the canal"): one with a name of that kind
+    ("e:morrow canal") may be it (`same_name`, `compatible_names`)."""
+    return f"k:{noun}"
+
+
+def _of_kind(first: str, second: str) -> bool | None:
+    """Whether a kind key and a name key (or two kind keys) may be one thing; None when
+    neither is a kind key."""
+    if not (first.startswith("k:") or second.startswith("k:")):
+        return None
+    kind, other = (first, second) if first.startswith("k:") else (second, first)
+    return kind == other or (other.startswith("e:") and kind[2:] in _name_words(other))
+
+
+def without_head(key: str) -> str:
+    """A name key without the common noun that says what kind of thing it names (`NAME_HEADS`),
+    after the name or before it; the key itself when it has none or is nothing else."""
+    words = key[2:].split()
+    if len(words) > 1 and words[-1] in NAME_HEADS:
+        words = words[:-1]
+    elif len(words) > 1 and words[0] in NAME_HEADS:
+        words = words[1:]
+    return key[:2] + " ".join(words)
+
+
 def same_name(first: str, second: str) -> bool:
     """Equal name keys, or one the other's last words ("e:weizman", "e:ezer weizman"), or a
-    place named without its region ("e:young", "e:young|new south wales")."""
+    place named without its region ("e:young", "e:young|new south wales"), or one the other
+    without its kind of thing ("e:grand ossory", "e:grand ossory hotel"; `without_head`)."""
     if first == second:
         return True
+    if (kind := _of_kind(first, second)) is not None:
+        return kind
     if "|" in first or "|" in second:
         return same_name(first.split("|")[0], second.split("|")[0])
+    if _same_words(first, second):
+        return True
+    bare_first, bare_second = without_head(first), without_head(second)
+    return (bare_first != first and _same_words(bare_first, second)) or (
+        bare_second != second and _same_words(first, bare_second)
+    )
+
+
+def _same_words(first: str, second: str) -> bool:
+    """Equal name keys, or one the other's last words."""
     a, b = first[2:].split(), second[2:].split()
     short, long = (a, b) if len(a) <= len(b) else (b, a)
     return bool(short) and long[-len(short) :] == short and (len(short) > 1 or len(long) <= 3)
@@ -96,6 +173,8 @@ def compatible_names(first: str, second: str) -> bool:
     "e:joseph stella")."""
     if first == second:
         return True
+    if (kind := _of_kind(first, second)) is not None:
+        return kind
     if "|" in first or "|" in second:
         return compatible_names(first.split("|")[0], second.split("|")[0]) or compatible_names(
             first.replace("|", " "), second.replace("|", " ")

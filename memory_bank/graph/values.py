@@ -300,7 +300,9 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
     for position, match in enumerate(words):
         word = match.group(0)
         lower = word.lower().rstrip(".")
-        capitalized = word[0].isupper() and lower not in _ROLE_ACRONYMS
+        # "I" names nobody, but numbers a name ("Henry I", "World War I")
+        pronoun = word == "I" and not run
+        capitalized = word[0].isupper() and lower not in _ROLE_ACRONYMS and not pronoun
         gap = sentence[run[-1].end() : match.start()] if run else " "
         # "Ann B. Davis", "George W. Bush": a middle initial's dot continues the name
         initial = gap == ". " and len(run[-1].group(0)) == 1 and run[-1].group(0).isupper()

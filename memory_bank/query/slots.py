@@ -229,7 +229,8 @@ def _verdicts(
 def _judge(pair: SentencePair, asked: Asked, similarity: float | None) -> Contradiction | None:
     """The change the pair makes to what the question asks, if any (the rules in turn)."""
     aligned = similarity is not None and similarity >= SLOT_COSINE
-    old_principal, new_principal = pair.old_facts.principal, pair.new_facts.principal
+    old_principal = pair.old_facts.referent(pair.earlier)
+    new_principal = pair.new_facts.referent(pair.later)
     by_rules, by_word = _question_free_changes(
         pair.earlier, pair.later, old_principal, new_principal, aligned, pair.cosine
     )

@@ -22,6 +22,7 @@ from memory_bank.index.embedding import Embedder
 from memory_bank.memorize.extractive import memorize_offline
 from memory_bank.memorize.keyterms import extract_keywords
 from memory_bank.schemas import Chunk
+from memory_bank.text.lexicon import MARKDOWN_HEADER
 from memory_bank.text.sentences import split_sentences
 from memory_bank.text.tokens import count_tokens
 
@@ -125,12 +126,18 @@ def _memorize(content: str, embedder: Embedder, config: MemorizeConfig):
 
 
 def _paragraphs(text: str) -> list[str]:
-    """Paragraphs of `text`; an overlong one is cut into groups of whole sentences."""
+    """Paragraphs of `text`; an overlong one is cut into groups of whole sentences. A heading
+    states nothing of its own: it goes with the paragraph under it, which it names."""
     found: list[str] = []
+    heading = ""
     for paragraph in _PARAGRAPH_BREAK.split(text):
         paragraph = paragraph.strip()
         if not paragraph:
             continue
+        if MARKDOWN_HEADER.fullmatch(paragraph):
+            heading = f"{heading}{paragraph}\n\n"
+            continue
+        paragraph, heading = heading + paragraph, ""
         if count_tokens(paragraph) <= MAX_PARAGRAPH_TOKENS:
             found.append(paragraph)
             continue
@@ -145,4 +152,6 @@ def _paragraphs(text: str) -> list[str]:
             used += size
         if group:
             found.append(" ".join(group))
+    if heading:
+        found.append(heading.strip())  # a heading with nothing under it
     return found

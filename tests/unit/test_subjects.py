@@ -1,0 +1,109 @@
+"""What a sentence is about, however its subject is named: a name with or without the noun that
+says what kind of thing it is, a definite description ("The hotel") for a name told before it,
+a text that opens by introducing its subject rather than naming it first (graph/sentence_facts,
+graph/value_identity). Sentences written for these tests, not taken from a suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_bank.graph.contradictions import find_contradictions
+from memory_bank.graph.sentence_facts import text_facts
+from memory_bank.graph.span_difference import differs_in_several_spans
+from memory_bank.graph.value_identity import same_name, without_head
+from memory_bank.graph.values import extract_values
+from memory_bank.session.topics import _paragraphs
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        ("e:grand ossory", "e:grand ossory hotel", True),
+        ("e:morrow", "e:morrow canal", True),
+        ("e:orrin", "e:mount orrin", True),
+        ("e:quell rowing", "e:quell rowing club", True),
+        ("e:ossory", "e:grand ossory hotel", True),  # a last word, then the kind left out
+        ("e:carrow bridge", "e:carrow river", False),  # two kinds: two things
+        ("e:kells", "e:kells arms hotel", False),
+        ("e:grand ossory", "e:grand ossory estates", False),  # "estates" says no kind
+    ],
+)
+def test_a_name_with_or_without_its_kind_is_one_name(first, second, same):
+    assert same_name(first, second) is same
+    assert same_name(second, first) is same
+
+
+def test_a_name_that_is_only_a_kind_keeps_it():
+    assert without_head("e:hotel") == "e:hotel"
+    assert without_head("e:hotel carlton") == "e:carlton"
+
+
+def test_the_pronoun_i_is_no_name_but_numbers_one():
+    assert [v.key for v in extract_values("Last year I toured the Brisk Observatory.")] == [
+        "e:brisk observatory"
+    ]
+    assert [v.key for v in extract_values("Henry I was crowned in 1100.")][0] == "e:henry i"
+
+
+def test_a_definite_description_refers_to_the_name_of_its_kind_told_before():
+    facts = text_facts(
+        "We drove from Ardee to the Lantern Hotel on the coast road. The hotel has 40 rooms."
+    )
+    rooms = next(f for f in facts.sentences if "40" in f.text)
+    assert frozenset({"e:lantern hotel"}) in facts.about(rooms)
+    assert frozenset({"e:ardee"}) not in facts.about(rooms)
+
+
+def test_a_text_that_introduces_its_subject_is_about_it():
+    facts = text_facts("Every summer we rent a cottage near Lough Tessan. It is 9 kilometres long.")
+    assert facts.principal == frozenset({"e:lough tessan"})
+
+
+def test_a_text_that_opens_with_a_description_names_no_subject_of_its_own():
+    facts = text_facts("The pavilion, by the architect Nora Vell, opened in 2011.")
+    assert facts.principal == frozenset()
+
+
+def test_a_description_and_the_full_name_contradict_across_texts():
+    old = text_facts(
+        "Every summer we rent a cottage near the Tessan Reservoir. The reservoir is 9 kilometres long."
+    )
+    new = text_facts("The Tessan Reservoir, built in 1958, is 12 kilometres long.")
+    found = find_contradictions(old, new)
+    assert [(c.old_value, c.new_value) for c in found] == [("9", "12")]
+
+
+def test_subject_phrases_that_name_one_subject_are_not_a_second_difference():
+    old, new = "The hotel has 40 rooms.", "The Lantern Hotel in Ardee has 52 rooms."
+    assert differs_in_several_spans(old, new, "40")
+    assert not differs_in_several_spans(old, new, "40", one_subject=True)
+    # a second difference outside the subjects is still two facts
+    assert differs_in_several_spans(
+        "The hotel has 40 rooms in winter.",
+        "The Lantern Hotel has 52 rooms in summer.",
+        "40",
+        one_subject=True,
+    )
+
+
+def test_a_heading_goes_with_the_paragraph_under_it():
+    text = "# Ardee harbour\n\nThe pavilion opened in 2011.\n\nThe quay was rebuilt in 1990."
+    assert _paragraphs(text) == [
+        "# Ardee harbour\n\nThe pavilion opened in 2011.",
+        "The quay was rebuilt in 1990.",
+    ]
+    assert _paragraphs("Intro.\n\n## Notes") == ["Intro.", "## Notes"]
+
+
+def test_a_description_that_names_nothing_of_its_text_is_a_thing_of_its_kind():
+    old = text_facts("The Tessan Reservoir supplies Ardee. It is 9 kilometres long.")
+    new = text_facts("The reservoir is 12 kilometres long, with a path along its north shore.")
+    assert [(c.old_value, c.new_value) for c in find_contradictions(old, new)] == [("9", "12")]
+    other = text_facts("The lake is 12 kilometres long, with a path along its north shore.")
+    assert find_contradictions(old, other) == []
+    # a description in a text that has a subject refers to it, not to things named elsewhere
+    hotel = text_facts("We stayed at the Lantern in May. The hotel has 40 rooms.")
+    named = text_facts("The Seaview Hotel has 52 rooms.")
+    assert find_contradictions(hotel, named) == []
+    assert same_name("k:reservoir", "e:tessan reservoir")
+    assert not same_name("k:lake", "e:tessan reservoir")
