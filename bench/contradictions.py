@@ -18,10 +18,12 @@ $MEMORY_BANK_EVAL_DIR):
   general, so it is no longer held out.
 - "fresh pairs" (bench/data/fresh_fact_updates.json): the same style, other entities, written
   after that look; held out until its own failures were looked at too (no longer held out).
-- "fresh claims" (bench/data/fresh_claims.json) and "fresh claims 2"
-  (bench/data/fresh_claims_2.json): self-contained paragraphs about invented entities and
-  updates worded as new sentences, every value kind; held out while building the claims rules
-  (bench/claim_pairs.py reads the second one's must-not-conflict pairs too).
+- "fresh claims" (bench/data/fresh_claims.json), "fresh claims 2"
+  (bench/data/fresh_claims_2.json) and "fresh claims 3" (bench/data/fresh_claims_3.json,
+  written blind by a helper before the conflict rules were changed): self-contained paragraphs
+  about invented entities and updates worded as new sentences, every value kind; held out while
+  building the claims rules (bench/claim_pairs.py reads the second and third ones'
+  must-not-conflict pairs too, with --suite fresh_claims_3 for the third).
 Steps: ingest the corpus, ask every question (before), add all updates in one later `add`, ask
 again (after), and once more with the Query Graph's preference switched off (what `ask` did
 before the graph).
@@ -58,10 +60,11 @@ SUITES = {
     "fresh pairs": ROOT / "bench" / "data" / "fresh_fact_updates.json",
     "fresh claims": ROOT / "bench" / "data" / "fresh_claims.json",
     "fresh claims 2": ROOT / "bench" / "data" / "fresh_claims_2.json",
+    "fresh claims 3": ROOT / "bench" / "data" / "fresh_claims_3.json",
 }
 
 
-PAIR_SUITES = ("fact pairs", "fresh pairs", "fresh claims", "fresh claims 2")
+PAIR_SUITES = ("fact pairs", "fresh pairs", "fresh claims", "fresh claims 2", "fresh claims 3")
 # The answer may name a replaced value as history, in the form the answer writes it:
 # "Cleveland (previously Columbus, until 2024-03-01)". Stated there, it is not stated as current.
 _HISTORY_NOTE = re.compile(r"\s*\(previously [^()]*\)")
@@ -294,6 +297,7 @@ def main() -> None:
         ("fresh pairs", lambda c: c["suite"] == "fresh pairs"),
         ("fresh claims (held out)", lambda c: c["suite"] == "fresh claims"),
         ("fresh claims 2", lambda c: c["suite"] == "fresh claims 2"),
+        ("fresh claims 3 (held out)", lambda c: c["suite"] == "fresh claims 3"),
     ]
     columns = [
         ("before graph", without, lambda r: r["current"] and not r["stale"]),

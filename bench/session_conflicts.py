@@ -5,9 +5,11 @@ different values for one attribute, with no cue word, then a context that valida
     python bench/session_conflicts.py --suites dev    # development cases only
 
 Suites: "dev" (bench/data/session_conflicts.json: written while building the session
-conflicts), "fresh" (bench/data/fresh_session_conflicts.json) and "fresh2"
-(bench/data/fresh_session_conflicts_2.json), held out while building. Every kind of value:
-number, date, name, common noun phrase. Each case runs in a session of its own, in a store of
+conflicts), "fresh" (bench/data/fresh_session_conflicts.json), "fresh2"
+(bench/data/fresh_session_conflicts_2.json) and "fresh3"
+(bench/data/fresh_session_conflicts_3.json, written blind by a helper before the rules for
+conflicts between sources were changed), held out while building. Every kind of value:
+number, date, name, common noun phrase, place. Each case runs in a session of its own, in a store of
 its own (offline agents): intercept the first context, the second (both with their source as
 metadata), then the validating one. Scored per case:
 - conflict: the second intercept records a conflict between the two values;
@@ -41,6 +43,7 @@ SUITES = {
     "dev": ROOT / "bench" / "data" / "session_conflicts.json",
     "fresh": ROOT / "bench" / "data" / "fresh_session_conflicts.json",
     "fresh2": ROOT / "bench" / "data" / "fresh_session_conflicts_2.json",
+    "fresh3": ROOT / "bench" / "data" / "fresh_session_conflicts_3.json",
 }
 COLUMNS = ("conflict", "validation first", "one current")
 
