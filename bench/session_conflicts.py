@@ -19,6 +19,11 @@ metadata), then the validating one. Scored per case:
 A suite's "no_conflict" pairs (contexts that agree, speak of other subjects or attributes, add
 a detail, paraphrase, or hold at other times) count the false conflicts their second intercept
 records. It prints a table; it is not a test.
+
+`--funnel` prints, per suite, how many cases pass each step the comparison of the two
+sentences that hold the values takes (values read, one subject, a shared attribute word, one
+differing span, the rules), as counts only: a held-out suite can show where its cases are lost
+without anyone reading them.
 """
 
 from __future__ import annotations
@@ -37,6 +42,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from bench.contradictions import states  # noqa: E402
 from memory_bank.app.bank import MemoryBank  # noqa: E402
 from memory_bank.config import AppConfig  # noqa: E402
+from memory_bank.graph.contradictions import find_contradiction  # noqa: E402
+from memory_bank.graph.sentence_facts import (  # noqa: E402
+    mentions_value,
+    same_subject,
+    text_facts,
+)
+from memory_bank.graph.span_difference import span_difference  # noqa: E402
+from memory_bank.graph.value_identity import value_key_of  # noqa: E402
 from memory_bank.index.embedders import build_embedder  # noqa: E402
 
 SUITES = {
@@ -107,12 +120,66 @@ def run_agreeing(case: dict, store: Path, embedder) -> list[str]:
     return [f"{c.old_value!r} vs {c.new_value!r}" for c in second.conflicts]
 
 
+FUNNEL = (
+    "both values read",
+    "of one kind",
+    "one subject",
+    "one subject (strict)",
+    "a shared attribute word",
+    "one differing span",
+    "the rules",
+)
+
+
+def funnel(case: dict) -> dict[str, bool]:
+    """Which steps the two sentences that hold the case's values pass (`--funnel`)."""
+    texts = [text_facts(c["text"], all_sentences=True) for c in case["contexts"]]
+    held = []
+    for facts, value in zip(texts, case["values"], strict=True):
+        key = value_key_of(value)
+        kinds = (  # a common noun phrase is no value of its own: its words are read
+            ((f, "phrase") for f in facts.sentences if mentions_value(f.text, value))
+            if key is None
+            else ((f, v.kind) for f in facts.sentences for v in f.values if v.key == key)
+        )
+        held.append(next(kinds, (None, None)))
+    (first, a), (second, b) = held
+    steps = dict.fromkeys(FUNNEL, False)
+    if first is None or second is None:
+        return steps
+    about = texts[0].about(first), texts[1].about(second)
+    steps["both values read"] = True
+    steps["of one kind"] = a == b
+    steps["one subject"] = any(same_subject(x, y) for x in about[0] for y in about[1])
+    steps["one subject (strict)"] = any(
+        same_subject(x, y, strict=True) for x in about[0] for y in about[1]
+    )
+    steps["a shared attribute word"] = bool(first.frame & second.frame)
+    steps["one differing span"] = span_difference(first.text, second.text) is not None
+    steps["the rules"] = find_contradiction(first, second, None, *about) is not None
+    return steps
+
+
+def print_funnel(suites: list[str]) -> None:
+    print(f"| {'suite':8} | cases |" + "|".join(f" {step} " for step in FUNNEL) + "|")
+    print(f"|{'-' * 10}|-------|" + "|".join("-" * (len(step) + 2) for step in FUNNEL) + "|")
+    for suite in suites:
+        cases = json.loads(SUITES[suite].read_text(encoding="utf-8"))["cases"]
+        passed = [funnel(case) for case in cases]
+        cells = [f" {sum(p[step] for p in passed):>{len(step)}} " for step in FUNNEL]
+        print(f"| {suite:8} | {len(cases):>5} |" + "|".join(cells) + "|")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suites", default=",".join(SUITES))
     parser.add_argument("--show", action="store_true", help="print every case")
+    parser.add_argument("--funnel", action="store_true", help="counts per comparison step")
     args = parser.parse_args()
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
+    if args.funnel:
+        print_funnel(suites)
+        return 0
     rows: list[tuple[str, dict, dict]] = []
     false: list[tuple[str, dict, list[str]]] = []
     with tempfile.TemporaryDirectory() as scratch:
