@@ -33,6 +33,7 @@ from memory_bank.graph.sentence_facts import (
     SentenceFacts,
     Subject,
     TextFacts,
+    in_subject,
     same_subject,
     sentence_facts,
 )
@@ -156,9 +157,15 @@ def find_contradiction(
     threshold = MIN_FRAME_OVERLAP_WITH_CUE if new.announces or new.replaces else MIN_FRAME_OVERLAP
     # The attribute: the words next to the values must match; the sentences' words as a
     # whole may stand in for them only when the later one announces a change.
-    local_overlap = _overlap(local_frame(old, old_value), local_frame(new, new_value))
-    same_predicate = bool(predicate_of(old, old_value) & predicate_of(new, new_value)) or (
-        old.frame == new.frame and all(word.startswith("@") for word in old.frame)
+    # A unit of measure is no attribute of its own: "410 metres long" / "38 metres above"
+    measure = frozenset({old_value.kind.removeprefix("number:")}) & MEASURE_UNITS
+    local_overlap = _overlap(
+        local_frame(old, old_value) - measure, local_frame(new, new_value) - measure
+    )
+    same_predicate = (
+        bool(predicate_of(old, old_value) & predicate_of(new, new_value))
+        or (old.frame == new.frame and all(word.startswith("@") for word in old.frame))
+        or counts_of_one_thing(old_value, new_value)
     )  # "is in Paris" / "is in Rome": the preposition is all the attribute there is
     cued = new.announces or new.replaces
     if (
@@ -170,7 +177,7 @@ def find_contradiction(
         return None
     if not knows_subjects and not anchors and (old.frame != new.frame or len(shared) < 2):
         return None
-    in_subjects = old_value.start < old.subject_end and new_value.start < new.subject_end
+    in_subjects = in_subject(old, old_value) and in_subject(new, new_value)
     if in_subjects and not (old.single_role and new.single_role):
         return None  # two subjects with one property ("Alice was born in Paris" / "Bob ...")
     subject = ", ".join(anchors) or ", ".join(sorted(n[2:] for n in subject_names))
@@ -182,6 +189,29 @@ def find_contradiction(
         old_value=old_value.text,
         new_value=new_value.text,
         kind=old_value.kind,
+    )
+
+
+# Units of measure (stems): a measure needs its dimension said ("240 metres long" is no
+# height); any other unit is a thing counted, and the count is the attribute.
+# fmt: off
+MEASURE_UNITS = frozenset([
+    "metr", "meter", "kilometr", "kilomet", "km", "m", "cm", "mm", "mile", "feet", "foot", "ft",
+    "inch", "yard", "kg", "kilogram", "gram", "g", "tonn", "ton", "pound", "lb", "ounc", "acr",
+    "hectar", "litr", "liter", "gallon", "year", "month", "week", "day", "hour", "minut",
+    "second", "knot", "mph", "kph", "degre", "percent", "money", "storey", "stori", "floor",
+])
+# fmt: on
+
+
+def counts_of_one_thing(first: Value, second: Value) -> bool:
+    """Two numbers of one counted unit ("84 rooms", "112 rooms"): the count of that thing."""
+    unit = first.kind.removeprefix("number:")
+    return (
+        first.kind == second.kind
+        and first.kind.startswith("number:")
+        and bool(unit)
+        and unit not in MEASURE_UNITS
     )
 
 
@@ -299,10 +329,12 @@ def _value_pair(
     ]
     if len(pairs) > 1:
         # The pair sharing its predicate, then the pair of like values (a corrected date
-        # keeps its day and month).
+        # keeps its day and month; "84 rooms" is counted as "112 rooms" is, "1980" is not).
         scored = [
             (
-                len(predicate_of(old, a) & predicate_of(new, b)) + date_parts_shared(a.key, b.key),
+                len(predicate_of(old, a) & predicate_of(new, b))
+                + date_parts_shared(a.key, b.key)
+                + counts_of_one_thing(a, b),
                 a,
                 b,
             )

@@ -18,7 +18,7 @@ from memory_bank.graph.value_identity import (
     same_name,
     value_key_of,
 )
-from memory_bank.graph.values import Value, extract_values
+from memory_bank.graph.values import PARTICIPLE, PARTICIPLE_OBJECTS, Value, extract_values
 from memory_bank.text.lexicon import MARKDOWN_HEADER, search_tokens, stem_words
 from memory_bank.text.sentences import split_sentences
 
@@ -53,7 +53,7 @@ _SUBJECT_END = re.compile(
 )
 # Sentences that open by referring back to what the text is about.
 _REFERENCE_OPENING = re.compile(
-    r"^\W*(?:it|its|he|his|she|her|they|their|this|these|(?:the|a|an)\s+[a-z])",
+    r"\W*(?:it|its|he|his|she|her|they|their|this|these|(?:the|a|an)\s+[a-z])",
     re.IGNORECASE,
 )
 _PRONOUN_SUBJECT = re.compile(
@@ -72,6 +72,7 @@ class SentenceFacts:
     announces: bool  # an update cue
     single_role: bool  # "is the CEO of": only one holder
     subject_end: int  # where the subject phrase ends (its first copula or past-tense verb)
+    # (it starts past a fronted clause: `subject_start`)
     refers_back: bool  # opens with a pronoun or a common noun: about what the text is about
     role_objects: frozenset[str]  # names a single role is of ("Acme" in "the CEO of Acme")
 
@@ -112,7 +113,6 @@ def sentence_facts(sentence: str) -> SentenceFacts:
     words = "".join(outside)  # a cue is a word of the sentence, not of a name ("New Jersey")
     frame = frozenset(stem_words(search_tokens(words))) or _preposition_frame(sentence, values)
     role = _SINGLE_ROLE.search(sentence)
-    subject_end = _SUBJECT_END.search(sentence)
     return SentenceFacts(
         text=sentence,
         values=values,
@@ -120,10 +120,63 @@ def sentence_facts(sentence: str) -> SentenceFacts:
         replaces=REPLACEMENT_CUES.search(words) is not None,
         announces=_UPDATE_CUES.search(words) is not None,
         single_role=role is not None,
-        subject_end=subject_end.start() if subject_end else len(sentence),
-        refers_back=_REFERENCE_OPENING.match(sentence) is not None,
+        subject_end=_subject_end(sentence),
+        refers_back=_REFERENCE_OPENING.match(sentence, subject_start(sentence)) is not None,
         role_objects=_role_objects(sentence, values, role),
     )
+
+
+# A phrase before the subject: "Built as a shipping office in 1911, the building ...",
+# "Designed by Hanne Rolt, it opened ...", "In 1998, Tom Brady ...", or a clause
+# ("When the mill closed, the village ...").
+_FRONTED_PARTICIPLE = re.compile(
+    rf"(?:{PARTICIPLE})\s+(?:{'|'.join(sorted(PARTICIPLE_OBJECTS))})\b"  # not "Alfred is"
+)
+_FRONTED_PHRASE = re.compile(
+    r"(?:In|On|At|By|From|After|Before|During|Since|For|With|Under|Near|Like|Unlike|Despite)\s"
+)
+_FRONTED_CLAUSE = re.compile(r"(?:When|While|Whilst|Although|Though|Once|Until|If|Because|As)\s")
+_COMMA = re.compile(r",\s+(?=\S)")
+
+
+@lru_cache(maxsize=65536)
+def subject_start(sentence: str) -> int:
+    """Where a sentence's subject phrase starts: past a fronted phrase, if it opens with one --
+    past the last comma before the first verb that follows a comma ("Headquartered in St
+    Louis, Missouri at 3558 Jefferson Avenue, CPH publishes ..."). A prepositional phrase holds
+    no verb of its own: "After the climb the route crosses the Orne on Tessaly, a green arch"
+    opens with its subject's clause."""
+    commas = [m.end() for m in _COMMA.finditer(sentence)]
+    if not commas:
+        return 0
+    if _FRONTED_PARTICIPLE.match(sentence) is None and _FRONTED_CLAUSE.match(sentence) is None:
+        if _FRONTED_PHRASE.match(sentence) is None:
+            return 0
+        if _SUBJECT_END.search(sentence, 0, commas[0]) is not None:
+            return 0
+    verb = _SUBJECT_END.search(sentence, commas[0])
+    before = [end for end in commas if verb is None or end <= verb.start()]
+    return before[-1] if before and before[-1] - commas[0] <= 120 else commas[0]
+
+
+def _subject_end(sentence: str) -> int:
+    """Where a sentence's subject phrase ends: its first verb past `subject_start`, or past an
+    apposition between commas ("Lowick's parish church, dedicated to St Aubrin, was ...")."""
+    start = subject_start(sentence)
+    found = _SUBJECT_END.search(sentence, start)
+    if found is None:
+        return len(sentence)
+    if sentence[start : found.start()].rstrip().endswith(","):
+        closing = sentence.find(", ", found.start())
+        after = _SUBJECT_END.search(sentence, closing) if closing > 0 else None
+        if after is not None and after.start() == closing + 2:
+            return after.start()
+    return found.start()
+
+
+def in_subject(facts: SentenceFacts, value: Value) -> bool:
+    """Whether a value stands in the sentence's subject phrase."""
+    return subject_start(facts.text) <= value.start < facts.subject_end
 
 
 _COPULA = re.compile(r"\b(?:is|was|are|were)\s+(?:the|an?)\b", re.IGNORECASE)
@@ -157,6 +210,8 @@ class TextFacts:
     principal: Subject
     sentences: tuple[SentenceFacts, ...]
     described: tuple[tuple[str, Subject], ...] = ()  # (sentence text, what it refers to)
+    # (sentence text, a thing a clause of it describes: "Tessaly, a green arch whose ...")
+    qualified: tuple[tuple[str, Subject], ...] = ()
 
     @cached_property
     def _referents(self) -> dict[str, Subject]:
@@ -175,6 +230,7 @@ class TextFacts:
         noun = description_noun(facts)
         if noun is not None and not referent:
             subjects.append(frozenset({kind_key(noun)}))
+        subjects += [subject for text, subject in self.qualified if text == facts.text]
         return subjects
 
     @cached_property  # a text is compared with many others: read once for all of them
@@ -231,10 +287,11 @@ def text_facts(
     if not principal and sentences:
         principal = _subject_of(sentences[0]) or _introduced(sentences[0])
     described = _described(sentences)
+    qualified = _qualified(sentences)
     if all_sentences:
-        return TextFacts(principal, tuple(sentences), described)
+        return TextFacts(principal, tuple(sentences), described, qualified)
     kept = tuple(fact for fact in sentences if fact.values and fact.frame)
-    return TextFacts(principal, kept, described)
+    return TextFacts(principal, kept, described, qualified)
 
 
 # A subject phrase that is the writer or people ("We", "Last year I", "Our class"): its
@@ -264,7 +321,7 @@ def _words(key: str) -> list[str]:
 def description_noun(facts: SentenceFacts) -> str | None:
     """The noun of a sentence's subject when it is a definite description ("The hotel has 96
     rooms" -> "hotel")."""
-    opening = _DEFINITE_DESCRIPTION.match(facts.text[: facts.subject_end])
+    opening = _DEFINITE_DESCRIPTION.match(facts.text[subject_start(facts.text) : facts.subject_end])
     return opening.group(1) if opening else None
 
 
@@ -276,12 +333,49 @@ def _described(sentences: list[SentenceFacts]) -> tuple[tuple[str, Subject], ...
         noun = description_noun(facts)
         if noun is None or not position:
             continue
-        earlier = (v.key for f in reversed(sentences[:position]) for v in reversed(f.values))
-        for key in earlier:
-            if key.startswith("e:") and noun in _words(key):
-                described[facts.text] = frozenset({key})
-                break
+        named = _nearest_of_kind(sentences[:position], noun)
+        if named:
+            described[facts.text] = named
     return tuple(described.items())
+
+
+# A name or a definite description that the clause after it describes: "on Tessaly, a
+# green-painted arch whose main span ...", "at the observatory, which sits at ...".
+_QUALIFIED = re.compile(r"(?:\bthe\s+([a-z][\w-]*)|([\w'’)]))\s*,\s+(?:which|whose|who|an?)\s")
+
+
+def _qualified(sentences: list[SentenceFacts]) -> tuple[tuple[str, Subject], ...]:
+    """The things the clauses of each sentence describe (`TextFacts.qualified`): a name, or a
+    definite description -- the nearest name before it of its kind, else a thing of its kind
+    (`kind_key`). Such a clause is about what it follows, not about the sentence's subject."""
+    found: list[tuple[str, Subject]] = []
+    for position, facts in enumerate(sentences):
+        for match in _QUALIFIED.finditer(facts.text):
+            if match.group(1):
+                noun = match.group(1)
+                named = _nearest_of_kind(sentences[: position + 1], noun, match.start())
+                found.append((facts.text, named or frozenset({kind_key(noun)})))
+                continue
+            end = match.end(2)
+            name = next((v for v in facts.values if v.kind == "name" and v.end == end), None)
+            if name is not None:
+                found.append((facts.text, frozenset({name.key})))
+    return tuple(found)
+
+
+def _nearest_of_kind(
+    sentences: list[SentenceFacts], noun: str, before: int | None = None
+) -> Subject:
+    """The nearest name of the kind `noun` in `sentences` (in the last of them, before
+    `before` when given)."""
+    for position in range(len(sentences) - 1, -1, -1):
+        facts = sentences[position]
+        last = position == len(sentences) - 1
+        limit = before if last and before is not None else len(facts.text)
+        for value in reversed(facts.values):
+            if value.end <= limit and value.key.startswith("e:") and noun in _words(value.key):
+                return frozenset({value.key})
+    return frozenset()
 
 
 def _excerpt_title(title: str, text: str) -> bool:
@@ -296,14 +390,22 @@ def _excerpt_title(title: str, text: str) -> bool:
 
 
 def _subject_of(facts: SentenceFacts) -> Subject:
-    """The names (and the dates beside them) of a sentence's subject phrase (none in a
-    definite description's apposition)."""
+    """The names (and the dates beside them) of a sentence's subject phrase; of a name and its
+    apposition ("Briar Books, the sister imprint of the Aster Press, is ..."), the name; none
+    in a definite description's apposition."""
     if description_noun(facts) is not None:
         return _of_subject(facts)
-    opening = [v for v in facts.values if v.start < facts.subject_end]
+    opening = [v for v in facts.values if in_subject(facts, v)]
     if not any(v.kind == "name" for v in opening):
         return _of_subject(facts)
+    head = opening[0]
+    lead = facts.text[subject_start(facts.text) : head.start].strip().lower()
+    if head.kind == "name" and lead in ("", "the") and _APPOSITION.match(facts.text, head.end):
+        return frozenset({head.key})
     return frozenset(v.key for v in opening if v.kind in ("name", "date"))
+
+
+_APPOSITION = re.compile(r"\s*,\s+(?:the|an?|its|his|her|their)\s")
 
 
 # "The headquarters of Nokia are ...", "The mother tongue of Danielle Darrieux is ...": an
@@ -313,7 +415,7 @@ _OF_OPENING = re.compile(r"\W*(?i:the|a|an)\s+(?:[a-z][\w'’-]*\s+){1,4}?of\s+(
 
 def _of_subject(facts: SentenceFacts) -> Subject:
     """The name right after an opening "The <attribute> of" (empty without one)."""
-    opening = _OF_OPENING.match(facts.text)
+    opening = _OF_OPENING.match(facts.text, subject_start(facts.text))
     if opening is None:
         return frozenset()
     for value in facts.values:

@@ -113,6 +113,8 @@ NAME_HEADS = frozenset([
     "band", "orchestra", "choir", "ensemble", "quartet", "team", "studio", "studios",
     "festival", "fair", "cup", "championship", "tournament", "marathon", "prize", "award",
     "railway", "railroad", "airline", "airlines", "line", "trail", "route", "expedition",
+    # abbreviated
+    "fc", "afc", "rfc", "cc", "plc", "llc", "gmbh", "co",
 ])
 # fmt: on
 
@@ -143,6 +145,13 @@ def without_head(key: str) -> str:
     return key[:2] + " ".join(words)
 
 
+def _acronym(first: str, second: str) -> bool:
+    """Whether one name key is the other's initials ("e:cph", "e:concordia publishing house")."""
+    a, b = _name_words(first), _name_words(second)
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    return len(short) == 1 and len(long) > 1 and short[0] == "".join(w[0] for w in long)
+
+
 def same_name(first: str, second: str) -> bool:
     """Equal name keys, or one the other's last words ("e:weizman", "e:ezer weizman"), or a
     place named without its region ("e:young", "e:young|new south wales"), or one the other
@@ -153,12 +162,20 @@ def same_name(first: str, second: str) -> bool:
         return kind
     if "|" in first or "|" in second:
         return same_name(first.split("|")[0], second.split("|")[0])
-    if _same_words(first, second):
+    if _same_words(first, second) or _acronym(first, second):
         return True
+    # Told without its kind, a name may be shortened further ("Ossory", "Grand Ossory Hotel"),
+    # never lengthened: "Antony Chandris" is no "Chandris Line".
     bare_first, bare_second = without_head(first), without_head(second)
-    return (bare_first != first and _same_words(bare_first, second)) or (
-        bare_second != second and _same_words(first, bare_second)
+    return (bare_first != first and _ends_with(bare_first, second)) or (
+        bare_second != second and _ends_with(bare_second, first)
     )
+
+
+def _ends_with(key: str, shorter: str) -> bool:
+    """Whether name key `shorter`'s words are `key`'s last words."""
+    words, tail = key[2:].split(), shorter[2:].split()
+    return bool(tail) and len(tail) <= len(words) and words[-len(tail) :] == tail
 
 
 def _same_words(first: str, second: str) -> bool:
@@ -182,4 +199,4 @@ def compatible_names(first: str, second: str) -> bool:
     if not (first.startswith("e:") and second.startswith("e:")):
         return False
     a, b = set(first[2:].replace("|", " ").split()), set(second[2:].replace("|", " ").split())
-    return bool(a and b) and (a <= b or b <= a)
+    return bool(a and b) and (a <= b or b <= a or _acronym(first, second))

@@ -51,6 +51,13 @@ _NUMBER_WORDS = {
     )
     if value >= 2  # "one" is a pronoun as often as a number
 }
+# A capitalized participle opening a sentence ("Built as a shipping office", "Rebuilt after a
+# fire", "Founded in 1983"): grammar's capital, never a name.
+PARTICIPLE = (
+    r"[A-Z][a-z]{2,}ed|(?:Re|Un|Over|Under)?(?i:built|held|born|made|known|grown|shown|given|"
+    r"taken|written|seen|begun|sold|kept|won|lost|found|run|set|led)"
+)
+_OPENING_PARTICIPLE = re.compile(PARTICIPLE)
 _SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "bn": 1e9, "m": 1e6}
 _MONTH_NAME = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
 _YEAR = r"(?:1[0-9]{3}|20[0-9]{2})"
@@ -238,11 +245,22 @@ def _closes_fronted_phrase(sentence: str, start: int, gap: str, next_end: int) -
     """Whether the comma after the name at `start` ends an opening prepositional phrase, the
     next name being the main clause's subject ("On The Brady Bunch, Ann B. Davis played ..."),
     not the region of a place ("In Columbus, Ohio, the publisher ...")."""
+    if gap.strip() != ",":
+        return False
+    if _FRONTED_PREPOSITION.fullmatch(sentence[:start]) is not None:
+        return _LOWERCASE_WORD_NEXT.match(sentence, next_end) is not None
+    # "Headquartered in St Louis, Missouri at 3558 S. Jefferson, CPH publishes ...": the name
+    # after the phrase's last comma is the subject of the verb that follows it
+    following = _NEXT_WORD.match(sentence, next_end)
     return (
-        gap.strip() == ","
-        and _FRONTED_PREPOSITION.fullmatch(sentence[:start]) is not None
-        and _LOWERCASE_WORD_NEXT.match(sentence, next_end) is not None
+        _FRONTED_OPENING.match(sentence) is not None
+        and following is not None
+        and _NAME_FOLLOWER.fullmatch(following.group(1)) is not None
     )
+
+
+_FRONTED_OPENING = re.compile(rf"(?:{PARTICIPLE}|In|On|At|From|After|Before|During|Since)\s")
+_NEXT_WORD = re.compile(r"\s+([a-z]+)\b")
 
 
 def _starts_list(sentence: str, start: int, before: list[tuple[int, int]]) -> bool:
@@ -360,6 +378,16 @@ _NAME_FOLLOWER = re.compile(
 )
 
 
+# A participle opening a sentence ("Built as a shipping office", "Born in Orvieux").
+# fmt: off
+PARTICIPLE_OBJECTS = frozenset([
+    "as", "in", "on", "at", "by", "for", "from", "with", "to", "of", "into", "every", "each",
+    "after", "before", "during", "under", "over", "near", "the", "a", "an", "its", "his", "her",
+    "their", "this", "that",
+])
+# fmt: on
+
+
 def _common_opening(sentence: str, words: list[re.Match[str]], position: int) -> bool:
     word = words[position].group(0)
     if word.isupper() or _POSSESSIVE.search(word) or position + 1 >= len(words):
@@ -368,6 +396,8 @@ def _common_opening(sentence: str, words: list[re.Match[str]], position: int) ->
     gap = sentence[words[position].end() : following.start()]
     if gap.strip() or following.group(0)[0].isupper():
         return False  # "Bob, the CEO", "Alice Moreno": a name
+    if _OPENING_PARTICIPLE.fullmatch(word) and following.group(0) in PARTICIPLE_OBJECTS:
+        return True  # "Built as", "Held every": a participle ("Alfred is": a name)
     return _NAME_FOLLOWER.fullmatch(following.group(0)) is None
 
 

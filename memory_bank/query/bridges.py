@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memory_bank.graph.model import Conflict
-from memory_bank.graph.sentence_facts import sentence_facts, text_facts
+from memory_bank.graph.sentence_facts import in_subject, sentence_facts, text_facts
 from memory_bank.graph.value_context import value_context
 from memory_bank.graph.value_identity import compatible_names, same_name
 from memory_bank.graph.values import extract_values, name_key
@@ -64,7 +64,7 @@ def _subject(
         return key in values or any(compatible_names(key, v) for v in values)
 
     names = [v for v in new.values if v.kind == "name" and not value(v.key)]
-    found = [v.key for v in names if v.start < new.subject_end]
+    found = [v.key for v in names if in_subject(new, v)]
     if not found:
         found = [
             v.key

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from memory_bank.graph.contradictions import find_contradictions
-from memory_bank.graph.sentence_facts import text_facts
+from memory_bank.graph.sentence_facts import subject_start, text_facts
 from memory_bank.graph.span_difference import differs_in_several_spans
 from memory_bank.graph.value_identity import same_name, without_head
 from memory_bank.graph.values import extract_values
@@ -107,3 +107,45 @@ def test_a_description_that_names_nothing_of_its_text_is_a_thing_of_its_kind():
     assert find_contradictions(hotel, named) == []
     assert same_name("k:reservoir", "e:tessan reservoir")
     assert not same_name("k:lake", "e:tessan reservoir")
+
+
+def test_a_kind_left_out_shortens_a_name_but_never_lengthens_one():
+    assert not same_name("e:antony chandris", "e:chandris line")
+    assert same_name("e:cph", "e:concordia publishing house")  # initials
+
+
+def test_an_opening_participle_is_no_name_and_the_subject_follows_its_phrase():
+    facts = text_facts(
+        "# Fennick (inn)\n\nRebuilt after a fire in 1902 and extended in the 1970s, "
+        "the inn has 30 rooms."
+    )
+    rooms = facts.sentences[-1]
+    assert "e:rebuilt" not in {v.key for v in rooms.values}
+    assert rooms.text[subject_start(rooms.text) : rooms.subject_end] == "the inn "
+    assert frozenset({"e:fennick"}) in facts.about(rooms)
+
+
+def test_counts_of_one_thing_are_one_attribute_and_units_of_measure_are_not():
+    old = text_facts("Along the quay, the Fennick Inn offers 30 rooms.")
+    new = text_facts("The Fennick Inn has 34 rooms over three floors.")
+    assert [(c.old_value, c.new_value) for c in find_contradictions(old, new)] == [("30", "34")]
+    long = text_facts("The Arle Viaduct is 520 metres long and carries a branch line.")
+    high = text_facts("At its highest point the Arle Viaduct stands 44 metres above the river.")
+    assert find_contradictions(long, high) == []
+
+
+def test_a_name_and_its_apposition_are_about_the_name():
+    old = text_facts("The Wren Press is based in Dulford and prints art books.")
+    new = text_facts("Hollin Books, the sister imprint of the Wren Press, is based in Sedge.")
+    assert find_contradictions(old, new) == []
+
+
+def test_a_clause_after_a_name_or_description_is_about_it():
+    old = text_facts("The Varrow Bridge crosses the Tam. Its main span is 140 metres long.")
+    new = text_facts(
+        "After lunch the path crosses the Tam on Varrow, a stone arch whose main span is "
+        "152 metres long."
+    )
+    span = next(f for f in new.sentences if "152" in f.text)
+    assert frozenset({"e:varrow"}) in new.about(span)
+    assert [(c.old_value, c.new_value) for c in find_contradictions(old, new)] == [("140", "152")]
