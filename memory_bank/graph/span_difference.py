@@ -204,12 +204,16 @@ def differs_in_several_spans(old: str, new: str, old_value: str, one_subject: bo
     """Whether a clause of `old` that says `old_value` and one of `new` worded alike differ in
     more than one span: two facts (of other times, occasions or attributes), not two values
     for one. `one_subject`: the two are known to be about one subject, so where both subject
-    phrases differ ("The hotel" / "The Grand Ossory Hotel") is that subject told two ways."""
+    phrases differ by a name ("The hotel" / "The Grand Ossory Hotel") is that subject told
+    two ways."""
     at = old.find(old_value)
     ends = (sentence_facts(old).subject_end, sentence_facts(new).subject_end)
 
     def in_subjects(old_side: list[Unit], new_side: list[Unit]) -> bool:
-        return all(
+        # the subject named on one side at least ("The hotel" / "The Grand Ossory Hotel"), not
+        # a word of the attribute ("The head librarian" / "The deputy librarian")
+        named = any(u.kind == "name" for u in (*old_side, *new_side))
+        return named and all(
             side and side[-1].end <= end for side, end in ((old_side, ends[0]), (new_side, ends[1]))
         )
 

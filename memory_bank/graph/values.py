@@ -162,13 +162,17 @@ def extract_values(sentence: str) -> list[Value]:
             continue
         number = float(match.group("number").replace(",", ""))
         scale = (match.group("scale") or "").lower()
+        if scale == "m" and not match.group("currency"):
+            # "52 m over the quay": metres; "£52m" is money, in millions
+            end = match.end("number")
+            scale = ""
         number *= _SCALE.get(scale, 1.0)
         unit = _unit_after(sentence, end)
         if match.group("percent"):
             unit = "percent"
         elif match.group("currency"):
             unit = "money"
-        values.append(Value(match.group(0), f"n:{number:g}", f"number:{unit}", start, end))
+        values.append(Value(sentence[start:end], f"n:{number:g}", f"number:{unit}", start, end))
         taken.append((start, end))
     for match in _WORD.finditer(sentence):
         word = match.group(0).lower()

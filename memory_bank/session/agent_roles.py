@@ -20,6 +20,7 @@ from memory_bank.errors import LLMError
 from memory_bank.graph.analysis import Integration, Relationship, analyze_offline, integrate_offline
 from memory_bank.graph.contradictions import Contradiction
 from memory_bank.llm.seam import LLM, prompt
+from memory_bank.session.goal_conflicts import goal_conflicts
 from memory_bank.session.planning import plan_offline
 from memory_bank.session.roles import (
     AnalyzeRequest,
@@ -158,7 +159,16 @@ def _analyze_offline(request: AnalyzeRequest) -> AnalyzeResult:
         raise LLMError("the offline analyze role needs the nodes' views (new node first)")
     # The session's contexts come from sources none of which is known to replace another: two
     # that differ in one span are a conflict to cross-validate.
-    found = analyze_offline(request.views[0], request.views[1:], request.judge, one_span=True)
+    new, candidates = request.views[0], request.views[1:]
+    found = analyze_offline(new, candidates, request.judge, one_span=True)
+    if "conflict" in request.judge and request.task_goal and request.encoder is not None:
+        # The goal names the attribute: what the rules let pass may conflict for it.
+        judged = {r.existing_node_id for r in found if r.relationship == "conflict"}
+        rest = [c for c in candidates if c.id not in judged]
+        by_goal = goal_conflicts(request.task_goal, new, rest, request.encoder.encode)
+        if by_goal:
+            merged = {r.existing_node_id for r in by_goal}
+            found = [r for r in found if r.existing_node_id not in merged] + by_goal
     return AnalyzeResult(relationships=[relationship_found(r) for r in found])
 
 

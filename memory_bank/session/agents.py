@@ -37,7 +37,11 @@ class SessionAgents(Protocol):
     def structure(self, cluster: ClusterDraft) -> str: ...
 
     def analyze(
-        self, new: NodeView, candidates: Sequence[NodeView], judge: Sequence[str]
+        self,
+        new: NodeView,
+        candidates: Sequence[NodeView],
+        judge: Sequence[str],
+        task_goal: str | None = None,
     ) -> list[Relationship]: ...
 
     def integrate(
@@ -98,13 +102,19 @@ class RoleAgents:
         return agent_roles.structure(request, self.llm).summary or cluster.content
 
     def analyze(
-        self, new: NodeView, candidates: Sequence[NodeView], judge: Sequence[str]
+        self,
+        new: NodeView,
+        candidates: Sequence[NodeView],
+        judge: Sequence[str],
+        task_goal: str | None = None,
     ) -> list[Relationship]:
         request = AnalyzeRequest(
             new_node=_info(new, with_id=False),
             candidates=[_info(c) for c in candidates],
             judge=list(judge),  # type: ignore[arg-type]
             views=[new, *candidates],
+            task_goal=task_goal,
+            encoder=self.embedder,
         )
         known = {c.id for c in candidates}
         return [

@@ -12,6 +12,7 @@ merge or a validation replaced stay as records with status "merged" or "supersed
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -73,9 +74,15 @@ class SessionEngine:
     # --- analysis ---------------------------------------------------------------------------
 
     def analyse(
-        self, node_id: str, session_id: str | None, exclude: Sequence[str] = ()
+        self,
+        node_id: str,
+        session_id: str | None,
+        exclude: Sequence[str] = (),
+        task_goal: str | None = None,
     ) -> Analysis:
-        """Seed 001 §3.2.3 for one node, with the merge cascade (see the module docstring)."""
+        """Seed 001 §3.2.3 for one node, with the merge cascade (see the module docstring);
+        `task_goal`: the session's question, which names the attribute two nodes may differ
+        on."""
         outcome = Analysis(node_id=node_id)
         excluded = {node_id, *exclude}
         for _ in range(MAX_CASCADE + 1):
@@ -88,7 +95,8 @@ class SessionEngine:
                 return outcome
             views = {c.id: self.views.view(c.id) for c in found}
             new_view = self.views.view(node.id)
-            relationships = two_phase(self.agents.analyze, new_view, list(views.values()))
+            analyze = functools.partial(self.agents.analyze, task_goal=task_goal)
+            relationships = two_phase(analyze, new_view, list(views.values()))
             conflicts = [r for r in relationships if r.relationship == "conflict"]
             merges = [r for r in relationships if r.relationship == "merge"]
             if conflicts:

@@ -85,6 +85,8 @@ class AnalyzeRequest(RoleModel):
     judge: list[Literal["conflict", "merge", "related"]]
     # offline: the nodes as `graph.analysis.NodeView`s (texts, vectors), the new one first
     views: list[Any] | None = None
+    task_goal: str | None = None  # the session's question: it names the attribute in doubt
+    encoder: Any = None  # offline: the embedding model (the goal and masked sentences)
 
 
 class RelationshipFound(RoleModel):

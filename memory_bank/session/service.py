@@ -224,7 +224,7 @@ class SessionService:
         for draft in self.draft_pieces(pieces, task_goal):
             with self.storage.mutating() as state:
                 self._open_record(session_id)  # not closed meanwhile
-                absorbed.include(_memorized(self._engine(), state, draft, session_id))
+                absorbed.include(_memorized(self._engine(), state, draft, session_id, task_goal))
         return absorbed
 
     def _planned(self, engine: SessionEngine, doc: InsightDoc, **request: Any) -> InsightDoc:
@@ -355,13 +355,15 @@ def _memorized(
     state: GraphState,
     draft: PieceDraft,
     session_id: str,
+    task_goal: str | None = None,
 ) -> _Absorbed:
-    """A piece's clusters as new session nodes, each analysed against the graph."""
+    """A piece's clusters as new session nodes, each analysed against the graph (and for the
+    session's task goal)."""
     absorbed = _Absorbed()
     for node, cluster in zip(session_nodes(draft, session_id), draft.clusters, strict=True):
         state.graph.add_node(node)
         engine.views.remember(node.id, cluster.text, cluster.sentence_vectors)
-        outcome = engine.analyse(node.id, session_id)
+        outcome = engine.analyse(node.id, session_id, task_goal=task_goal)
         absorbed.new_ids.append(outcome.node_id)
         absorbed.merged += outcome.merged
         absorbed.conflicts += outcome.conflicts

@@ -43,7 +43,7 @@ class PieceAgents:
     def structure(self, cluster: ClusterDraft) -> str:
         return cluster.content[:200]
 
-    def analyze(self, new, candidates, judge):
+    def analyze(self, new, candidates, judge, task_goal=None):
         return []
 
     def plan(self, request: PlanRequest) -> PlanResult:

@@ -39,7 +39,11 @@ class ScriptedAgents:
         return cluster.content
 
     def analyze(
-        self, new: NodeView, candidates: Sequence[NodeView], judge: Sequence[str]
+        self,
+        new: NodeView,
+        candidates: Sequence[NodeView],
+        judge: Sequence[str],
+        task_goal: str | None = None,
     ) -> list[Relationship]:
         self.calls.append((new.id, [c.id for c in candidates]))
         found = []
