@@ -45,12 +45,9 @@ from bench.contradictions import states  # noqa: E402
 from memory_bank.app.bank import MemoryBank  # noqa: E402
 from memory_bank.config import AppConfig  # noqa: E402
 from memory_bank.graph.contradictions import find_contradiction  # noqa: E402
-from memory_bank.graph.sentence_facts import (  # noqa: E402
-    mentions_value,
-    same_subject,
-    text_facts,
-)
+from memory_bank.graph.sentence_facts import mentions_value  # noqa: E402
 from memory_bank.graph.span_difference import span_difference  # noqa: E402
+from memory_bank.graph.subjects import same_subject, text_facts  # noqa: E402
 from memory_bank.graph.value_identity import value_key_of  # noqa: E402
 from memory_bank.index.embedders import build_embedder  # noqa: E402
 

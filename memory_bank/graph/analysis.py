@@ -22,14 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memory_bank.graph.contradictions import Contradiction, find_contradictions
-from memory_bank.graph.sentence_facts import (
-    SentenceFacts,
-    TextFacts,
-    mentions_value,
-    sentence_facts,
-    text_facts,
-)
+from memory_bank.graph.sentence_facts import SentenceFacts, mentions_value, sentence_facts
 from memory_bank.graph.span_difference import differs_in_several_spans, span_contradictions
+from memory_bank.graph.subjects import TextFacts, text_facts
 from memory_bank.text.lexicon import stemmed_search_tokens
 from memory_bank.text.sentences import split_sentences
 

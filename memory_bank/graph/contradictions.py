@@ -31,13 +31,11 @@ from dataclasses import dataclass
 from memory_bank.graph.sentence_facts import (
     REPLACEMENT_CUES,
     SentenceFacts,
-    Subject,
-    TextFacts,
     in_subject,
-    same_subject,
     sentence_facts,
 )
 from memory_bank.graph.sentence_pairs import subject_pairs
+from memory_bank.graph.subjects import Subject, TextFacts, same_subject
 from memory_bank.graph.value_context import (
     clause_date,
     in_list,

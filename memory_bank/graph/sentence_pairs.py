@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
-from memory_bank.graph.sentence_facts import SentenceFacts, Subject
+from memory_bank.graph.sentence_facts import SentenceFacts
+from memory_bank.graph.subjects import Subject
 from memory_bank.graph.value_identity import compatible_names
 
 Names = frozenset[str]  # name keys ("e:acme corporation")

@@ -30,15 +30,10 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 
-from memory_bank.graph.contradictions import Contradiction
-from memory_bank.graph.sentence_facts import (
-    SentenceFacts,
-    Subject,
-    TextFacts,
-    same_subject,
-    sentence_facts,
-)
+from memory_bank.graph.contradictions import MEASURE_UNITS, Contradiction
+from memory_bank.graph.sentence_facts import SentenceFacts, sentence_facts
 from memory_bank.graph.sentence_pairs import anchored_pairs
+from memory_bank.graph.subjects import Subject, TextFacts, same_subject
 from memory_bank.graph.value_context import in_list, named_as_alias
 from memory_bank.graph.value_identity import dates_compatible, name_contains, same_kind
 from memory_bank.graph.values import Value
@@ -244,9 +239,13 @@ def _difference(old: str, new: str, alignment: _Alignment) -> SpanDifference | N
     if kind is None:
         return None
     aligned = [a[i] for op, i1, i2, _, _ in opcodes if op == "equal" for i in range(i1, i2)]
-    attribute = [u.key for u in aligned if u.kind == "word" and u.content]
+    attribute = [
+        u.key for u in aligned if u.kind == "word" and u.content and u.key not in MEASURE_UNITS
+    ]
     if not attribute:
-        return None  # only the subject is shared: two attributes ("holds ..." / "is owned by")
+        # only the subject is shared: two attributes ("holds ..." / "is owned by"), or two
+        # measures of one unit ("410 metres long" / "38 metres above the river")
+        return None
     said_before = [
         a[i] for op, i1, i2, _, _ in opcodes[: max(at, 0)] if op == "equal" for i in range(i1, i2)
     ]

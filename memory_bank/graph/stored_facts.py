@@ -28,7 +28,8 @@ import pyarrow.parquet as pq
 
 from memory_bank.graph import sentence_facts as sentence_facts_module
 from memory_bank.graph import values as values_module
-from memory_bank.graph.sentence_facts import SentenceFacts, text_facts
+from memory_bank.graph.sentence_facts import SentenceFacts
+from memory_bank.graph.subjects import text_facts
 from memory_bank.graph.values import Value
 from memory_bank.store import layout
 from memory_bank.store.segments import attached, read_matching

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memory_bank.graph.model import Conflict
-from memory_bank.graph.sentence_facts import in_subject, sentence_facts, text_facts
+from memory_bank.graph.sentence_facts import in_subject, sentence_facts
+from memory_bank.graph.subjects import text_facts
 from memory_bank.graph.value_context import value_context
 from memory_bank.graph.value_identity import compatible_names, same_name
 from memory_bank.graph.values import extract_values, name_key

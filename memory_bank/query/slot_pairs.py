@@ -20,7 +20,8 @@ from typing import NamedTuple
 import numpy as np
 
 from memory_bank.graph.contradictions import PARAPHRASE_COSINE
-from memory_bank.graph.sentence_facts import SentenceFacts, TextFacts
+from memory_bank.graph.sentence_facts import SentenceFacts
+from memory_bank.graph.subjects import TextFacts
 
 # Sentence pairs sharing no value and no frame word are compared only from this cosine.
 CANDIDATE_COSINE = PARAPHRASE_COSINE

@@ -19,7 +19,8 @@ import re
 from collections.abc import Sequence
 
 from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction
-from memory_bank.graph.sentence_facts import SentenceFacts, Subject, same_subject
+from memory_bank.graph.sentence_facts import SentenceFacts
+from memory_bank.graph.subjects import Subject, same_subject
 from memory_bank.graph.value_context import (
     assigns,
     clause_bounds,

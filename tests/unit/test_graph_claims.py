@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memory_bank.graph.contradictions import find_contradictions
-from memory_bank.graph.sentence_facts import text_facts
+from memory_bank.graph.subjects import text_facts
 from memory_bank.graph.values import extract_values
 
 
@@ -166,7 +166,7 @@ def test_a_middle_initial_stays_inside_its_name():
 
 def test_of_the_claims_a_later_sentence_would_replace_the_one_said_with_its_words_is_kept():
     from memory_bank.graph.contradictions import find_contradictions
-    from memory_bank.graph.sentence_facts import text_facts
+    from memory_bank.graph.subjects import text_facts
 
     old = text_facts(
         "# Dunkin' Brands\n\nDunkin' Brands Group, Inc. is an American restaurant holding company "

@@ -11,9 +11,9 @@ import numpy as np
 from memory_bank.graph.analysis import NodeView
 from memory_bank.graph.batch import AnalyzeTask, SentenceTable, run_tasks
 from memory_bank.graph.contradictions import find_contradiction, find_contradictions
-from memory_bank.graph.sentence_facts import text_facts
 from memory_bank.graph.sentence_pairs import anchored_pairs, subject_pairs
 from memory_bank.graph.span_difference import differ_on_one_span
+from memory_bank.graph.subjects import text_facts
 
 TEXTS = [
     (

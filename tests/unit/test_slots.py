@@ -106,7 +106,7 @@ def test_a_fact_updated_twice_holds_its_last_value(embedder):
 
 
 def test_the_sentence_pairs_of_two_memories_are_found_once_per_store(embedder):
-    from memory_bank.graph.sentence_facts import text_facts
+    from memory_bank.graph.subjects import text_facts
     from memory_bank.query.slot_pairs import SentencePairs, fact_vectors
 
     older = _memory(embedder, 0, CEO, 100.0)
@@ -368,7 +368,7 @@ def test_a_question_over_many_dated_memories_judges_a_bounded_number_of_pairs(
 
 
 def test_a_sentence_said_again_is_no_pair_to_judge(embedder):
-    from memory_bank.graph.sentence_facts import text_facts
+    from memory_bank.graph.subjects import text_facts
     from memory_bank.query.slot_pairs import fact_vectors, sentence_pairs
 
     minutes = "Attendees: Dana Ruiz and Omar Haddad. The budget review is due on 3 March."

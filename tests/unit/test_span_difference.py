@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from memory_bank.graph.sentence_facts import text_facts
 from memory_bank.graph.span_difference import (
     differ_on_one_span,
     differs_in_several_spans,
     span_difference,
 )
+from memory_bank.graph.subjects import text_facts
 
 
 def differences(old_text: str, new_text: str) -> list[tuple[str, str, str]]:

@@ -9,6 +9,7 @@ import pytest
 
 from memory_bank.config import AppConfig
 from memory_bank.graph import sentence_facts as facts_module
+from memory_bank.graph import subjects as subjects_module
 from memory_bank.graph import stored_facts
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.runner import local_runner
@@ -57,6 +58,7 @@ def test_every_chunk_keeps_its_sentence_facts_and_an_add_reads_its_candidates_fr
         return original(sentence)
 
     monkeypatch.setattr(facts_module, "sentence_facts", recording)
+    monkeypatch.setattr(subjects_module, "sentence_facts", recording)  # texts read there
     first = runner.run(stored, [str(path) for path in ADDED])
     new_chunks = {k: v for k, v in _chunks(stored).items() if k not in chunks}
     assert first.commit.graph["pairs_analysed"] > 0
@@ -91,9 +93,11 @@ def test_facts_stored_under_other_rules_are_not_read(
 def test_known_facts_are_taken_instead_of_reading_the_sentence() -> None:
     sentence = "The bridge opened in 1932."
     other = facts_module.sentence_facts("The tunnel opened in 1950.")
-    facts = facts_module.text_facts(f"# Bridges\n\n{sentence}", known={sentence: other})
+    facts = subjects_module.text_facts(f"# Bridges\n\n{sentence}", known={sentence: other})
     assert facts.sentences == (other,)
-    assert facts_module.text_facts(sentence).sentences == (facts_module.sentence_facts(sentence),)
+    assert subjects_module.text_facts(sentence).sentences == (
+        facts_module.sentence_facts(sentence),
+    )
 
 
 def _chunk_rows(texts: dict[str, str]) -> pa.Table:

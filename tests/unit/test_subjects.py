@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from memory_bank.graph.contradictions import find_contradictions
-from memory_bank.graph.sentence_facts import subject_start, text_facts
+from memory_bank.graph.sentence_facts import subject_start
 from memory_bank.graph.span_difference import differs_in_several_spans
+from memory_bank.graph.subjects import text_facts
 from memory_bank.graph.value_identity import same_name, without_head
 from memory_bank.graph.values import extract_values
 from memory_bank.session.topics import _paragraphs

@@ -4,7 +4,8 @@ of a sentence, when two names are one, where a sentence ends."""
 from __future__ import annotations
 
 from memory_bank.graph.contradictions import find_contradiction
-from memory_bank.graph.sentence_facts import mentions_value, sentence_facts, text_facts
+from memory_bank.graph.sentence_facts import mentions_value, sentence_facts
+from memory_bank.graph.subjects import text_facts
 from memory_bank.graph.value_context import modifies_noun, named_as_alias
 from memory_bank.graph.value_identity import name_contains, value_key_of
 from memory_bank.graph.values import extract_values
