@@ -238,6 +238,32 @@ def without_replaced(sentence: str, notes: Sequence[HistoryNote]) -> str:
     return text
 
 
+def with_previous(sentence: str, notes: Sequence[HistoryNote]) -> str:
+    """`sentence`, where it states a value that replaced another, with what it replaced and
+    until when the memory held it: "... 17 million cubic metres of water (previously 14
+    million, until 2026-11-28)." Said once per replaced value, after the sentence's words."""
+    said = [
+        note
+        for note in notes
+        if note.superseded_value
+        and mentions_value(sentence, note.current_value)
+        and not mentions_value(sentence, note.superseded_value)
+    ]
+    if not said:
+        return sentence
+    # Of the claims one value replaced, those said of this attribute (the sentence's frame);
+    # the others stay in the history.
+    framed = [n for n in said if same_frame(sentence, n.superseded_text)]
+    said = framed or said[:1]
+    previous = "; ".join(
+        f"previously {value}, until {until}" if until else f"previously {value}"
+        for value, until in dict.fromkeys((n.superseded_value, n.superseded_at[:10]) for n in said)
+    )
+    text = sentence.rstrip()
+    end = text[-1] if text[-1:] in ".!?" else ""
+    return f"{text[: len(text) - len(end)].rstrip()} ({previous}){end}"
+
+
 def _without_clause_naming(sentence: str, note: HistoryNote) -> str:
     """`sentence` without its clauses (split at ";") that name the replaced value and not the
     current one, when another clause states the current value ("... was directed by Kim

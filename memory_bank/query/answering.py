@@ -16,6 +16,7 @@ from memory_bank.query.answer_currency import (
     apply_bridges,
     apply_claims,
     current_notes,
+    with_previous,
     without_replaced,
 )
 from memory_bank.query.answer_sentences import (
@@ -98,7 +99,9 @@ def extractive_answer(request: AnswerRequest) -> AnswerResult:
     ordered = sorted(chosen, key=lambda s: (quote_order.index(s.chunk), s.number))
     history += [n for n in current_notes(ordered, request.claims) if n not in history]
     return AnswerResult(
-        answer=answer_text([without_replaced(s.text, history) for s in ordered]),
+        answer=answer_text(
+            [with_previous(without_replaced(s.text, history), history) for s in ordered]
+        ),
         sources=sources,
         confidence=confidence,
         notes=f"{len(ordered)} sentences",

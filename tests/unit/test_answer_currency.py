@@ -3,18 +3,18 @@ beside the current one (`query.answer_currency`)."""
 
 from __future__ import annotations
 
-from memory_bank.query.answer_currency import repeats_replaced, without_replaced
+from memory_bank.query.answer_currency import repeats_replaced, with_previous, without_replaced
 from memory_bank.query.roles import ClaimHistory
 from memory_bank.schemas import HistoryNote
 
 
-def _note(old: str, new: str) -> HistoryNote:
+def _note(old: str, new: str, old_text: str = "") -> HistoryNote:
     return HistoryNote(
         subject="Love Forecast",
         attribute="direct",
         superseded_value=old,
         current_value=new,
-        superseded_text="",
+        superseded_text=old_text,
         current_text="",
         superseded_source="a.md",
         current_source="b.md",
@@ -104,3 +104,21 @@ def test_a_chunk_whose_claim_was_replaced_is_quoted_only_through_the_current_cla
     other_query = np.asarray(embedder.encode([other_question])[0], dtype=np.float32)
     *_, answered = apply_claims(sentences, [claim], content_terms(other_question), other_query)
     assert answered == frozenset()
+
+
+def test_the_current_value_is_said_with_what_it_replaced_and_until_when():
+    sentence = "The Orrin Reservoir holds 17 million cubic metres of water."
+    note = _note("14 million", "17 million", "The Orrin Reservoir holds 14 million cubic metres.")
+    assert with_previous(sentence, [note]) == (
+        "The Orrin Reservoir holds 17 million cubic metres of water "
+        "(previously 14 million, until 2026-01-02)."
+    )
+    # of the claims one value replaced, the one said of this attribute
+    other = _note("1962", "17 million", "The dam of the Orrin Reservoir was finished in 1962.")
+    assert with_previous(sentence, [other, note]).endswith(
+        "(previously 14 million, until 2026-01-02)."
+    )
+    # a sentence that does not state the current value is left as it is
+    assert (
+        with_previous("The reservoir supplies Dunmow.", [note]) == "The reservoir supplies Dunmow."
+    )

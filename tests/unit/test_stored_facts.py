@@ -9,8 +9,8 @@ import pytest
 
 from memory_bank.config import AppConfig
 from memory_bank.graph import sentence_facts as facts_module
-from memory_bank.graph import subjects as subjects_module
 from memory_bank.graph import stored_facts
+from memory_bank.graph import subjects as subjects_module
 from memory_bank.index.embedding import Embedder
 from memory_bank.ingest.runner import local_runner
 from memory_bank.store.reader import StoreReader
