@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 from memory_bank.config import AppConfig
@@ -31,3 +32,11 @@ def written_node_ids(snapshot: GraphSnapshot, version: Path) -> set[str]:
     snapshot.write(version / ".bank")
     state = load_graph_state(version / ".bank" / "graph", version / "no checkpoints")
     return set(state.graph.nodes)
+
+
+_PREVIOUSLY = re.compile(r"\s*\(previously [^()]*\)")
+
+
+def stated_as_current(answer: str) -> str:
+    """An answer without its "(previously Y, until DATE)" notes: what it states as current."""
+    return _PREVIOUSLY.sub("", answer)

@@ -18,6 +18,7 @@ from memory_bank.query.bridges import asks_about, bridges, conflict_subject, nam
 from memory_bank.query.roles import AnswerEvidence, AnswerRequest, ClaimHistory
 from memory_bank.schemas import HistoryNote
 from memory_bank.text.sentences import split_sentences
+from tests.support import stated_as_current
 
 SERIES = (
     "# Charmed\n\nCharmed is an American television series created by Constance M. Burge. "
@@ -136,7 +137,8 @@ def test_the_answer_states_the_current_claim_about_what_its_evidence_names(embed
 
     result = extractive_answer(_request(embedder, question, ACTOR))
 
-    assert "UPN" in result.answer and "The WB" not in result.answer
+    assert "UPN" in result.answer and "The WB" not in stated_as_current(result.answer)
+    assert "(previously The WB, until 2026-01-02)" in result.answer
     assert [n.superseded_value for n in result.history] == ["The WB"]
     assert "update.md" in result.sources
 

@@ -14,6 +14,7 @@ from memory_bank.cli.main import app
 from memory_bank.config import AppConfig
 from memory_bank.ingest.executor import LocalExecutor
 from memory_bank.store.verify import verify_store
+from tests.support import stated_as_current
 
 FACT = """# Acme Corporation
 
@@ -55,7 +56,8 @@ def test_ask_states_the_current_value_and_keeps_the_old_one_as_history(updated):
     result = updated.request("Who is the CEO of Acme?")
 
     assert "Bob Tanaka" in result.answer
-    assert "Alice" not in result.answer
+    assert "Alice" not in stated_as_current(result.answer)
+    assert "(previously Alice Moreno, until " in result.answer
     [note] = result.history
     assert (note.superseded_value, note.current_value) == ("Alice Moreno", "Bob Tanaka")
     assert note.superseded_text == "The CEO of Acme is Alice Moreno."
