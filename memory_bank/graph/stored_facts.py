@@ -32,7 +32,7 @@ from memory_bank.graph.sentence_facts import SentenceFacts
 from memory_bank.graph.subjects import text_facts
 from memory_bank.graph.values import Value
 from memory_bank.store import layout
-from memory_bank.store.segments import attached, read_matching
+from memory_bank.store.segments import attached, read_matching, text_digest
 from memory_bank.text import lexicon as lexicon_module
 from memory_bank.text import sentences as sentences_module
 
@@ -90,14 +90,13 @@ def facts_attachment(table: str, rows: pa.Table, path: Path, earlier: Sequence[P
     if table != CHUNKS_TABLE:
         return []
     texts = rows.column("text").to_pylist()
-    digests = [_digest(text) for text in texts]
-    carried = _carried(earlier, rows.column("chunk_id").to_pylist(), digests)
+    chunk_ids = rows.column("chunk_id").to_pylist()
+    digests = [text_digest(text) for text in texts]
+    carried = _carried(earlier, chunk_ids, digests)
     have = set(carried.column("chunk_id").to_pylist())
     fresh = [
         (chunk_id, digest, text)
-        for chunk_id, digest, text in zip(
-            rows.column("chunk_id").to_pylist(), digests, texts, strict=True
-        )
+        for chunk_id, digest, text in zip(chunk_ids, digests, texts, strict=True)
         if chunk_id not in have
     ]
     made = pa.table(
@@ -120,10 +119,6 @@ def facts_attachment(table: str, rows: pa.Table, path: Path, earlier: Sequence[P
         row_group_size=_ROW_GROUP_ROWS,
     )
     return [name]
-
-
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def _carried(earlier: Sequence[Path], chunk_ids: list[str], digests: list[str]) -> pa.Table:

@@ -14,7 +14,6 @@ existed) is read as unknown.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pyarrow.parquet as pq
 
 from memory_bank.schemas import MemorizedChunk
 from memory_bank.store import layout
-from memory_bank.store.segments import SegmentHook, attached, live_mask
+from memory_bank.store.segments import SegmentHook, attached, live_mask, text_digest
 from memory_bank.store.vectors import MEMORIES_TABLE
 from memory_bank.taxonomy.summary import index_text, index_words
 
@@ -51,7 +50,7 @@ def words_attachment(table: str, rows: pa.Table, path: Path, earlier: Sequence[P
             strict=True,
         )
     ]
-    digests = [_digest(text) for text in texts]
+    digests = [text_digest(text) for text in texts]
     known = _carried(earlier, digests)
     made = index_words({row: t for row, t in enumerate(texts) if digests[row] not in known})
     words = [known[d] if d in known else made[row] for row, d in enumerate(digests)]
@@ -60,10 +59,6 @@ def words_attachment(table: str, rows: pa.Table, path: Path, earlier: Sequence[P
         pa.table({"words": words, "digest": digests}, schema=_WORDS_SCHEMA), path.parent / name
     )
     return [name]
-
-
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def _carried(earlier: Sequence[Path], digests: list[str]) -> dict[str, list[str]]:

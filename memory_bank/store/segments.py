@@ -26,6 +26,7 @@ whose rows are keyed can carry what it made of them instead of making it again.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,12 @@ def read_manifest(bank: Path) -> TablesManifest:
 
 def segment_path(bank: Path, relative: str) -> Path:
     return bank / SEGMENTS_DIR / relative
+
+
+def text_digest(text: str) -> str:
+    """The key an attachment row is carried over by when its segment merges: a short digest of
+    the text it was made from (a row made from other text is made again)."""
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def attached(bank: Path, table: str, suffix: str) -> list[tuple[Segment, Path | None]] | None:
