@@ -197,7 +197,7 @@ MEASURE_UNITS = frozenset([
     "metr", "meter", "kilometr", "kilomet", "km", "m", "cm", "mm", "mile", "feet", "foot", "ft",
     "inch", "yard", "kg", "kilogram", "gram", "g", "tonn", "ton", "pound", "lb", "ounc", "acr",
     "hectar", "litr", "liter", "gallon", "year", "month", "week", "day", "hour", "minut",
-    "second", "knot", "mph", "kph", "degre", "percent", "money", "storey", "stori", "floor",
+    "second", "knot", "mph", "kph", "degre", "percent", "money",
 ])
 # fmt: on
 

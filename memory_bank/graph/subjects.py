@@ -48,6 +48,13 @@ class TextFacts:
     def _referents(self) -> dict[str, Subject]:
         return dict(self.described)
 
+    @cached_property
+    def _qualifying(self) -> dict[str, list[Subject]]:
+        found: dict[str, list[Subject]] = {}
+        for text, subject in self.qualified:
+            found.setdefault(text, []).append(subject)
+        return found
+
     def referent(self, facts: SentenceFacts) -> Subject:
         """What a sentence of this text that refers back refers to."""
         return self._referents.get(facts.text, self.principal)
@@ -61,7 +68,7 @@ class TextFacts:
         noun = description_noun(facts)
         if noun is not None and not referent:
             subjects.append(frozenset({kind_key(noun)}))
-        subjects += [subject for text, subject in self.qualified if text == facts.text]
+        subjects += self._qualifying.get(facts.text, [])
         return subjects
 
     @cached_property  # a text is compared with many others: read once for all of them

@@ -130,6 +130,9 @@ def test_counts_of_one_thing_are_one_attribute_and_units_of_measure_are_not():
     old = text_facts("Along the quay, the Fennick Inn offers 30 rooms.")
     new = text_facts("The Fennick Inn has 34 rooms over three floors.")
     assert [(c.old_value, c.new_value) for c in find_contradictions(old, new)] == [("30", "34")]
+    floors = text_facts("Near the station, the Arle Tower rises over 31 floors.")
+    more = text_facts("The Arle Tower has 34 floors and a public gallery at the top.")
+    assert [(c.old_value, c.new_value) for c in find_contradictions(floors, more)] == [("31", "34")]
     long = text_facts("The Arle Viaduct is 520 metres long and carries a branch line.")
     high = text_facts("At its highest point the Arle Viaduct stands 44 metres above the river.")
     assert find_contradictions(long, high) == []
