@@ -91,12 +91,11 @@ def _disagree(contradiction: Contradiction) -> bool:
     ]
     if all(dates) and dates[0].isdisjoint(dates[1]):
         return False
-    return _dimension(old.text, contradiction.old_value) == _dimension(
-        new.text, contradiction.new_value
-    ) or None in (
+    dimensions = (
         _dimension(old.text, contradiction.old_value),
         _dimension(new.text, contradiction.new_value),
     )
+    return None in dimensions or dimensions[0] == dimensions[1]
 
 
 def _dimension(sentence: str, value: str) -> int | None:
