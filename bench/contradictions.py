@@ -21,8 +21,8 @@ $MEMORY_BANK_EVAL_DIR):
 - "fresh claims" (bench/data/fresh_claims.json), "fresh claims 2"
   (bench/data/fresh_claims_2.json), "fresh claims 3" (bench/data/fresh_claims_3.json),
   "fresh claims 4" (bench/data/fresh_claims_4.json), "fresh claims 5"
-  (bench/data/fresh_claims_5.json) and "fresh claims 6" (bench/data/fresh_claims_6.json; the
-  third to sixth written blind by helpers before the conflict rules were changed): self-contained paragraphs
+  (bench/data/fresh_claims_5.json), "fresh claims 6" (bench/data/fresh_claims_6.json) and
+  "fresh claims 7" (bench/data/fresh_claims_7.json; the third to seventh written blind by helpers before the conflict rules were changed): self-contained paragraphs
   about invented entities and updates worded as new sentences, every value kind; held out while
   building the claims rules (bench/claim_pairs.py reads the second and third ones'
   must-not-conflict pairs too, with --suite fresh_claims_3 for the third).
@@ -66,6 +66,7 @@ SUITES = {
     "fresh claims 4": ROOT / "bench" / "data" / "fresh_claims_4.json",
     "fresh claims 5": ROOT / "bench" / "data" / "fresh_claims_5.json",
     "fresh claims 6": ROOT / "bench" / "data" / "fresh_claims_6.json",
+    "fresh claims 7": ROOT / "bench" / "data" / "fresh_claims_7.json",
 }
 
 
@@ -78,6 +79,7 @@ PAIR_SUITES = (
     "fresh claims 4",
     "fresh claims 5",
     "fresh claims 6",
+    "fresh claims 7",
 )
 # The answer may name a replaced value as history, in the form the answer writes it:
 # "Cleveland (previously Columbus, until 2024-03-01)". Stated there, it is not stated as current.
@@ -315,6 +317,7 @@ def main() -> None:
         ("fresh claims 4 (held out)", lambda c: c["suite"] == "fresh claims 4"),
         ("fresh claims 5 (held out)", lambda c: c["suite"] == "fresh claims 5"),
         ("fresh claims 6 (held out)", lambda c: c["suite"] == "fresh claims 6"),
+        ("fresh claims 7 (held out)", lambda c: c["suite"] == "fresh claims 7"),
     ]
     columns = [
         ("before graph", without, lambda r: r["current"] and not r["stale"]),
