@@ -1,125 +1,241 @@
-"""Conflicts for the session's task goal: the goal is a question, and it names the attribute.
+"""Conflicts for the session's task goal: each source's answer to it, compared.
 
 Two contexts from different sources rarely word one attribute alike ("rises 38 metres above
 the river" / "stands 44 metres tall"), so the graph's rules, which must decide without a
-question, let most such pairs pass. A session has a question: its task goal. Two of its nodes
-conflict for the goal when the answer-time judge (`query.slots`) finds that, for what the goal
-asks, one gives another value than the other -- the same judge `ask` uses to say which memory
-is current, with the goal in place of the user's question. Neither source is known to replace
-the other: the pair is a conflict to cross-validate, whichever was intercepted later.
+question, let most such pairs pass. A session has a question: its task goal. It names the
+subject, the attribute and the kind of value asked for, which is what the rules lack. So each
+context is read as a researcher reads a source for the goal: its answer is the sentence about
+the goal's subject, holding a value of the asked kind the goal does not itself name, that
+states the goal's attribute -- in the goal's own words, else worded so that its embedding is
+as close to the goal's as a paraphrase (`PARAPHRASE_COSINE`). Two contexts whose answers give
+different values conflict: neither source is known to replace the other, so the pair is a
+conflict to cross-validate, whichever was intercepted later.
 
-What the judge finds is set aside when it is no disagreement on its face:
-- a goal that names nothing ("What do we know?") names no attribute either;
-- one value told two ways ("52 m", "52 metres");
-- values of their own times ("in 1990 ... 42 members" / "by 2020 ... 118 members"): each
-  sentence dates its claim, with another date;
-- measures of two dimensions ("31 metres high" / "410 metres long").
+Two answers are no disagreement when
+- they share a value, or one date holds the other ("May 1931" / "3 May 1931");
+- the two sentences name two things the goal's name covers ("the Corra Bell" and "the Corra
+  Rose" for "Where were the Corra ferries built?");
+- each states another of the goal's words ("Who designed it, and who owns it?": one says who
+  designed it, the other who owns it), and where the goal asks several things only its own
+  words say which a sentence answers, so no paraphrase counts;
+- no two of their values measure one thing: another unit, or another dimension ("31 metres
+  high" / "410 metres long");
+- each dates its claim, at another time ("in 1990 ... 42 members" / "by 2020 ... 118").
+A goal that names nothing ("What do we know?") asks nothing of any one thing: no answers.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from memory_bank.graph.analysis import NodeView, Relationship
-from memory_bank.graph.contradictions import Contradiction
-from memory_bank.graph.sentence_facts import sentence_facts
-from memory_bank.graph.value_identity import value_key_of
-from memory_bank.graph.values import extract_values
-from memory_bank.query.slot_pairs import SlotMemory
-from memory_bank.query.slots import slot_changes
+from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction
+from memory_bank.graph.sentence_facts import SentenceFacts, sentence_facts
+from memory_bank.graph.subjects import TextFacts, same_subject
+from memory_bank.graph.value_identity import (
+    NAME_HEADS,
+    compatible_names,
+    dates_compatible,
+    same_kind,
+    without_head,
+)
+from memory_bank.graph.values import Value
+from memory_bank.query.slot_rules import Asked
+from memory_bank.text.lexicon import text_stems
 
 Encode = Callable[[list[str]], np.ndarray]
-# Two session nodes stand as an earlier and a later memory this far apart (any gap above the
-# slot judge's order gap reads as two sources).
-_APART_SECONDS = 1.0
 
-
-def goal_conflicts(
-    goal: str, new: NodeView, candidates: Sequence[NodeView], encode: Encode
-) -> list[Relationship]:
-    """The candidates that give another value than `new` for what `goal` asks."""
-    if not any(value.kind == "name" for value in extract_values(goal)):
-        return []
-    question_vector = encode([goal])[0]
-    found = []
-    for candidate in candidates:
-        older, newer = (
-            (candidate, new) if candidate.timestamp <= new.timestamp else (new, candidate)
-        )
-        memories = [_memory(0, older, 0.0), _memory(1, newer, _APART_SECONDS)]
-        changes = slot_changes(goal, memories, query_vector=question_vector, encode=encode)
-        disagreements = [c.contradiction for c in changes if _disagree(c.contradiction)]
-        if not disagreements:
-            continue
-        contradiction = disagreements[0]
-        found.append(
-            Relationship(
-                existing_node_id=candidate.id,
-                relationship="conflict",
-                confidence=0.7,
-                reasoning=f"for the task goal: {contradiction.describe()}",
-                contradictions=[contradiction],
-            )
-        )
-    return found
-
-
+# A kind word names what the subject is ("the Skelder dam"), never what is asked of it.
+_KIND_STEMS = text_stems(" ".join(sorted(NAME_HEADS)))
+_AND = re.compile(r"\band\b|&", re.IGNORECASE)
 # The words of one dimension ("tall" and "high" measure one thing, "long" another).
 _DIMENSIONS = (
     frozenset({"long", "length", "lengths"}),
-    frozenset({"high", "tall", "height", "rises", "stands"}),
+    frozenset({"high", "tall", "height", "rises", "stands", "above"}),
     frozenset({"wide", "width", "broad", "across"}),
     frozenset({"deep", "depth"}),
 )
 
 
-def _disagree(contradiction: Contradiction) -> bool:
-    """Whether the judge's finding is a disagreement on its face (module docstring)."""
-    old_key = value_key_of(contradiction.old_value)
-    if old_key is not None and old_key == value_key_of(contradiction.new_value):
-        return False
-    old = sentence_facts(contradiction.old_sentence)
-    new = sentence_facts(contradiction.new_sentence)
-    dates = [
-        {v.key for v in facts.values if v.kind == "date" and v.text != value}
-        for facts, value in (
-            (old, contradiction.old_value),
-            (new, contradiction.new_value),
+@dataclass(frozen=True)
+class GoalAnswer:
+    """A context's answer to the goal: the sentence, its values of the asked kind, and the
+    goal's attribute words it states (none where it paraphrases them)."""
+
+    sentence: SentenceFacts
+    values: tuple[Value, ...]
+    stated: frozenset[str]
+
+
+class Goal:
+    """The task goal read as a question: its subject's names, attribute words, asked kinds."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.asked = Asked(text)
+        self.names = frozenset(v.key for v in self.asked.values if v.kind == "name")
+        self.attribute = sentence_facts(text).frame - _KIND_STEMS
+        rest = text
+        for value in self.asked.values:
+            rest = rest.replace(value.text, " ")
+        self.several = bool(_AND.search(rest))
+        self._name_stems = frozenset().union(
+            *(text_stems(without_head(key).split(":", 1)[1]) for key in self.names)
         )
+
+    def names_one_of(self, keys: Sequence[str]) -> bool:
+        return any(compatible_names(name, key) for name in self.names for key in keys)
+
+    def answer(self, facts: TextFacts, vectors: Callable[[list[str]], np.ndarray]):
+        """`facts`' answer to the goal, or None (module docstring). `vectors` embeds
+        sentences, the goal first."""
+        if not self.names or not self._speaks_of(facts):
+            return None
+        candidates = []
+        for sentence, about in zip(facts.sentences, facts.abouts, strict=True):
+            values = tuple(
+                v for v in sentence.values if self.asked.takes(v) and not self.names_one_of([v.key])
+            )
+            if values and self._about_it(sentence, about):
+                candidates.append(GoalAnswer(sentence, values, self.attribute & sentence.frame))
+        if not candidates:
+            return None
+        embedded = vectors([self.text] + [c.sentence.text for c in candidates])
+        cosines = embedded[1:] @ embedded[0]
+        best = max(range(len(candidates)), key=lambda i: (bool(candidates[i].stated), cosines[i]))
+        chosen = candidates[best]
+        paraphrase = not self.several and cosines[best] >= PARAPHRASE_COSINE
+        return chosen if chosen.stated or paraphrase else None
+
+    def _about_it(self, sentence: SentenceFacts, about: list) -> bool:
+        """Whether a sentence is about the goal's subject: what it is about is, or says
+        nothing, or it names the subject and is about no other thing of the subject's kind
+        ("the Westgate Tower" where the goal asks of "the Eastgate Tower")."""
+        named = [s for s in about if any(k.startswith("e:") for k in s)]
+        if not named or any(same_subject(self.names, s) for s in named):
+            return True
+        kinds = {_kind_word(k) for k in self.names} - {None}
+        return self.names_one_of(sentence.name_keys) and not any(
+            _kind_word(k) in kinds for s in named for k in s
+        )
+
+    def _speaks_of(self, facts: TextFacts) -> bool:
+        keys = [v.key for s in facts.sentences for v in s.values]
+        keys += [k for about in facts.abouts for subject in about for k in subject]
+        return self.names_one_of(keys) or bool(
+            self._name_stems & text_stems(" ".join(s.text for s in facts.sentences))
+        )
+
+
+def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradiction | None:
+    """The two answers' disagreement on their face, or None (module docstring)."""
+    keys = [{v.key for v in answer.values} for answer in (first, second)]
+    if keys[0] & keys[1] or any(
+        dates_compatible(a, b)
+        for a in keys[0]
+        for b in keys[1]
+        if a.startswith("d:") and b.startswith("d:")
+    ):
+        return None
+    if first.stated and second.stated and not first.stated & second.stated:
+        return None
+    if _two_things(goal, first, second):
+        return None
+    pairs = [
+        (a, b)
+        for a in first.values
+        for b in second.values
+        if same_kind(a.kind, b.kind)
+        and _dimension(first.sentence.text, a) == _dimension(second.sentence.text, b)
     ]
-    if all(dates) and dates[0].isdisjoint(dates[1]):
-        return False
-    dimensions = (
-        _dimension(old.text, contradiction.old_value),
-        _dimension(new.text, contradiction.new_value),
+    if not pairs or _own_times(first, second):
+        return None
+    old, new = pairs[0]
+    return Contradiction(
+        old_sentence=first.sentence.text,
+        new_sentence=second.sentence.text,
+        subject="",
+        attribute=" ".join(sorted(first.stated | second.stated)),
+        old_value=old.text,
+        new_value=new.text,
+        kind=old.kind,
     )
-    return None in dimensions or dimensions[0] == dimensions[1]
 
 
-def _dimension(sentence: str, value: str) -> int | None:
+def goal_conflicts(
+    goal: str, new: NodeView, candidates: Sequence[NodeView], encode: Encode
+) -> list[Relationship]:
+    """The candidates whose answer to `goal` gives another value than `new`'s."""
+    question = Goal(goal)
+    if not question.names:
+        return []
+    cache: dict[str, np.ndarray] = {}
+
+    def vectors(texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        if missing:
+            for text, vector in zip(missing, encode(missing), strict=True):
+                cache[text] = vector / (np.linalg.norm(vector) or 1.0)
+        return np.stack([cache[t] for t in texts])
+
+    new_answer = question.answer(new.facts, vectors)
+    if new_answer is None:
+        return []
+    found = []
+    for candidate in candidates:
+        answer = question.answer(candidate.facts, vectors)
+        if answer is None:
+            continue
+        earlier, later = (
+            (answer, new_answer) if candidate.timestamp <= new.timestamp else (new_answer, answer)
+        )
+        contradiction = disagreement(question, earlier, later)
+        if contradiction is not None:
+            found.append(
+                Relationship(
+                    existing_node_id=candidate.id,
+                    relationship="conflict",
+                    confidence=0.7,
+                    reasoning=f"for the task goal: {contradiction.describe()}",
+                    contradictions=[contradiction],
+                )
+            )
+    return found
+
+
+def _two_things(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> bool:
+    """Whether the sentences name two things the goal's name covers ("the Corra Bell" / "the
+    Corra Rose" for a goal that asks of "the Corra ferries")."""
+    named = [[k for k in a.sentence.name_keys if goal.names_one_of([k])] for a in (first, second)]
+    return all(named) and not any(compatible_names(a, b) for a in named[0] for b in named[1])
+
+
+def _kind_word(key: str) -> str | None:
+    """The common noun a name ends with that says what kind of thing it names, if any."""
+    words = key.split(":", 1)[-1].split()
+    if key.startswith("e:") and len(words) > 1 and words[-1] in NAME_HEADS:
+        return words[-1]
+    return None
+
+
+def _dimension(sentence: str, value: Value) -> int | None:
     """Which dimension the words right after a measure name ("31 metres high"), if any."""
-    at = sentence.find(value)
-    after = sentence[at + len(value) :].split()[:2] if at >= 0 else []
+    after = sentence[value.end :].split()[:2]
     for number, words in enumerate(_DIMENSIONS):
         if any(word.strip(".,;").lower() in words for word in after):
             return number
     return None
 
 
-def _memory(chunk: int, view: NodeView, added_at: float) -> SlotMemory:
-    sentences = list(view.sentence_vectors)
-    vectors = (
-        np.stack([view.sentence_vectors[s] for s in sentences])
-        if sentences
-        else np.zeros((0, 0), dtype=np.float32)
-    )
-    return SlotMemory(
-        chunk=chunk,
-        node_id=view.id,
-        added_at=added_at,
-        text=view.text,
-        sentences=sentences,
-        vectors=vectors,
-    )
+def _own_times(first: GoalAnswer, second: GoalAnswer) -> bool:
+    """Whether each sentence dates its claim with a date other than its answer, and the two
+    dates are not one time."""
+    dates = [
+        {v.key for v in a.sentence.values if v.kind == "date" and v not in a.values}
+        for a in (first, second)
+    ]
+    return all(dates) and not any(dates_compatible(a, b) for a in dates[0] for b in dates[1])

@@ -4,9 +4,12 @@ Offline agents, the real embedding model, a store per test; sentences written fo
 
 from __future__ import annotations
 
+import numpy as np
+
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
-from memory_bank.session.goal_conflicts import goal_conflicts
+from memory_bank.graph.subjects import text_facts
+from memory_bank.session.goal_conflicts import Goal, disagreement, goal_conflicts
 
 
 def _second_intercept(tmp_path, embedder, goal: str, first: str, second: str):
@@ -51,3 +54,67 @@ def test_values_of_their_own_times_or_of_other_dimensions_do_not_conflict(tmp_pa
 
 def test_a_goal_that_names_nothing_names_no_attribute(embedder):
     assert goal_conflicts("What do we know?", None, [None], embedder.encode) == []  # type: ignore[arg-type]
+
+
+def _found(embedder, goal: str, first: str, second: str):
+    """The disagreement of two texts' answers to `goal`, or None (no answer counts as none)."""
+    question = Goal(goal)
+
+    def vectors(texts: list[str]) -> np.ndarray:
+        found = np.asarray(embedder.encode(texts), dtype=np.float32)
+        return found / np.linalg.norm(found, axis=1, keepdims=True)
+
+    answers = [
+        question.answer(text_facts(text, all_sentences=True), vectors) for text in (first, second)
+    ]
+    return None if None in answers else disagreement(question, *answers)
+
+
+def test_the_goals_words_on_both_sides_with_two_values_conflict(embedder):
+    found = _found(
+        embedder,
+        "How many seats does the Orwell Hall have?",
+        "Orwell Hall has 450 seats and a sprung dance floor.",
+        "With 520 seats, the Orwell Hall in Denby is the town's largest venue.",
+    )
+    assert found is not None and (found.old_value, found.new_value) == ("450", "520")
+
+
+def test_a_goal_that_asks_two_things_is_answered_one_thing_a_source(embedder):
+    assert (
+        _found(
+            embedder,
+            "Who designed Pell House, and who owns it?",
+            "Pell House was designed by the architect Anna Rook in 1840.",
+            "Pell House is owned by the Marsh Trust, which opens it on Sundays.",
+        )
+        is None
+    )
+
+
+def test_two_things_the_goals_name_covers_or_another_of_its_kind_do_not_conflict(embedder):
+    ferries = _found(
+        embedder,
+        "Where were the Varrow ferries built?",
+        "MV Varrow Star was built at Kelby for the island crossing.",
+        "MV Varrow Moon was built at Denholm and serves the north isles.",
+    )
+    towers = _found(
+        embedder,
+        "How tall is the Oldgate Tower in Brill?",
+        "The Oldgate Tower in Brill is 30 metres tall.",
+        "The Newgate Tower in Brill is 22 metres tall.",
+    )
+    assert ferries is None and towers is None
+
+
+def test_a_date_told_less_precisely_is_the_same_date(embedder):
+    assert (
+        _found(
+            embedder,
+            "When did the Tam Bridge open?",
+            "The Tam Bridge opened on 4 June 1902.",
+            "The bridge at Tam opened in June 1902 with a parade of farm carts.",
+        )
+        is None
+    )
