@@ -21,7 +21,9 @@ Two answers are no disagreement when
 - no two of their values measure one thing: another unit, or another dimension ("31 metres
   high" / "410 metres long");
 - each dates its claim, at another time ("in 1990 ... 42 members" / "by 2020 ... 118").
-A goal that names nothing ("What do we know?") asks nothing of any one thing: no answers.
+A goal that names nothing ("What do we know?") asks nothing of any one thing, and one that asks
+of several things of a kind ("when the bridges in Pennick were built") expects several values:
+no answers for either.
 """
 
 from __future__ import annotations
@@ -51,7 +53,13 @@ Encode = Callable[[list[str]], np.ndarray]
 
 # A kind word names what the subject is ("the Skelder dam"), never what is asked of it.
 _KIND_STEMS = text_stems(" ".join(sorted(NAME_HEADS)))
+_DEFINITE = frozenset({"the", "its", "their", "these", "those"})
 _AND = re.compile(r"\band\b|&", re.IGNORECASE)
+# Units of length: a measure in one answers "how long / tall / wide / deep".
+_LENGTH_UNITS = frozenset(
+    ["metr", "meter", "kilometr", "kilomet", "km", "m", "cm", "mm", "mile", "feet", "foot", "ft"]
+    + ["inch", "yard"]
+)
 # The words of one dimension ("tall" and "high" measure one thing, "long" another).
 _DIMENSIONS = (
     frozenset({"long", "length", "lengths"}),
@@ -83,6 +91,20 @@ class Goal:
         for value in self.asked.values:
             rest = rest.replace(value.text, " ")
         self.several = bool(_AND.search(rest))
+        words = [word.strip("?.,").lower() for word in rest.split()]
+        self.plural = any(  # "the bridges in Pennick"; "how many seats" counts one thing's
+            _plural_kind(word) and _DEFINITE & set(words[max(0, i - 3) : i])
+            for i, word in enumerate(words)
+        )
+        words = {word.strip("?.,").lower() for word in text.split()}
+        self.dimension = next(
+            (n for n, dimension in enumerate(_DIMENSIONS) if words & dimension), None
+        )
+        self._dimension_stems = (
+            text_stems(" ".join(_DIMENSIONS[self.dimension]))
+            if self.dimension is not None
+            else frozenset()
+        )
         self._name_stems = frozenset().union(
             *(text_stems(without_head(key).split(":", 1)[1]) for key in self.names)
         )
@@ -93,7 +115,7 @@ class Goal:
     def answer(self, facts: TextFacts, vectors: Callable[[list[str]], np.ndarray]):
         """`facts`' answer to the goal, or None (module docstring). `vectors` embeds
         sentences, the goal first."""
-        if not self.names or not self._speaks_of(facts):
+        if not self.names or self.plural or not self._speaks_of(facts):
             return None
         candidates = []
         for sentence, about in zip(facts.sentences, facts.abouts, strict=True):
@@ -101,7 +123,10 @@ class Goal:
                 v for v in sentence.values if self.asked.takes(v) and not self.names_one_of([v.key])
             )
             if values and self._about_it(sentence, about):
-                candidates.append(GoalAnswer(sentence, values, self.attribute & sentence.frame))
+                stated = self.attribute & sentence.frame
+                if not stated and self._measures(sentence, values):
+                    stated = self.attribute & self._dimension_stems
+                candidates.append(GoalAnswer(sentence, values, stated))
         if not candidates:
             return None
         embedded = vectors([self.text] + [c.sentence.text for c in candidates])
@@ -110,6 +135,15 @@ class Goal:
         chosen = candidates[best]
         paraphrase = not self.several and cosines[best] >= PARAPHRASE_COSINE
         return chosen if chosen.stated or paraphrase else None
+
+    def _measures(self, sentence: SentenceFacts, values: tuple[Value, ...]) -> bool:
+        """Whether the sentence gives a length of the dimension the goal asks ("it spans 64
+        metres" for "How long is ...?"): a length says no other dimension."""
+        return self.dimension is not None and any(
+            v.kind.removeprefix("number:") in _LENGTH_UNITS
+            and _dimension(sentence.text, v) in (None, self.dimension)
+            for v in values
+        )
 
     def _about_it(self, sentence: SentenceFacts, about: list) -> bool:
         """Whether a sentence is about the goal's subject: what it is about is, or says
@@ -150,7 +184,8 @@ def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradic
         for a in first.values
         for b in second.values
         if same_kind(a.kind, b.kind)
-        and _dimension(first.sentence.text, a) == _dimension(second.sentence.text, b)
+        and _dimension(first.sentence.text, a, goal.dimension)
+        == _dimension(second.sentence.text, b, goal.dimension)
     ]
     if not pairs or _own_times(first, second):
         return None
@@ -214,6 +249,14 @@ def _two_things(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> bool:
     return all(named) and not any(compatible_names(a, b) for a in named[0] for b in named[1])
 
 
+def _plural_kind(word: str) -> bool:
+    """Whether a word is the plural of a kind of thing ("bridges", "ferries", "towers")."""
+    if word in NAME_HEADS or not word.endswith("s"):
+        return False
+    singulars = {word[:-1], word[:-2]} | ({word[:-3] + "y"} if word.endswith("ies") else set())
+    return bool(singulars & NAME_HEADS)
+
+
 def _kind_word(key: str) -> str | None:
     """The common noun a name ends with that says what kind of thing it names, if any."""
     words = key.split(":", 1)[-1].split()
@@ -222,13 +265,14 @@ def _kind_word(key: str) -> str | None:
     return None
 
 
-def _dimension(sentence: str, value: Value) -> int | None:
-    """Which dimension the words right after a measure name ("31 metres high"), if any."""
+def _dimension(sentence: str, value: Value, asked: int | None = None) -> int | None:
+    """Which dimension the words right after a measure name ("31 metres high"), else the one
+    asked: an answer's measure is of what the goal asks unless it says otherwise."""
     after = sentence[value.end :].split()[:2]
     for number, words in enumerate(_DIMENSIONS):
         if any(word.strip(".,;").lower() in words for word in after):
             return number
-    return None
+    return asked
 
 
 def _own_times(first: GoalAnswer, second: GoalAnswer) -> bool:

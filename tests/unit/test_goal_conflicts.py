@@ -118,3 +118,32 @@ def test_a_date_told_less_precisely_is_the_same_date(embedder):
         )
         is None
     )
+
+
+def test_a_length_answers_how_long_unless_it_says_another_dimension(embedder):
+    span = _found(
+        embedder,
+        "How long is the Oswin Footbridge?",
+        "The Oswin Footbridge is 88 metres long and was opened in 1911.",
+        "We sat in the tea room on the far bank and watched the walkers cross the Oswin Footbridge, all 96 metres of it, with their dogs.",
+    )
+    height = _found(
+        embedder,
+        "How long is the Oswin Footbridge?",
+        "The Oswin Footbridge is 88 metres long and was opened in 1911.",
+        "The Oswin Footbridge stands 12 metres above the water at high tide.",
+    )
+    assert span is not None and (span.old_value, span.new_value) == ("88", "96")
+    assert height is None
+
+
+def test_a_goal_asking_of_several_things_of_a_kind_expects_several_values(embedder):
+    assert (
+        _found(
+            embedder,
+            "When were the bridges at Carnock built?",
+            "The Carnock road bridge was built in 1871.",
+            "Carnock's rail bridge was built in 1893 for the coal trains.",
+        )
+        is None
+    )
