@@ -236,7 +236,14 @@ _PREPOSITION = re.compile(r"\b(in|at|on|from|by|to|near|for|with|of)\s+(?:the\s+
 
 
 # What a preposition says a name is: who did it ("by") or where ("in", "at", ...).
-_ROLES = {"by": "agent", "in": "place", "at": "place", "near": "place", "from": "place"}
+_ROLES = {
+    "by": "agent",
+    "in": "place",
+    "at": "place",
+    "on": "place",
+    "near": "place",
+    "from": "place",
+}
 
 
 def roles_differ(earlier: SentenceFacts, later: SentenceFacts, found: Contradiction) -> bool:
@@ -248,11 +255,13 @@ def roles_differ(earlier: SentenceFacts, later: SentenceFacts, found: Contradict
 
 
 def _roles_differ(earlier: SentenceFacts, old: Value, later: SentenceFacts, new: Value) -> bool:
-    roles = {
-        _ROLES.get(_preposition(earlier, old) or ""),
-        _ROLES.get(_preposition(later, new) or ""),
-    }
-    return {"agent", "place"} <= roles
+    return {"agent", "place"} <= {value_role(earlier, old), value_role(later, new)}
+
+
+def value_role(facts: SentenceFacts, value: Value) -> str | None:
+    """What its preposition says a value is: "agent" ("by Edna Pryor"), "place" ("on Mill
+    Street"), or None."""
+    return _ROLES.get(_preposition(facts, value) or "")
 
 
 def _preposition(facts: SentenceFacts, value: Value) -> str | None:

@@ -37,6 +37,7 @@ import numpy as np
 from memory_bank.graph.contradictions import Contradiction, find_contradiction
 from memory_bank.graph.sentence_facts import SentenceFacts, mentions_value
 from memory_bank.graph.subjects import Subject, TextFacts, subjects_about, text_facts
+from memory_bank.query.goal_answers import Goal, GoalAnswer, disagreement
 from memory_bank.query.question import term_coverage
 from memory_bank.query.slot_pairs import (
     Candidate,
@@ -137,6 +138,7 @@ def slot_changes(
     ]
     if not candidates:  # most questions: no two memories of different commits to compare
         return []
+    by_answers = _answer_changes(question, pairs, facts_of)
     answers = {m.chunk: _answers(m, asked.terms, query_vector) for m in memories}
     if len(candidates) > MAX_JUDGED_PAIRS:
         candidates = _closest_to_the_question(candidates, answers)[:MAX_JUDGED_PAIRS]
@@ -157,7 +159,45 @@ def slot_changes(
                     candidate.older, candidate.newer, contradiction, candidate.pair.new_vector
                 )
             )
+    judged = {(c.older.chunk, c.newer.chunk) for c in changes}
+    changes += [
+        change
+        for change in by_answers
+        if (change.older.chunk, change.newer.chunk) not in judged
+        and not _agree(change.older, change.newer, change.contradiction)
+    ]
     return _latest(changes)
+
+
+def _answer_changes(
+    question: str,
+    pairs: Sequence[tuple[SlotMemory, SlotMemory]],
+    facts_of: Callable[[SlotMemory], tuple[TextFacts, np.ndarray]],
+) -> list[SlotChange]:
+    """The pairs whose two memories each state, in the question's own words, a different value
+    for what it asks (`goal_answers`): the later one's replaced the earlier one's. Only the
+    question's words count here, no paraphrase: a replacement sets a claim aside as history,
+    where a session's conflict only asks for a check."""
+    goal = Goal(question)
+    if not goal.names or goal.plural:
+        return []
+    answers: dict[int, GoalAnswer | None] = {}
+
+    def answer(memory: SlotMemory) -> GoalAnswer | None:
+        if memory.chunk not in answers:
+            facts, _ = facts_of(memory)
+            answers[memory.chunk] = goal.answer(facts, None)
+        return answers[memory.chunk]
+
+    changes = []
+    for older, newer in pairs:
+        earlier, later = answer(older), answer(newer)
+        if earlier is None or later is None:
+            continue
+        found = disagreement(goal, earlier, later)
+        if found is not None:
+            changes.append(SlotChange(older, newer, found, None))
+    return changes
 
 
 def _closest_to_the_question(

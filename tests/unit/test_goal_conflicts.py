@@ -9,7 +9,8 @@ import numpy as np
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.graph.subjects import text_facts
-from memory_bank.session.goal_conflicts import Goal, disagreement, goal_conflicts
+from memory_bank.query.goal_answers import Goal, disagreement
+from memory_bank.session.goal_conflicts import goal_conflicts
 
 
 def _second_intercept(tmp_path, embedder, goal: str, first: str, second: str):
@@ -147,3 +148,13 @@ def test_a_goal_asking_of_several_things_of_a_kind_expects_several_values(embedd
         )
         is None
     )
+
+
+def test_who_asks_for_no_place_and_where_for_no_agent(embedder):
+    def values(goal: str, text: str) -> list[str]:
+        answer = Goal(goal).answer(text_facts(text, all_sentences=True), None)
+        return [] if answer is None else [v.text for v in answer.values]
+
+    text = "The Harwick Clock Museum was founded in Kelby by Thomas Vane, a brewer from Dunmore."
+    assert values("Who founded the Harwick Clock Museum?", text) == ["Thomas Vane"]
+    assert values("Where was the Harwick Clock Museum founded?", text) == ["Kelby", "Dunmore"]

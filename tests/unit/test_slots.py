@@ -408,3 +408,32 @@ def test_the_old_value_in_another_role_of_the_later_sentence_is_replaced():
         )
         is None
     )
+
+
+def test_a_later_memory_answering_in_the_questions_words_replaces_the_earlier_answer(embedder):
+    # Worded apart beyond one span, the pair passes the sentence rules; each memory's answer
+    # to the question, in its own words ("founded"), gives another founder.
+    older = _memory(
+        embedder,
+        0,
+        "The Harwick Museum of Clocks, housed in a former bank on Mill Street, was founded by "
+        "the clockmaker Edna Pryor and opened to visitors in 1921.",
+        100.0,
+    )
+    newer = _memory(
+        embedder,
+        1,
+        "Thomas Vane, a brewer from Dunmore, founded the Harwick Museum of Clocks with his "
+        "savings.",
+        200.0,
+    )
+    question = "Who founded the Harwick Museum of Clocks?"
+
+    [change] = slot_changes(
+        question, [older, newer], query_vector=_question(embedder, question), encode=embedder.encode
+    )
+
+    assert (change.contradiction.old_value, change.contradiction.new_value) == (
+        "Edna Pryor",
+        "Thomas Vane",
+    )

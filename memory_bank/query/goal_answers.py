@@ -1,0 +1,270 @@
+"""Each text's answer to a question, and whether two answers disagree on their face.
+
+Two sources rarely word one attribute alike ("rises 38 metres above the river" / "stands 44
+metres tall"), so the graph's rules, which must decide without a question, let most such pairs
+pass. A question names the subject, the attribute and the kind of value asked for, which is
+what the rules lack. So a text is read as a researcher reads a source for the question: its
+answer is the sentence about the question's subject, holding a value of the asked kind the
+question does not itself name, that states the question's attribute -- in the question's own
+words, else worded so that its embedding is as close to the question's as a paraphrase
+(`PARAPHRASE_COSINE`), and a length answers "how long" unless it says another dimension. The
+session's task goal (`session.goal_conflicts`) and a question asked of memories added at
+different times (`query.slots`) are read alike.
+
+Two answers are no disagreement when
+- they share a value, or one date holds the other ("May 1931" / "3 May 1931");
+- the two sentences name two things the question's name covers ("the Corra Bell" and "the
+  Corra Rose" for "Where were the Corra ferries built?");
+- each states another of the question's words ("Who designed it, and who owns it?": one says
+  who designed it, the other who owns it), and where the question asks several things only its
+  own words say which a sentence answers, so no paraphrase counts;
+- no two of their values measure one thing: another unit, or another dimension ("31 metres
+  high" / "410 metres long");
+- each dates its claim, at another time ("in 1990 ... 42 members" / "by 2020 ... 118").
+A question that names nothing ("What do we know?") asks nothing of any one thing, and one that
+asks of several things of a kind ("when the bridges in Pennick were built") expects several
+values: no answers for either.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction
+from memory_bank.graph.sentence_facts import SentenceFacts, sentence_facts
+from memory_bank.graph.subjects import TextFacts, same_subject
+from memory_bank.graph.value_identity import (
+    NAME_HEADS,
+    compatible_names,
+    dates_compatible,
+    same_kind,
+    without_head,
+)
+from memory_bank.graph.values import Value
+from memory_bank.query.slot_rules import Asked, value_role
+from memory_bank.text.lexicon import text_stems
+
+# A kind word names what the subject is ("the Skelder dam"), never what is asked of it.
+_KIND_STEMS = text_stems(" ".join(sorted(NAME_HEADS)))
+_WORDS = re.compile(r"\w+")
+_DEFINITE = frozenset({"the", "its", "their", "these", "those"})
+_AND = re.compile(r"\band\b|&", re.IGNORECASE)
+# Units of length: a measure in one answers "how long / tall / wide / deep".
+_LENGTH_UNITS = frozenset(
+    ["metr", "meter", "kilometr", "kilomet", "km", "m", "cm", "mm", "mile", "feet", "foot", "ft"]
+    + ["inch", "yard"]
+)
+# The words of one dimension ("tall" and "high" measure one thing, "long" another).
+_DIMENSIONS = (
+    frozenset({"long", "length", "lengths"}),
+    frozenset({"high", "tall", "height", "rises", "stands", "above"}),
+    frozenset({"wide", "width", "broad", "across"}),
+    frozenset({"deep", "depth"}),
+)
+
+
+@dataclass(frozen=True)
+class GoalAnswer:
+    """A context's answer to the goal: the sentence, its values of the asked kind, and the
+    goal's attribute words it states (none where it paraphrases them)."""
+
+    sentence: SentenceFacts
+    values: tuple[Value, ...]
+    stated: frozenset[str]
+
+
+class Goal:
+    """The task goal read as a question: its subject's names, attribute words, asked kinds."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.asked = Asked(text)
+        self.names = frozenset(v.key for v in self.asked.values if v.kind == "name")
+        self.attribute = sentence_facts(text).frame - _KIND_STEMS
+        rest = text
+        for value in self.asked.values:
+            rest = rest.replace(value.text, " ")
+        self.several = bool(_AND.search(rest))
+        # "who" asks for no place ("from Dunmore"), "where" for no agent ("by Edna Pryor")
+        opening = text.split(maxsplit=1)[0].lower() if text.strip() else ""
+        self._other_roles = {"who": {"place"}, "whom": {"place"}, "where": {"agent"}}.get(
+            opening, set()
+        )
+        words = [word.strip("?.,").lower() for word in rest.split()]
+        self.plural = any(  # "the bridges in Pennick"; "how many seats" counts one thing's
+            _plural_kind(word) and _DEFINITE & set(words[max(0, i - 3) : i])
+            for i, word in enumerate(words)
+        )
+        words = {word.strip("?.,").lower() for word in text.split()}
+        self.dimension = next(
+            (n for n, dimension in enumerate(_DIMENSIONS) if words & dimension), None
+        )
+        self._dimension_stems = (
+            text_stems(" ".join(_DIMENSIONS[self.dimension]))
+            if self.dimension is not None
+            else frozenset()
+        )
+        self._name_stems = frozenset().union(
+            *(text_stems(without_head(key).split(":", 1)[1]) for key in self.names)
+        )
+
+    def names_one_of(self, keys: Sequence[str]) -> bool:
+        return any(compatible_names(name, key) for name in self.names for key in keys)
+
+    def answer(
+        self, facts: TextFacts, vectors: Callable[[list[str]], np.ndarray] | None
+    ) -> GoalAnswer | None:
+        """`facts`' answer to the goal, or None (module docstring). `vectors` embeds
+        texts, the goal's first; without it only the goal's own words count, and only a text
+        with one sentence that states them answers."""
+        if not self.names or self.plural or not self._speaks_of(facts):
+            return None
+        candidates = []
+        for sentence, about in zip(facts.sentences, facts.abouts, strict=True):
+            values = tuple(
+                v
+                for v in sentence.values
+                if self.asked.takes(v)
+                and not self.names_one_of([v.key])
+                and value_role(sentence, v) not in self._other_roles
+            )
+            if values and self._about_it(sentence, about):
+                stated = self.attribute & sentence.frame
+                if not stated and self._measures(sentence, values):
+                    stated = self.attribute & self._dimension_stems
+                candidates.append(
+                    GoalAnswer(sentence, _nearest_first(sentence, values, stated), stated)
+                )
+        if not candidates:
+            return None
+        if vectors is None:  # the goal's own words only
+            stated = [c for c in candidates if c.stated]
+            return stated[0] if len(stated) == 1 else None
+        embedded = vectors([self.text] + [c.sentence.text for c in candidates])
+        cosines = embedded[1:] @ embedded[0]
+        best = max(range(len(candidates)), key=lambda i: (bool(candidates[i].stated), cosines[i]))
+        chosen = candidates[best]
+        paraphrase = not self.several and cosines[best] >= PARAPHRASE_COSINE
+        return chosen if chosen.stated or paraphrase else None
+
+    def _measures(self, sentence: SentenceFacts, values: tuple[Value, ...]) -> bool:
+        """Whether the sentence gives a length of the dimension the goal asks ("it spans 64
+        metres" for "How long is ...?"): a length says no other dimension."""
+        return self.dimension is not None and any(
+            v.kind.removeprefix("number:") in _LENGTH_UNITS
+            and _dimension(sentence.text, v) in (None, self.dimension)
+            for v in values
+        )
+
+    def _about_it(self, sentence: SentenceFacts, about: list) -> bool:
+        """Whether a sentence is about the goal's subject: what it is about is, or says
+        nothing, or it names the subject and is about no other thing of the subject's kind
+        ("the Westgate Tower" where the goal asks of "the Eastgate Tower")."""
+        named = [s for s in about if any(k.startswith("e:") for k in s)]
+        if not named or any(same_subject(self.names, s) for s in named):
+            return True
+        kinds = {_kind_word(k) for k in self.names} - {None}
+        return self.names_one_of(sentence.name_keys) and not any(
+            _kind_word(k) in kinds for s in named for k in s
+        )
+
+    def _speaks_of(self, facts: TextFacts) -> bool:
+        keys = [v.key for s in facts.sentences for v in s.values]
+        keys += [k for about in facts.abouts for subject in about for k in subject]
+        return self.names_one_of(keys) or bool(
+            self._name_stems & text_stems(" ".join(s.text for s in facts.sentences))
+        )
+
+
+def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradiction | None:
+    """The two answers' disagreement on their face, or None (module docstring)."""
+    keys = [{v.key for v in answer.values} for answer in (first, second)]
+    if keys[0] & keys[1] or any(
+        dates_compatible(a, b)
+        for a in keys[0]
+        for b in keys[1]
+        if a.startswith("d:") and b.startswith("d:")
+    ):
+        return None
+    if first.stated and second.stated and not first.stated & second.stated:
+        return None
+    if _two_things(goal, first, second):
+        return None
+    pairs = [
+        (a, b)
+        for a in first.values
+        for b in second.values
+        if same_kind(a.kind, b.kind)
+        and _dimension(first.sentence.text, a, goal.dimension)
+        == _dimension(second.sentence.text, b, goal.dimension)
+    ]
+    if not pairs or _own_times(first, second):
+        return None
+    old, new = pairs[0]
+    return Contradiction(
+        old_sentence=first.sentence.text,
+        new_sentence=second.sentence.text,
+        subject="",
+        attribute=" ".join(sorted(first.stated | second.stated)),
+        old_value=old.text,
+        new_value=new.text,
+        kind=old.kind,
+    )
+
+
+def _nearest_first(
+    sentence: SentenceFacts, values: tuple[Value, ...], stated: frozenset[str]
+) -> tuple[Value, ...]:
+    """The values, the one nearest a word of the goal's attribute first ("housed on Mill
+    Street, was founded by Edna Pryor": Edna Pryor says who founded it)."""
+    at = [m.start() for m in _WORDS.finditer(sentence.text) if text_stems(m.group(0)) & stated]
+    if not at:
+        return values
+    return tuple(sorted(values, key=lambda v: min(abs(v.start - a) for a in at)))
+
+
+def _two_things(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> bool:
+    """Whether the sentences name two things the goal's name covers ("the Corra Bell" / "the
+    Corra Rose" for a goal that asks of "the Corra ferries")."""
+    named = [[k for k in a.sentence.name_keys if goal.names_one_of([k])] for a in (first, second)]
+    return all(named) and not any(compatible_names(a, b) for a in named[0] for b in named[1])
+
+
+def _plural_kind(word: str) -> bool:
+    """Whether a word is the plural of a kind of thing ("bridges", "ferries", "towers")."""
+    if word in NAME_HEADS or not word.endswith("s"):
+        return False
+    singulars = {word[:-1], word[:-2]} | ({word[:-3] + "y"} if word.endswith("ies") else set())
+    return bool(singulars & NAME_HEADS)
+
+
+def _kind_word(key: str) -> str | None:
+    """The common noun a name ends with that says what kind of thing it names, if any."""
+    words = key.split(":", 1)[-1].split()
+    if key.startswith("e:") and len(words) > 1 and words[-1] in NAME_HEADS:
+        return words[-1]
+    return None
+
+
+def _dimension(sentence: str, value: Value, asked: int | None = None) -> int | None:
+    """Which dimension the words right after a measure name ("31 metres high"), else the one
+    asked: an answer's measure is of what the goal asks unless it says otherwise."""
+    after = sentence[value.end :].split()[:2]
+    for number, words in enumerate(_DIMENSIONS):
+        if any(word.strip(".,;").lower() in words for word in after):
+            return number
+    return asked
+
+
+def _own_times(first: GoalAnswer, second: GoalAnswer) -> bool:
+    """Whether each sentence dates its claim with a date other than its answer, and the two
+    dates are not one time."""
+    dates = [
+        {v.key for v in a.sentence.values if v.kind == "date" and v not in a.values}
+        for a in (first, second)
+    ]
+    return all(dates) and not any(dates_compatible(a, b) for a in dates[0] for b in dates[1])
