@@ -9,8 +9,11 @@ import numpy as np
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.graph.subjects import text_facts
+from memory_bank.llm.seam import prompt
 from memory_bank.query.goal_answers import Goal, disagreement
+from memory_bank.session.agent_roles import _payload
 from memory_bank.session.goal_conflicts import goal_conflicts
+from memory_bank.session.roles import AnalyzeRequest, NodeInfo
 
 
 def _second_intercept(tmp_path, embedder, goal: str, first: str, second: str):
@@ -158,3 +161,18 @@ def test_who_asks_for_no_place_and_where_for_no_agent(embedder):
     text = "The Harwick Clock Museum was founded in Kelby by Thomas Vane, a brewer from Dunmore."
     assert values("Who founded the Harwick Clock Museum?", text) == ["Thomas Vane"]
     assert values("Where was the Harwick Clock Museum founded?", text) == ["Kelby", "Dunmore"]
+
+
+def test_the_model_backend_is_sent_the_task_goal_with_the_nodes_but_not_the_offline_fields():
+    request = AnalyzeRequest(
+        new_node=NodeInfo(summary="It stands 44 metres tall.", context="viaduct"),
+        candidates=[NodeInfo(id="n1", summary="It is 38 metres high.", context="viaduct")],
+        judge=["conflict", "merge"],
+        views=[object()],
+        task_goal="How tall is the Quillmere Viaduct?",
+        encoder=object(),
+    )
+    payload = _payload(request)
+    assert payload["task_goal"] == "How tall is the Quillmere Viaduct?"
+    assert "views" not in payload and "encoder" not in payload
+    assert "task_goal" in prompt("memory_bank.session", "analyze")
