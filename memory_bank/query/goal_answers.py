@@ -12,7 +12,8 @@ session's task goal (`session.goal_conflicts`) and a question asked of memories 
 different times (`query.slots`) are read alike.
 
 Two answers are no disagreement when
-- they share a value, or one date holds the other ("May 1931" / "3 May 1931");
+- they share a value, or one holds the other ("May 1931" / "3 May 1931"; "Oakleigh, Victoria" /
+  "Victoria");
 - the two sentences name two things the question's name covers ("the Corra Bell" and "the
   Corra Rose" for "Where were the Corra ferries built?");
 - each states another of the question's words ("Who designed it, and who owns it?": one says
@@ -183,12 +184,7 @@ class Goal:
 def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradiction | None:
     """The two answers' disagreement on their face, or None (module docstring)."""
     keys = [{v.key for v in answer.values} for answer in (first, second)]
-    if keys[0] & keys[1] or any(
-        dates_compatible(a, b)
-        for a in keys[0]
-        for b in keys[1]
-        if a.startswith("d:") and b.startswith("d:")
-    ):
+    if any(_one_holds_the_other(a, b) for a in keys[0] for b in keys[1]):
         return None
     if first.stated and second.stated and not first.stated & second.stated:
         return None
@@ -225,6 +221,19 @@ def _nearest_first(
     if not at:
         return values
     return tuple(sorted(values, key=lambda v: min(abs(v.start - a) for a in at)))
+
+
+def _one_holds_the_other(first: str, second: str) -> bool:
+    """One value, or one holds the other: a date told less precisely ("June 1902" / "4 June
+    1902"), a place and its region ("Oakleigh, Victoria" / "Victoria")."""
+    if first == second:
+        return True
+    if first.startswith("d:") and second.startswith("d:"):
+        return dates_compatible(first, second)
+    if first.startswith("e:") and second.startswith("e:"):
+        parts = [set(key[2:].split("|")) for key in (first, second)]
+        return parts[0] <= parts[1] or parts[1] <= parts[0]
+    return False
 
 
 def _two_things(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> bool:

@@ -112,16 +112,20 @@ def test_two_things_the_goals_name_covers_or_another_of_its_kind_do_not_conflict
     assert ferries is None and towers is None
 
 
-def test_a_date_told_less_precisely_is_the_same_date(embedder):
-    assert (
-        _found(
-            embedder,
-            "When did the Tam Bridge open?",
-            "The Tam Bridge opened on 4 June 1902.",
-            "The bridge at Tam opened in June 1902 with a parade of farm carts.",
-        )
-        is None
+def test_a_value_told_less_precisely_is_the_same_value(embedder):
+    date = _found(
+        embedder,
+        "When did the Tam Bridge open?",
+        "The Tam Bridge opened on 4 June 1902.",
+        "The bridge at Tam opened in June 1902 with a parade of farm carts.",
     )
+    place = _found(
+        embedder,
+        "Where is the Tarrow Rowing Club based?",
+        "The Tarrow Rowing Club is based in Elmsford, Westshire.",
+        "The Tarrow Rowing Club is based in Westshire and races on the river every Sunday.",
+    )
+    assert date is None and place is None
 
 
 def test_a_length_answers_how_long_unless_it_says_another_dimension(embedder):
