@@ -382,6 +382,8 @@ _NAME_FOLLOWER = re.compile(
 )
 
 
+# A plural verb: the word before it at a sentence's start names many ("Roofers have").
+_PLURAL_VERBS = frozenset({"have", "are", "were"})
 # A participle opening a sentence ("Built as a shipping office", "Born in Orvieux").
 # fmt: off
 PARTICIPLE_OBJECTS = frozenset([
@@ -402,6 +404,8 @@ def _common_opening(sentence: str, words: list[re.Match[str]], position: int) ->
         return False  # "Bob, the CEO", "Alice Moreno": a name
     if _OPENING_PARTICIPLE.fullmatch(word) and following.group(0) in PARTICIPLE_OBJECTS:
         return True  # "Built as", "Held every": a participle ("Alfred is": a name)
+    if word.endswith("s") and following.group(0) in _PLURAL_VERBS:
+        return True  # "Roofers have", "Visitors are": a plural noun ("Alfred has": a name)
     return _NAME_FOLLOWER.fullmatch(following.group(0)) is None
 
 

@@ -46,6 +46,14 @@ def test_the_pronoun_i_is_no_name_but_numbers_one():
     assert [v.key for v in extract_values("Henry I was crowned in 1100.")][0] == "e:henry i"
 
 
+def test_a_word_opening_a_sentence_before_a_plural_verb_names_many_not_one():
+    assert [v.text for v in extract_values("Roofers have covered the Tarn Hall in zinc.")] == [
+        "Tarn Hall"
+    ]
+    assert [v.text for v in extract_values("Visitors are welcome at Kelby Hall.")] == ["Kelby Hall"]
+    assert [v.text for v in extract_values("Alfred has left Acme.")] == ["Alfred", "Acme"]
+
+
 def test_a_definite_description_refers_to_the_name_of_its_kind_told_before():
     facts = text_facts(
         "We drove from Ardee to the Lantern Hotel on the coast road. The hotel has 40 rooms."
