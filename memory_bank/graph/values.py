@@ -22,35 +22,17 @@ _WEEKDAYS = frozenset(WEEKDAYS)
 _ROLE_ACRONYMS = frozenset(
     ["ceo", "cfo", "cto", "coo", "cio", "cmo", "cso", "vp", "svp", "evp", "md", "mp", "mep", "gm"]
 )
+# fmt: off
 _NUMBER_WORDS = {
     word: value
-    for value, word in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-            "twenty",
-        ]
-    )
+    for value, word in enumerate([
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+        "nineteen", "twenty",
+    ])
     if value >= 2  # "one" is a pronoun as often as a number
 }
+# fmt: on
 # A capitalized participle opening a sentence ("Built as a shipping office", "Rebuilt after a
 # fire", "Founded in 1983"): grammar's capital, never a name.
 PARTICIPLE = (
@@ -80,51 +62,14 @@ _NAME_JOINERS = frozenset(
     {"of", "de", "da", "del", "der", "di", "du", "van", "von", "la", "le", "the"}
 )
 # Capitalized at a sentence's start by grammar, and not names there.
-_NOT_NAMES = FUNCTION_WORDS | frozenset(
-    [
-        "according",
-        "like",
-        "unlike",
-        "although",
-        "despite",
-        "following",
-        "today",
-        "yesterday",
-        "tomorrow",
-        "currently",
-        "recently",
-        "initially",
-        "originally",
-        "later",
-        "earlier",
-        "meanwhile",
-        "now",
-        "since",
-        "while",
-        "yes",
-        "no",
-        "the",
-        "this",
-        "that",
-        "these",
-        "those",
-        "our",
-        "their",
-        "his",
-        "her",
-        "its",
-        "in",
-        "on",
-        "at",
-        "by",
-        "for",
-        "from",
-        "with",
-        "after",
-        "before",
-        "during",
-    ]
-)
+# fmt: off
+_NOT_NAMES = FUNCTION_WORDS | frozenset([
+    "according", "like", "unlike", "although", "despite", "following", "today", "yesterday",
+    "tomorrow", "currently", "recently", "initially", "originally", "later", "earlier", "meanwhile",
+    "now", "since", "while", "yes", "no", "the", "this", "that", "these", "those", "our", "their",
+    "his", "her", "its", "in", "on", "at", "by", "for", "from", "with", "after", "before", "during",
+])
+# fmt: on
 
 
 @dataclass(frozen=True)
