@@ -186,12 +186,7 @@ def states_claim(sentence: str, claim: ClaimHistory) -> bool:
     if text == claim.sentence.strip():
         return True
     if claim.kind == "superseded":
-        return (
-            bool(claim.old_value)
-            and mentions_value(text, claim.old_value)
-            and not mentions_value(text, claim.new_value)
-            and same_frame(text, claim.sentence)
-        )
+        return repeats_replaced(text, claim)
     return mentions_value(text, claim.new_value) and same_frame(text, claim.sentence)
 
 
