@@ -319,15 +319,8 @@ def _latest(changes: list[SlotChange]) -> list[SlotChange]:
         kept = best.get(key)
         if kept is None or change.newer.added_at > kept.newer.added_at:
             best[key] = change
-    superseded_sentences = {
-        (change.older.chunk, change.contradiction.old_sentence) for change in best.values()
-    }
     # A later value that was itself replaced is no current claim.
-    return [
-        change
-        for change in best.values()
-        if (change.newer.chunk, change.contradiction.new_sentence) not in superseded_sentences
-    ]
+    return [c for c in best.values() if (c.newer.chunk, c.contradiction.new_sentence) not in best]
 
 
 def _sentences(memory: SlotMemory) -> Sequence[str]:
