@@ -139,8 +139,7 @@ def find_contradiction(
     knows_subjects = old_about is not None and new_about is not None
     # Both sentences must be about one subject (what stays of it without the values).
     anchors = sorted(
-        {v.text for v in old.values if v.key in new.keys and v.key not in differing},
-        key=str.lower,
+        {v.text for v in old.values if v.key in new.keys and v.key not in differing}, key=str.lower
     )
     # Without a shared value, the subjects must match name for name, not just overlap.
     if knows_subjects and not any(

@@ -14,13 +14,7 @@ from pathlib import Path
 
 from memory_bank.graph.layers import load_graph_state
 from memory_bank.graph.model import Conflict, GraphNode
-from memory_bank.graph.persist import (
-    GRAPH_DIR,
-    GraphState,
-    apply_records,
-    checkpoints,
-    read_seq,
-)
+from memory_bank.graph.persist import GRAPH_DIR, GraphState, apply_records, checkpoints, read_seq
 from memory_bank.store import layout
 from memory_bank.store.location import StoreLocation
 

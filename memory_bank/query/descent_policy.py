@@ -146,10 +146,7 @@ class DescentPolicy:
         return sorted({m.file for m in matches if self.corpus.index_of_path(m.file) is not None})
 
     def _descend(
-        self,
-        query_vector: np.ndarray,
-        terms: list[str],
-        best_found: dict[str, float],
+        self, query_vector: np.ndarray, terms: list[str], best_found: dict[str, float]
     ) -> Policy[list[DirectoryNode]]:
         """Beam descent from the root; returns the directories the beam ends in."""
         directories = self.corpus.directories()
@@ -250,11 +247,7 @@ class DescentPolicy:
         return read
 
     def _read(
-        self,
-        candidate: _Candidate,
-        read: dict[int, str],
-        covered: set[str],
-        terms: list[str],
+        self, candidate: _Candidate, read: dict[int, str], covered: set[str], terms: list[str]
     ) -> Policy[bool]:
         """Read one chunk file; True when the evidence now covers every question term."""
         path = self.corpus.chunk_path(candidate.index)

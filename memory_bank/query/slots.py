@@ -270,11 +270,7 @@ def _answers(
         return {}
     scores = memory.vectors @ query_vector
     ranked = sorted(
-        (
-            -(float(score) + 0.3 * term_coverage(list(terms), text_stems(text))),
-            number,
-            text.strip(),
-        )
+        (-(float(score) + 0.3 * term_coverage(list(terms), text_stems(text))), number, text.strip())
         for number, (text, score) in enumerate(zip(memory.sentences, scores, strict=True))
         if not MARKDOWN_HEADER.match(text)  # a heading names a topic; it answers nothing
     )
