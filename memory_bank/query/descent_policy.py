@@ -109,7 +109,7 @@ class DescentPolicy:
         leaves = yield from self._descend(query_vector, terms, self._best_by_directory(found))
         ranked = self._rank_candidates(query_vector, bm25_scores, found, grep_counts, leaves)
         read = yield from self._read_chunks(ranked, terms)
-        return self._answer(read, query_vector, terms)
+        return self._answer(read, query_vector)
 
     # --- exploration steps ------------------------------------------------------------------
 
@@ -280,11 +280,7 @@ class DescentPolicy:
 
     # --- the answer -------------------------------------------------------------------------
 
-    # --- the answer -------------------------------------------------------------------------
-
-    def _answer(
-        self, read: dict[int, str], query_vector: np.ndarray, terms: list[str]
-    ) -> ChatResult:
+    def _answer(self, read: dict[int, str], query_vector: np.ndarray) -> ChatResult:
         request = AnswerRequest(
             question=self.question,
             evidence=[self._evidence(index, memory_text) for index, memory_text in read.items()],
