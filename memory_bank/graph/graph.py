@@ -221,9 +221,7 @@ class QueryGraph:
     # --- conflicts --------------------------------------------------------------------------
 
     def add_conflict(self, conflict: Conflict) -> None:
-        self.conflicts[conflict.id] = conflict
-        for node_id in (conflict.older, conflict.newer):
-            self._conflicts_of.setdefault(node_id, set()).add(conflict.id)
+        self.put_conflict(conflict)
         self.changes.conflicts.add(conflict.id)
 
     def put_conflict(self, conflict: Conflict) -> None:
@@ -247,12 +245,9 @@ class QueryGraph:
         return self.conflicts[min(shared)] if shared else None
 
     def _drop_conflict(self, conflict_id: str) -> None:
-        conflict = self.conflicts.pop(conflict_id, None)
-        if conflict is None:
-            return
-        for node_id in (conflict.older, conflict.newer):
-            self._conflicts_of.get(node_id, set()).discard(conflict_id)
-        self.changes.conflicts.add(conflict_id)
+        if conflict_id in self.conflicts:
+            self.forget_conflict(conflict_id)
+            self.changes.conflicts.add(conflict_id)
 
     def forget_conflict(self, conflict_id: str) -> None:
         """Remove a conflict record (applying a checkpoint that deleted it)."""
