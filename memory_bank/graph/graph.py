@@ -86,15 +86,6 @@ class QueryGraph:
     def get(self, node_id: str) -> GraphNode | None:
         return self.nodes.get(node_id)
 
-    def current_nodes(self) -> list[GraphNode]:
-        return [self.nodes[node_id] for node_id in self._ids]
-
-    def neighbours(self, node_id: str) -> list[GraphNode]:
-        node = self.nodes.get(node_id)
-        if node is None:
-            return []
-        return [self.nodes[other] for other in node.links if other in self.nodes]
-
     def conflicts_of(self, node_id: str) -> list[Conflict]:
         return [self.conflicts[c] for c in sorted(self._conflicts_of.get(node_id, ()))]
 
@@ -276,11 +267,6 @@ class QueryGraph:
             # In float32 before adding, as a per-node `scores[row] += value` would round it.
             scores += (alpha * lexical / best).astype(np.float32)
         return scores
-
-    def scores(self, query_vector: np.ndarray, query_terms: Sequence[str]) -> dict[str, float]:
-        """Hybrid score of every current node, by id."""
-        array = self.score_array(query_vector, query_terms)
-        return {node_id: float(score) for node_id, score in zip(self._ids, array, strict=True)}
 
     def top_k(
         self,

@@ -101,10 +101,6 @@ class GraphView:
                 found.append(Supersession(conflict, superseded, current))
         return found
 
-    def neighbours(self, node_id: str) -> list[str]:
-        node = self.state.graph.nodes.get(node_id)
-        return sorted(node.links) if node is not None else []
-
 
 def _mtime_ns(path: Path) -> int:
     try:
