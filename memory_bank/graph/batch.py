@@ -185,10 +185,8 @@ def run_tasks(
         for index, task in enumerate(tasks)
     ]
     groups = [shipped[i : i + TASKS_PER_CALL] for i in range(0, len(shipped), TASKS_PER_CALL)]
-    results: list[list[Relationship]] = []
-    for group_result in map_calls(analyze_call, [(group, table) for group in groups]):
-        results.extend(group_result)
-    return results
+    calls = map_calls(analyze_call, [(group, table) for group in groups])
+    return [result for group_results in calls for result in group_results]
 
 
 def _views(tasks: Sequence[AnalyzeTask]) -> list[NodeView]:
