@@ -356,11 +356,7 @@ def _opens_clause(sentence: str, start: int) -> bool:
 
 
 def _strip_possessive(sentence: str, start: int, end: int) -> int:
-    text = sentence[start:end]
-    for suffix in ("'s", "’s"):
-        if text.endswith(suffix):
-            return end - len(suffix)
-    return end
+    return end - 2 if sentence[start:end].endswith(("'s", "’s")) else end
 
 
 def name_key(text: str) -> str:
