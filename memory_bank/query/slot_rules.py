@@ -248,10 +248,7 @@ def roles_differ(earlier: SentenceFacts, later: SentenceFacts, found: Contradict
 
 
 def _roles_differ(earlier: SentenceFacts, old: Value, later: SentenceFacts, new: Value) -> bool:
-    roles = {
-        _ROLES.get(_preposition(earlier, old) or ""),
-        _ROLES.get(_preposition(later, new) or ""),
-    }
+    roles = {_ROLES.get(_preposition(f, v) or "") for f, v in ((earlier, old), (later, new))}
     return {"agent", "place"} <= roles
 
 
