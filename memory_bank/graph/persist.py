@@ -31,7 +31,7 @@ import re
 import secrets
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -171,17 +171,8 @@ class GraphRecords:
     terms: dict[str, list[str]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return any(
-            (
-                self.nodes,
-                self.conflicts,
-                self.entries,
-                self.node_entries,
-                self.merge_events,
-                self.sessions,
-                self.deleted,
-            )
-        )
+        # `terms` alone is no change: it only describes `nodes`
+        return any(getattr(self, f.name) for f in fields(self) if f.name != "terms")
 
 
 def all_records(state: GraphState) -> GraphRecords:
