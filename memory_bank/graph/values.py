@@ -309,12 +309,11 @@ _NUMBERED_NAME = re.compile(r"\b(?:[A-Z][\w-]*\s+)*[A-Z][A-Z\w-]*\s+\d{1,3}(?![\
 
 def _numbered_names(sentence: str) -> list[tuple[int, int]]:
     """Names that end in a model number ("HD 21", "Apollo 11", "Boeing 747")."""
-    spans = []
-    for match in _NUMBERED_NAME.finditer(sentence):
-        first = match.group(0).split()[0]
-        if first.lower() not in _NOT_NAMES and first.lower() not in MONTHS:
-            spans.append((match.start(), match.end()))
-    return spans
+    return [
+        (match.start(), match.end())
+        for match in _NUMBERED_NAME.finditer(sentence)
+        if (first := match.group(0).split()[0].lower()) not in _NOT_NAMES and first not in MONTHS
+    ]
 
 
 _POSSESSIVE = re.compile(r"['’]s$")
