@@ -313,13 +313,13 @@ def _validated(
                 (contradiction.old_value, contradiction.old_sentence),
                 (contradiction.new_value, contradiction.new_sentence),
             ):
-                if sentence in node.text or _holds(node, sentence):
+                if _holds(node, sentence):
                     score += 1 if mentions_value(validation, value) else 0
                     score -= 1 if _contradicted_by(sentence, validation) else 0
         scores[node.id] = score
     best = max(scores.values())
-    winners = [node for node in nodes if scores[node.id] == best]
-    return winners[0]  # nodes come newest first: a tie keeps the later claim
+    # nodes come newest first: a tie keeps the later claim
+    return next(node for node in nodes if scores[node.id] == best)
 
 
 def _holds(node: NodeView, sentence: str) -> bool:
@@ -331,14 +331,7 @@ def _contradicted_by(sentence: str, validation: str) -> bool:
 
 
 def _held_values(node: NodeView, contradictions: Sequence[Contradiction]) -> list[str]:
-    values = []
-    for contradiction in contradictions:
-        values.append(
-            contradiction.new_value
-            if _holds(node, contradiction.new_sentence)
-            else contradiction.old_value
-        )
-    return values
+    return [c.new_value if _holds(node, c.new_sentence) else c.old_value for c in contradictions]
 
 
 def _near_duplicate(sentence: str, kept: Sequence[str]) -> bool:

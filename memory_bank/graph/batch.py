@@ -29,7 +29,6 @@ from memory_bank.graph.model import Conflict, GraphNode
 from memory_bank.tasks import TaskMap, run_serially
 
 TASKS_PER_CALL = 64  # analysis tasks per fanned-out call
-Analyze = Callable[[NodeView, Sequence[NodeView], Sequence[str]], list[Relationship]]
 
 
 @dataclass
@@ -116,7 +115,6 @@ class SentenceTable:
 def analyze_tasks(
     tasks: Sequence[AnalyzeTask],
     sentences: SentenceTable | None = None,
-    analyze: Analyze = analyze_offline,
 ) -> list[list[Relationship]]:
     """Each task's relationships, pair by pair in two phases (a fanned-out unit of work); the
     views' sentence vectors are read from `sentences` when given."""
@@ -127,7 +125,7 @@ def analyze_tasks(
     for task in tasks:
         found = []
         for candidate in task.candidates:
-            found.extend(two_phase(analyze, task.new, [candidate]))
+            found.extend(two_phase(analyze_offline, task.new, [candidate]))
         results.append(found)
         for view in _read(task):
             if view.id in task.last_read:
@@ -187,10 +185,8 @@ def run_tasks(
         for index, task in enumerate(tasks)
     ]
     groups = [shipped[i : i + TASKS_PER_CALL] for i in range(0, len(shipped), TASKS_PER_CALL)]
-    results: list[list[Relationship]] = []
-    for group_result in map_calls(analyze_call, [(group, table) for group in groups]):
-        results.extend(group_result)
-    return results
+    calls = map_calls(analyze_call, [(group, table) for group in groups])
+    return [result for group_results in calls for result in group_results]
 
 
 def _views(tasks: Sequence[AnalyzeTask]) -> list[NodeView]:
@@ -209,7 +205,6 @@ def apply_verdicts(
     encode: Callable[[list[str]], np.ndarray] | None,
     now: float,
     outcome: BatchOutcome,
-    resolve_by_recency: bool = True,
     new_ids: Sequence[str] | None = None,
 ) -> None:
     """Apply analysed relationships to the graph (see the module docstring)."""
@@ -229,7 +224,7 @@ def apply_verdicts(
                     graph.add_conflict(conflict)
                     # Only a later commit is a later source: documents committed together
                     # have no order, so their conflict stays open (for a validation).
-                    if resolve_by_recency and conflict.older not in batch_ids:
+                    if conflict.older not in batch_ids:
                         graph.resolve_conflict(
                             conflict.id, conflict.newer, now, "the later source holds"
                         )

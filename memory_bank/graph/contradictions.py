@@ -101,10 +101,9 @@ def find_contradiction(
         return None
     if not new.replaces and (old.keys <= new.keys or all(new.holds(v) for v in old.values)):
         return None
+    cued = new.announces or new.replaces
     # Other words for the attribute count only in a sentence that announces a change.
-    paraphrase = (
-        cosine is not None and cosine >= PARAPHRASE_COSINE and (new.announces or new.replaces)
-    )
+    paraphrase = cosine is not None and cosine >= PARAPHRASE_COSINE and cued
     subject_names = _matched_subject_names(old_about, new_about)
     candidates_old = [v for v in old.values if not _is_subject(v, subject_names)]
     candidates_new = [v for v in new.values if not _is_subject(v, subject_names)]
@@ -140,8 +139,7 @@ def find_contradiction(
     knows_subjects = old_about is not None and new_about is not None
     # Both sentences must be about one subject (what stays of it without the values).
     anchors = sorted(
-        {v.text for v in old.values if v.key in new.keys and v.key not in differing},
-        key=str.lower,
+        {v.text for v in old.values if v.key in new.keys and v.key not in differing}, key=str.lower
     )
     # Without a shared value, the subjects must match name for name, not just overlap.
     if knows_subjects and not any(
@@ -152,7 +150,7 @@ def find_contradiction(
         return None
     shared = old.frame & new.frame
     local = local_frame(old, old_value) & local_frame(new, new_value)
-    threshold = MIN_FRAME_OVERLAP_WITH_CUE if new.announces or new.replaces else MIN_FRAME_OVERLAP
+    threshold = MIN_FRAME_OVERLAP_WITH_CUE if cued else MIN_FRAME_OVERLAP
     # The attribute: the words next to the values must match; the sentences' words as a
     # whole may stand in for them only when the later one announces a change.
     # A unit of measure is no attribute of its own: "410 metres long" / "38 metres above"
@@ -165,7 +163,6 @@ def find_contradiction(
         or (old.frame == new.frame and all(word.startswith("@") for word in old.frame))
         or counts_of_one_thing(old_value, new_value)
     )  # "is in Paris" / "is in Rome": the preposition is all the attribute there is
-    cued = new.announces or new.replaces
     if (
         not paraphrase
         and not same_predicate
@@ -285,10 +282,8 @@ def support(contradiction: Contradiction) -> int:
     """How many words the change's old and new values are said with alike ("headquartered in
     Canton" / "headquartered in Atlanta": 1; "runs two chains: Dunkin' Donuts and
     Baskin-Robbins" / "headquartered in Atlanta": 0)."""
-    old, new = (
-        sentence_facts(contradiction.old_sentence),
-        sentence_facts(contradiction.new_sentence),
-    )
+    old = sentence_facts(contradiction.old_sentence)
+    new = sentence_facts(contradiction.new_sentence)
     old_value = next((v for v in old.values if v.text == contradiction.old_value), None)
     new_value = next((v for v in new.values if v.text == contradiction.new_value), None)
     if old_value is None or new_value is None:

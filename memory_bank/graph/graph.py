@@ -86,15 +86,6 @@ class QueryGraph:
     def get(self, node_id: str) -> GraphNode | None:
         return self.nodes.get(node_id)
 
-    def current_nodes(self) -> list[GraphNode]:
-        return [self.nodes[node_id] for node_id in self._ids]
-
-    def neighbours(self, node_id: str) -> list[GraphNode]:
-        node = self.nodes.get(node_id)
-        if node is None:
-            return []
-        return [self.nodes[other] for other in node.links if other in self.nodes]
-
     def conflicts_of(self, node_id: str) -> list[Conflict]:
         return [self.conflicts[c] for c in sorted(self._conflicts_of.get(node_id, ()))]
 
@@ -221,9 +212,7 @@ class QueryGraph:
     # --- conflicts --------------------------------------------------------------------------
 
     def add_conflict(self, conflict: Conflict) -> None:
-        self.conflicts[conflict.id] = conflict
-        for node_id in (conflict.older, conflict.newer):
-            self._conflicts_of.setdefault(node_id, set()).add(conflict.id)
+        self.put_conflict(conflict)
         self.changes.conflicts.add(conflict.id)
 
     def put_conflict(self, conflict: Conflict) -> None:
@@ -247,12 +236,9 @@ class QueryGraph:
         return self.conflicts[min(shared)] if shared else None
 
     def _drop_conflict(self, conflict_id: str) -> None:
-        conflict = self.conflicts.pop(conflict_id, None)
-        if conflict is None:
-            return
-        for node_id in (conflict.older, conflict.newer):
-            self._conflicts_of.get(node_id, set()).discard(conflict_id)
-        self.changes.conflicts.add(conflict_id)
+        if conflict_id in self.conflicts:
+            self.forget_conflict(conflict_id)
+            self.changes.conflicts.add(conflict_id)
 
     def forget_conflict(self, conflict_id: str) -> None:
         """Remove a conflict record (applying a checkpoint that deleted it)."""
@@ -281,11 +267,6 @@ class QueryGraph:
             # In float32 before adding, as a per-node `scores[row] += value` would round it.
             scores += (alpha * lexical / best).astype(np.float32)
         return scores
-
-    def scores(self, query_vector: np.ndarray, query_terms: Sequence[str]) -> dict[str, float]:
-        """Hybrid score of every current node, by id."""
-        array = self.score_array(query_vector, query_terms)
-        return {node_id: float(score) for node_id, score in zip(self._ids, array, strict=True)}
 
     def top_k(
         self,

@@ -63,9 +63,6 @@ class InteractionTree:
     def entries_for(self, node_id: str) -> list[InteractionEntry]:
         return [self.entries[e] for e in self.node_to_entries.get(node_id, []) if e in self.entries]
 
-    def merges_into(self, node_id: str) -> list[MergeEvent]:
-        return [event for event in self.merge_events.values() if event.new_node_id == node_id]
-
     def take_changes(self) -> TreeChanges:
         changes, self.changes = self.changes, TreeChanges()
         return changes

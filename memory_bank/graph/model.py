@@ -80,10 +80,7 @@ class GraphNode:
 
     def copy(self) -> GraphNode:
         return replace(
-            self,
-            keywords=list(self.keywords),
-            links=dict(self.links),
-            history=list(self.history),
+            self, keywords=list(self.keywords), links=dict(self.links), history=list(self.history)
         )
 
 

@@ -31,7 +31,7 @@ import re
 import secrets
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -171,17 +171,8 @@ class GraphRecords:
     terms: dict[str, list[str]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return any(
-            (
-                self.nodes,
-                self.conflicts,
-                self.entries,
-                self.node_entries,
-                self.merge_events,
-                self.sessions,
-                self.deleted,
-            )
-        )
+        # `terms` alone is no change: it only describes `nodes`
+        return any(getattr(self, f.name) for f in fields(self) if f.name != "terms")
 
 
 def all_records(state: GraphState) -> GraphRecords:
@@ -478,44 +469,24 @@ def _entry(row: dict[str, Any]) -> InteractionEntry:
 
 def merge_event_row(event: MergeEvent) -> dict[str, Any]:
     """A merge event as a row of its table (and as a session export lists it)."""
-    return {
-        "event_id": event.event_id,
-        "merged_node_ids": list(event.merged_node_ids),
-        "new_node_id": event.new_node_id,
-        "timestamp": event.timestamp,
-        "description": event.description,
-        "trigger": event.trigger,
-    }
+    row = {name: getattr(event, name) for name in MERGE_EVENTS_SCHEMA.names}
+    return row | {"merged_node_ids": list(event.merged_node_ids)}
 
 
 def _merge_event(row: dict[str, Any]) -> MergeEvent:
-    return MergeEvent(
-        event_id=row["event_id"],
-        merged_node_ids=tuple(row["merged_node_ids"]),
-        new_node_id=row["new_node_id"],
-        timestamp=row["timestamp"],
-        description=row["description"],
-        trigger=row["trigger"],
-    )
+    return MergeEvent(**{**row, "merged_node_ids": tuple(row["merged_node_ids"])})
 
 
 def _session_row(record: SessionRecord) -> dict[str, Any]:
-    return {
-        "session_id": record.session_id,
+    row = {name: getattr(record, name) for name in SESSIONS_SCHEMA.names}
+    return row | {
         "insight_doc": json.dumps(record.insight_doc),
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        "open": record.open,
         "pending_conflicts": list(record.pending_conflicts),
     }
 
 
 def _session(row: dict[str, Any]) -> SessionRecord:
-    return SessionRecord(
-        session_id=row["session_id"],
-        insight_doc=json.loads(row["insight_doc"]),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        open=row["open"],
-        pending_conflicts=list(row["pending_conflicts"] or []),
-    )
+    record = SessionRecord(**row)
+    record.insight_doc = json.loads(row["insight_doc"])
+    record.pending_conflicts = list(row["pending_conflicts"] or [])
+    return record

@@ -9,10 +9,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from memory_bank.graph.value_identity import (
-    names_nested,
-    value_key_of,
-)
+from memory_bank.graph.value_identity import names_nested, value_key_of
 from memory_bank.graph.values import PARTICIPLE, PARTICIPLE_OBJECTS, Value, extract_values
 from memory_bank.text.lexicon import search_tokens, stem_words
 
@@ -47,8 +44,7 @@ _SUBJECT_END = re.compile(
 )
 # Sentences that open by referring back to what the text is about.
 _REFERENCE_OPENING = re.compile(
-    r"\W*(?:it|its|he|his|she|her|they|their|this|these|(?:the|a|an)\s+[a-z])",
-    re.IGNORECASE,
+    r"\W*(?:it|its|he|his|she|her|they|their|this|these|(?:the|a|an)\s+[a-z])", re.IGNORECASE
 )
 
 

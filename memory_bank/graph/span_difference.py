@@ -273,10 +273,7 @@ def _difference(old: str, new: str, alignment: _Alignment) -> SpanDifference | N
 
 
 def differ_on_one_span(
-    old: SentenceFacts,
-    new: SentenceFacts,
-    old_about: list[Subject],
-    new_about: list[Subject],
+    old: SentenceFacts, new: SentenceFacts, old_about: list[Subject], new_about: list[Subject]
 ) -> SpanDifference | None:
     """The span difference of two sentences about one subject: a name both hold outside the
     span, or subjects (`TextFacts.about`: the text's principal one for a sentence that refers

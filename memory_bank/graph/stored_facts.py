@@ -170,9 +170,7 @@ def stored_facts(
         except (OSError, pa.ArrowException):
             continue  # unreadable: the sentences are read from the text instead
         for chunk_id, sentences in zip(
-            rows.column("chunk_id").to_pylist(),
-            rows.column("sentences").to_pylist(),
-            strict=True,
+            rows.column("chunk_id").to_pylist(), rows.column("sentences").to_pylist(), strict=True
         ):
             found[chunk_id] = {row["text"]: _facts(row) for row in sentences}
     return found

@@ -126,10 +126,9 @@ def text_facts(
         principal = _subject_of(sentences[0]) or _introduced(sentences[0])
     described = _described(sentences)
     qualified = _qualified(sentences)
-    if all_sentences:
-        return TextFacts(principal, tuple(sentences), described, qualified)
-    kept = tuple(fact for fact in sentences if fact.values and fact.frame)
-    return TextFacts(principal, kept, described, qualified)
+    if not all_sentences:
+        sentences = [fact for fact in sentences if fact.values and fact.frame]
+    return TextFacts(principal, tuple(sentences), described, qualified)
 
 
 # A subject phrase that is the writer or people ("We", "Last year I", "Our class"): its

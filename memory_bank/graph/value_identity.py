@@ -41,11 +41,7 @@ def same_kind(first: str, second: str) -> bool:
     return (
         first.startswith("number:")
         and second.startswith("number:")
-        and ""
-        in (
-            first.split(":", 1)[1],
-            second.split(":", 1)[1],
-        )
+        and "" in (first.split(":", 1)[1], second.split(":", 1)[1])
     )
 
 

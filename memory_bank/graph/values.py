@@ -22,35 +22,17 @@ _WEEKDAYS = frozenset(WEEKDAYS)
 _ROLE_ACRONYMS = frozenset(
     ["ceo", "cfo", "cto", "coo", "cio", "cmo", "cso", "vp", "svp", "evp", "md", "mp", "mep", "gm"]
 )
+# fmt: off
 _NUMBER_WORDS = {
     word: value
-    for value, word in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-            "twenty",
-        ]
-    )
+    for value, word in enumerate([
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+        "nineteen", "twenty",
+    ])
     if value >= 2  # "one" is a pronoun as often as a number
 }
+# fmt: on
 # A capitalized participle opening a sentence ("Built as a shipping office", "Rebuilt after a
 # fire", "Founded in 1983"): grammar's capital, never a name.
 PARTICIPLE = (
@@ -80,51 +62,14 @@ _NAME_JOINERS = frozenset(
     {"of", "de", "da", "del", "der", "di", "du", "van", "von", "la", "le", "the"}
 )
 # Capitalized at a sentence's start by grammar, and not names there.
-_NOT_NAMES = FUNCTION_WORDS | frozenset(
-    [
-        "according",
-        "like",
-        "unlike",
-        "although",
-        "despite",
-        "following",
-        "today",
-        "yesterday",
-        "tomorrow",
-        "currently",
-        "recently",
-        "initially",
-        "originally",
-        "later",
-        "earlier",
-        "meanwhile",
-        "now",
-        "since",
-        "while",
-        "yes",
-        "no",
-        "the",
-        "this",
-        "that",
-        "these",
-        "those",
-        "our",
-        "their",
-        "his",
-        "her",
-        "its",
-        "in",
-        "on",
-        "at",
-        "by",
-        "for",
-        "from",
-        "with",
-        "after",
-        "before",
-        "during",
-    ]
-)
+# fmt: off
+_NOT_NAMES = FUNCTION_WORDS | frozenset([
+    "according", "like", "unlike", "although", "despite", "following", "today", "yesterday",
+    "tomorrow", "currently", "recently", "initially", "originally", "later", "earlier", "meanwhile",
+    "now", "since", "while", "yes", "no", "the", "this", "that", "these", "those", "our", "their",
+    "his", "her", "its", "in", "on", "at", "by", "for", "from", "with", "after", "before", "during",
+])
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -364,12 +309,11 @@ _NUMBERED_NAME = re.compile(r"\b(?:[A-Z][\w-]*\s+)*[A-Z][A-Z\w-]*\s+\d{1,3}(?![\
 
 def _numbered_names(sentence: str) -> list[tuple[int, int]]:
     """Names that end in a model number ("HD 21", "Apollo 11", "Boeing 747")."""
-    spans = []
-    for match in _NUMBERED_NAME.finditer(sentence):
-        first = match.group(0).split()[0]
-        if first.lower() not in _NOT_NAMES and first.lower() not in MONTHS:
-            spans.append((match.start(), match.end()))
-    return spans
+    return [
+        (match.start(), match.end())
+        for match in _NUMBERED_NAME.finditer(sentence)
+        if (first := match.group(0).split()[0].lower()) not in _NOT_NAMES and first not in MONTHS
+    ]
 
 
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -415,11 +359,7 @@ def _opens_clause(sentence: str, start: int) -> bool:
 
 
 def _strip_possessive(sentence: str, start: int, end: int) -> int:
-    text = sentence[start:end]
-    for suffix in ("'s", "’s"):
-        if text.endswith(suffix):
-            return end - len(suffix)
-    return end
+    return end - 2 if sentence[start:end].endswith(("'s", "’s")) else end
 
 
 def name_key(text: str) -> str:

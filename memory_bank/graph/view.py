@@ -14,13 +14,7 @@ from pathlib import Path
 
 from memory_bank.graph.layers import load_graph_state
 from memory_bank.graph.model import Conflict, GraphNode
-from memory_bank.graph.persist import (
-    GRAPH_DIR,
-    GraphState,
-    apply_records,
-    checkpoints,
-    read_seq,
-)
+from memory_bank.graph.persist import GRAPH_DIR, GraphState, apply_records, checkpoints, read_seq
 from memory_bank.store import layout
 from memory_bank.store.location import StoreLocation
 
@@ -106,10 +100,6 @@ class GraphView:
             if superseded is not None and current is not None:
                 found.append(Supersession(conflict, superseded, current))
         return found
-
-    def neighbours(self, node_id: str) -> list[str]:
-        node = self.state.graph.nodes.get(node_id)
-        return sorted(node.links) if node is not None else []
 
 
 def _mtime_ns(path: Path) -> int:

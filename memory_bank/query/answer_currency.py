@@ -186,12 +186,7 @@ def states_claim(sentence: str, claim: ClaimHistory) -> bool:
     if text == claim.sentence.strip():
         return True
     if claim.kind == "superseded":
-        return (
-            bool(claim.old_value)
-            and mentions_value(text, claim.old_value)
-            and not mentions_value(text, claim.new_value)
-            and same_frame(text, claim.sentence)
-        )
+        return repeats_replaced(text, claim)
     return mentions_value(text, claim.new_value) and same_frame(text, claim.sentence)
 
 
@@ -269,14 +264,9 @@ def _without_clause_naming(sentence: str, note: HistoryNote) -> str:
     current one, when another clause states the current value ("... was directed by Kim
     Jee-woon; Park Jin-pyo co-wrote the script")."""
     clauses = [c.strip() for c in sentence.split(";")]
-    kept = [
-        c
-        for c in clauses
-        if not (
-            mentions_value(c, note.superseded_value) and not mentions_value(c, note.current_value)
-        )
-    ]
-    if len(kept) == len(clauses) or not any(mentions_value(c, note.current_value) for c in kept):
+    current, superseded = note.current_value, note.superseded_value
+    kept = [c for c in clauses if mentions_value(c, current) or not mentions_value(c, superseded)]
+    if len(kept) == len(clauses) or not any(mentions_value(c, current) for c in kept):
         return sentence
     text = "; ".join(kept)
     end = sentence.rstrip()[-1:]

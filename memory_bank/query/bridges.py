@@ -79,15 +79,11 @@ def _subject(
     return tuple(dict.fromkeys(found))
 
 
-def asks_about(question: str, conflict: Conflict) -> bool:
-    """Whether the conflict's value is of a kind the question asks for and is said with a word
-    of the question (its predicate or the words before it: "broadcast" in "was originally
-    broadcast by UPN"; not "series" in "The series Charmed", which names the subject)."""
-    return _asked(answer_kinds(question), set(content_terms(question)), conflict)
-
-
 def _asked(kinds: frozenset[str], terms: set[str], conflict: Conflict) -> bool:
-    """`asks_about` for a question's parsed kinds and content terms."""
+    """Whether the conflict's value is of a kind the question asks for and is said with a word
+    of the question's content `terms` (its predicate or the words before it: "broadcast" in
+    "was originally broadcast by UPN"; not "series" in "The series Charmed", which names the
+    subject)."""
     kind, words = _said_with(conflict.new_sentence.strip(), conflict.new_value)
     return kind in kinds and bool(words & terms)
 

@@ -28,7 +28,8 @@ from memory_bank.query.roles import ClaimHistory
 from memory_bank.query.slot_pairs import SentencePairs
 from memory_bank.query.slots import SlotChange, SlotMemory, slot_changes
 from memory_bank.schemas import HistoryNote, SearchHit
-from memory_bank.text.lexicon import text_stems
+from memory_bank.text.lexicon import stemmed_search_tokens, text_stems
+from memory_bank.text.sentences import split_sentences
 
 MAX_SLOT_MEMORIES = 32  # memories read plus graph neighbours compared for the question's slot
 MASKED_CACHE_SIZE = 4096  # masked-sentence vectors of the slot rules kept across questions
@@ -108,10 +109,11 @@ class Currency:
         return found
 
     def _graph_claims(self, indices: list[int]) -> list[ClaimHistory]:
-        found: list[ClaimHistory] = []
-        for index, supersessions in self.supersessions(indices).items():
-            for claim in supersessions:
-                found.append(self._superseded(index, claim))
+        found = [
+            self._superseded(index, claim)
+            for index, claims in self.supersessions(indices).items()
+            for claim in claims
+        ]
         graph = self.view.state.graph
         for index in indices:
             if not 0 <= index < len(self.corpus.chunk_ids):
@@ -194,10 +196,7 @@ class Currency:
         the agent did not read may state the current value; an earlier one, what it
         replaced), at most MAX_SLOT_MEMORIES."""
         graph = self.view.state.graph
-        chosen: list[int] = []
-        for index in indices:
-            if 0 <= index < len(self.corpus.chunk_ids) and index not in chosen:
-                chosen.append(index)
+        chosen = list(dict.fromkeys(i for i in indices if 0 <= i < len(self.corpus.chunk_ids)))
         for index in list(chosen):
             node = graph.nodes.get(self.corpus.chunk_ids[index])
             for neighbour in sorted(node.links) if node is not None else []:
@@ -314,14 +313,13 @@ class Currency:
             index = self._index_of_chunk.get(str(arguments.get("chunk_id", "")))
         if index is None:
             return ""
-        lines = [
+        return "".join(
             f"\n[memory note: {claim.conflict.old_sentence!r} was superseded on "
             f"{_iso(claim.conflict.resolved_at or claim.current_node.timestamp)} by "
             f"{claim.conflict.new_sentence!r} ({self._source(claim.current_node.id)}); "
             "state the current value]"
             for claim in self.supersessions([index]).get(index, [])
-        ]
-        return "".join(lines)
+        )
 
     # --- search -----------------------------------------------------------------------------
 
@@ -332,8 +330,6 @@ class Currency:
         graph = self.view.state.graph
         if not any(n.kind == "session" and n.is_current for n in graph.nodes.values()):
             return []
-        from memory_bank.text.lexicon import stemmed_search_tokens
-
         ranked = graph.top_k(query_vector, stemmed_search_tokens(query), k * 4)
         hits = []
         for node_id, score in ranked:
@@ -382,19 +378,13 @@ class Currency:
             if any(h.chunk_id == hit.chunk_id for h in ranked):
                 continue
             ranked.append(hit.model_copy(update={"history": notes}) if notes else hit)
-        seen: set[str] = set()
-        unique = []
+        unique: dict[str, SearchHit] = {}
         for hit in ranked:
-            key = f"{hit.kind}:{hit.chunk_id}:{hit.chunk_path}"
-            if key not in seen:
-                seen.add(key)
-                unique.append(hit)
-        return unique[: len(hits)]
+            unique.setdefault(f"{hit.kind}:{hit.chunk_id}:{hit.chunk_path}", hit)
+        return list(unique.values())[: len(hits)]
 
 
 def _stating(summary: str, value: str) -> str | None:
-    from memory_bank.text.sentences import split_sentences
-
     return next((s for s in split_sentences(summary) if mentions_value(s, value)), None)
 
 

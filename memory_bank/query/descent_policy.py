@@ -109,7 +109,7 @@ class DescentPolicy:
         leaves = yield from self._descend(query_vector, terms, self._best_by_directory(found))
         ranked = self._rank_candidates(query_vector, bm25_scores, found, grep_counts, leaves)
         read = yield from self._read_chunks(ranked, terms)
-        return self._answer(read, query_vector, terms)
+        return self._answer(read, query_vector)
 
     # --- exploration steps ------------------------------------------------------------------
 
@@ -146,10 +146,7 @@ class DescentPolicy:
         return sorted({m.file for m in matches if self.corpus.index_of_path(m.file) is not None})
 
     def _descend(
-        self,
-        query_vector: np.ndarray,
-        terms: list[str],
-        best_found: dict[str, float],
+        self, query_vector: np.ndarray, terms: list[str], best_found: dict[str, float]
     ) -> Policy[list[DirectoryNode]]:
         """Beam descent from the root; returns the directories the beam ends in."""
         directories = self.corpus.directories()
@@ -250,11 +247,7 @@ class DescentPolicy:
         return read
 
     def _read(
-        self,
-        candidate: _Candidate,
-        read: dict[int, str],
-        covered: set[str],
-        terms: list[str],
+        self, candidate: _Candidate, read: dict[int, str], covered: set[str], terms: list[str]
     ) -> Policy[bool]:
         """Read one chunk file; True when the evidence now covers every question term."""
         path = self.corpus.chunk_path(candidate.index)
@@ -287,11 +280,7 @@ class DescentPolicy:
 
     # --- the answer -------------------------------------------------------------------------
 
-    # --- the answer -------------------------------------------------------------------------
-
-    def _answer(
-        self, read: dict[int, str], query_vector: np.ndarray, terms: list[str]
-    ) -> ChatResult:
+    def _answer(self, read: dict[int, str], query_vector: np.ndarray) -> ChatResult:
         request = AnswerRequest(
             question=self.question,
             evidence=[self._evidence(index, memory_text) for index, memory_text in read.items()],

@@ -127,19 +127,11 @@ class NavigationAgent:
 
     def _evidence(self, toolbox: StoreToolbox) -> list[AnswerEvidence]:
         """The memory files read (by `cat`, or by `deep_retrieval` of their chunk), in order."""
-        memories = self.tools.reader.memories()
-        by_path = dict(
-            zip(
-                memories.column("path").to_pylist(),
-                zip(
-                    memories.column("chunk_id").to_pylist(),
-                    memories.column("index").to_pylist(),
-                    memories.column("memory").to_pylist(),
-                    strict=True,
-                ),
-                strict=True,
-            )
+        column = self.tools.reader.memories().column
+        rows = zip(
+            *(column(name).to_pylist() for name in ("chunk_id", "index", "memory")), strict=True
         )
+        by_path = dict(zip(column("path").to_pylist(), rows, strict=True))
         path_of_chunk = {chunk_id: path for path, (chunk_id, _, _) in by_path.items()}
         paths = list(toolbox.files_read)
         paths += [path_of_chunk[c] for c in sorted(toolbox.chunks_read) if c in path_of_chunk]
@@ -205,14 +197,8 @@ class NavigationAgent:
 def _chunk_ids(tools: StoreTools, paths: list[str]) -> dict[str, str]:
     if not paths:
         return {}
-    memories = tools.reader.memories()
-    by_path = dict(
-        zip(
-            memories.column("path").to_pylist(),
-            memories.column("chunk_id").to_pylist(),
-            strict=True,
-        )
-    )
+    column = tools.reader.memories().column
+    by_path = dict(zip(column("path").to_pylist(), column("chunk_id").to_pylist(), strict=True))
     return {path: by_path[path] for path in paths if path in by_path}
 
 

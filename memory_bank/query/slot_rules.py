@@ -302,44 +302,14 @@ def masked(sentence: SentenceFacts) -> str:
 
 
 # Last words that head many different names ("New York City", "Mexico City"): no alias by them.
-_GENERIC_HEADS = frozenset(
-    [
-        "city",
-        "county",
-        "state",
-        "states",
-        "university",
-        "college",
-        "river",
-        "records",
-        "studios",
-        "studio",
-        "entertainment",
-        "company",
-        "group",
-        "league",
-        "club",
-        "park",
-        "street",
-        "island",
-        "islands",
-        "school",
-        "academy",
-        "airport",
-        "station",
-        "network",
-        "party",
-        "award",
-        "awards",
-        "bank",
-        "band",
-        "church",
-        "hall",
-        "house",
-        "centre",
-        "center",
-    ]
-)
+# fmt: off
+_GENERIC_HEADS = frozenset([
+    "city", "county", "state", "states", "university", "college", "river", "records", "studios",
+    "studio", "entertainment", "company", "group", "league", "club", "park", "street", "island",
+    "islands", "school", "academy", "airport", "station", "network", "party", "award", "awards",
+    "bank", "band", "church", "hall", "house", "centre", "center",
+])
+# fmt: on
 _NAME_SUFFIXES = frozenset(["jr", "sr", "ii", "iii", "iv"])
 _ORGANIZATION_SUFFIXES = frozenset(
     ["corporation", "corp", "inc", "ltd", "limited", "company", "co", "group", "holdings", "plc"]

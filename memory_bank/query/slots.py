@@ -310,11 +310,7 @@ def _answers(
         return {}
     scores = memory.vectors @ query_vector
     ranked = sorted(
-        (
-            -(float(score) + 0.3 * term_coverage(list(terms), text_stems(text))),
-            number,
-            text.strip(),
-        )
+        (-(float(score) + 0.3 * term_coverage(list(terms), text_stems(text))), number, text.strip())
         for number, (text, score) in enumerate(zip(memory.sentences, scores, strict=True))
         if not MARKDOWN_HEADER.match(text)  # a heading names a topic; it answers nothing
     )
@@ -359,15 +355,8 @@ def _latest(changes: list[SlotChange]) -> list[SlotChange]:
         kept = best.get(key)
         if kept is None or change.newer.added_at > kept.newer.added_at:
             best[key] = change
-    superseded_sentences = {
-        (change.older.chunk, change.contradiction.old_sentence) for change in best.values()
-    }
     # A later value that was itself replaced is no current claim.
-    return [
-        change
-        for change in best.values()
-        if (change.newer.chunk, change.contradiction.new_sentence) not in superseded_sentences
-    ]
+    return [c for c in best.values() if (c.newer.chunk, c.contradiction.new_sentence) not in best]
 
 
 def _sentences(memory: SlotMemory) -> Sequence[str]:

@@ -14,7 +14,7 @@ from memory_bank.config import AppConfig
 from memory_bank.graph.model import Conflict
 from memory_bank.ingest.executor import LocalExecutor
 from memory_bank.query.answering import extractive_answer
-from memory_bank.query.bridges import asks_about, bridges, conflict_subject, names_any
+from memory_bank.query.bridges import bridges, conflict_subject, names_any
 from memory_bank.query.roles import AnswerEvidence, AnswerRequest, ClaimHistory
 from memory_bank.schemas import HistoryNote
 from memory_bank.text.sentences import split_sentences
@@ -67,10 +67,10 @@ def test_a_conflict_is_about_the_names_of_its_new_sentences_subject():
 
 
 def test_a_bridge_needs_the_asked_kind_and_a_word_of_the_question():
-    conflict = _conflict()
-    assert asks_about("Drew Fuller starred in a series broadcast on which network?", conflict)
-    assert not asks_about("When was the series Drew Fuller starred in broadcast?", conflict)
-    assert not asks_about("Who created the series Drew Fuller starred in?", conflict)
+    conflicts = [_conflict()]
+    assert bridges("Drew Fuller starred in a series broadcast on which network?", conflicts)
+    assert not bridges("When was the series Drew Fuller starred in broadcast?", conflicts)
+    assert not bridges("Who created the series Drew Fuller starred in?", conflicts)
     assert bridges("Which network broadcast the series?", [_conflict(status="open")]) == []
 
 
