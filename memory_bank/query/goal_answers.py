@@ -70,8 +70,9 @@ _DIMENSIONS = (
 
 @dataclass(frozen=True)
 class GoalAnswer:
-    """A context's answer to the goal: the sentence, its values of the asked kind, and the
-    goal's attribute words it states (none where it paraphrases them)."""
+    """A text's answer to the question: the sentence, its values of the asked kind (the one
+    nearest the attribute's word first), and the question's attribute words it states (none
+    where it paraphrases them)."""
 
     sentence: SentenceFacts
     values: tuple[Value, ...]
@@ -79,7 +80,8 @@ class GoalAnswer:
 
 
 class Goal:
-    """The task goal read as a question: its subject's names, attribute words, asked kinds."""
+    """A question (a session's task goal, or one asked of the store): its subject's names, its
+    attribute words and the kinds of value it asks for."""
 
     def __init__(self, text: str) -> None:
         self.text = text
