@@ -17,7 +17,9 @@ memory read and a graph neighbour of it) contradict each other for this question
   PARAPHRASE_COSINE apart) or the words around the values match; or, where each sentence is
   its memory's best answer to the question, by the one value of the asked kind the later
   one adds against the earlier one's value said with the same words (`answer_change`); or
-  by one common word each (`word_change`);
+  by one common word each (`word_change`); or, whatever else the two sentences say, where
+  each memory's answer to the question states its attribute in the question's own words
+  (`query.goal_answers`, the reading a session gives its task goal);
 - neither memory agrees with the other elsewhere: the later one does not state the old value
   as a fact of its own (only beside a replacement cue), the earlier one never names the new
   value (then both hold, as in "played for A, then B").
