@@ -22,8 +22,9 @@ $MEMORY_BANK_EVAL_DIR):
   (bench/data/fresh_claims_2.json), "fresh claims 3" (bench/data/fresh_claims_3.json),
   "fresh claims 4" (bench/data/fresh_claims_4.json), "fresh claims 5"
   (bench/data/fresh_claims_5.json), "fresh claims 6" (bench/data/fresh_claims_6.json),
-  "fresh claims 7" (bench/data/fresh_claims_7.json) and "fresh claims 8"
-  (bench/data/fresh_claims_8.json; the third to eighth written blind by helpers before the conflict rules were changed): self-contained paragraphs
+  "fresh claims 7" (bench/data/fresh_claims_7.json), "fresh claims 8"
+  (bench/data/fresh_claims_8.json) and "fresh claims 9" (bench/data/fresh_claims_9.json; the
+  third to ninth written blind by helpers before the conflict rules were changed): self-contained paragraphs
   about invented entities and updates worded as new sentences, every value kind; held out while
   building the claims rules (bench/claim_pairs.py reads the second and third ones'
   must-not-conflict pairs too, with --suite fresh_claims_3 for the third).
@@ -69,6 +70,7 @@ SUITES = {
     "fresh claims 6": ROOT / "bench" / "data" / "fresh_claims_6.json",
     "fresh claims 7": ROOT / "bench" / "data" / "fresh_claims_7.json",
     "fresh claims 8": ROOT / "bench" / "data" / "fresh_claims_8.json",
+    "fresh claims 9": ROOT / "bench" / "data" / "fresh_claims_9.json",
 }
 
 
@@ -83,6 +85,7 @@ PAIR_SUITES = (
     "fresh claims 6",
     "fresh claims 7",
     "fresh claims 8",
+    "fresh claims 9",
 )
 # The answer may name a replaced value as history, in the form the answer writes it:
 # "Cleveland (previously Columbus, until 2024-03-01)". Stated there, it is not stated as current.
@@ -322,6 +325,7 @@ def main() -> None:
         ("fresh claims 6 (held out)", lambda c: c["suite"] == "fresh claims 6"),
         ("fresh claims 7 (held out)", lambda c: c["suite"] == "fresh claims 7"),
         ("fresh claims 8 (held out)", lambda c: c["suite"] == "fresh claims 8"),
+        ("fresh claims 9 (held out)", lambda c: c["suite"] == "fresh claims 9"),
     ]
     columns = [
         ("before graph", without, lambda r: r["current"] and not r["stale"]),
