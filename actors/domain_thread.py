@@ -36,11 +36,22 @@ class DomainThread:
         self._lock = threading.Lock()  # the waiting texts, between the event loop and the thread
         self._unembedded: list[str] = []  # texts of queued calls, in call order
         self.batch_sizes: Counter[int] = Counter()  # questions per batch -> batches embedded
+        # Calls queued or running here; every request to a replica makes one, so this is the
+        # replica's requests in flight, and the most of them at once.
+        self.in_flight = 0
+        self.most_in_flight = 0
 
     async def run(self, call: Callable[..., R], *args: Any, **kwargs: Any) -> R:
         """`call(*args, **kwargs)` on the domain thread, after the calls queued before it."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(call, *args, **kwargs))
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return await loop.run_in_executor(
+                self._executor, functools.partial(call, *args, **kwargs)
+            )
+        finally:
+            self.in_flight -= 1
 
     async def run_embedded(self, text: str, call: Callable[..., R], *args: Any, **kwargs: Any) -> R:
         """Like `run`, with `text` embedded before the call (with the texts waiting then)."""

@@ -51,7 +51,7 @@ from ray.serve.config import BackpressureConfig
 from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
 
-from actors.admission import AdmissionQueue, QueueFull
+from actors.admission import AdmissionQueue, AdmissionStats, QueueFull
 from actors.http_app import http_app
 from actors.loopback import keep_replica_port_on_loopback
 from actors.proxy_limits import proxy_environment
@@ -154,6 +154,11 @@ class MemoryBankIngress:
             if isinstance(exc.cause, MemoryBankError):
                 raise exc.cause from None
             raise
+
+    def admission_stats(self) -> AdmissionStats:
+        """What the queue in front of the query replicas held since this replica started
+        (through a DeploymentHandle; no HTTP route)."""
+        return self._admission.stats()
 
     # --- answered here, never behind the model -------------------------------------------------
 

@@ -117,5 +117,10 @@ class MemoryBankModel:
         """Questions per embedding batch -> batches, since this replica started."""
         return dict(self._thread.batch_sizes)
 
+    def most_in_flight(self) -> int:
+        """The most requests this replica held at once (queued on its domain thread or running
+        there), since it started: Serve lets in at most `serve.max_ongoing_requests`."""
+        return self._thread.most_in_flight
+
     def __del__(self) -> None:
         self._thread.shutdown()

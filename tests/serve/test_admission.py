@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from actors.admission import AdmissionQueue, QueueFull
+from actors.admission import AdmissionQueue, AdmissionStats, QueueFull
 
 # Not a timing assertion: a place lost by a bug would leave a caller waiting for ever.
 DEADLOCK_GUARD_S = 10.0
@@ -130,6 +130,25 @@ def test_under_random_load_never_more_than_capacity_are_out():
     assert peak == 3
     assert refused > 0
     assert left == 0
+
+
+def test_the_stats_keep_the_most_out_and_waiting_and_who_waited():
+    async def scenario(callers: int) -> AdmissionStats:
+        gate = AdmissionQueue(capacity=2, queue=2)
+        release = asyncio.Event()
+        order: list[str] = []
+        calls = []
+        for number in range(callers):
+            calls.append(asyncio.ensure_future(_hold(gate, str(number), order, release)))
+            await asyncio.sleep(0)
+        release.set()
+        await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), DEADLOCK_GUARD_S)
+        assert (gate.in_flight, gate.waiting) == (0, 0)
+        return gate.stats()  # after they all left: the most at once, not what is left
+
+    # As many callers as places: none waits. Two more wait; a fifth is refused, never waiting.
+    assert asyncio.run(scenario(2)) == AdmissionStats(most_in_flight=2, most_waiting=0, waited=0)
+    assert asyncio.run(scenario(5)) == AdmissionStats(most_in_flight=2, most_waiting=2, waited=2)
 
 
 def test_capacity_and_queue_are_checked():

@@ -49,6 +49,7 @@ def test_questions_waiting_together_are_embedded_in_one_batch_and_answered_in_or
     assert answered == questions  # arrival order: the same wait for everyone
     assert encoder.batches == [questions]  # one forward pass for all ten
     assert thread.batch_sizes == {10: 1}
+    assert (thread.most_in_flight, thread.in_flight) == (11, 0)  # the ten and the blocker
     assert len(encoder.calls_on) == 1 and next(iter(encoder.calls_on)).startswith("domain")
     thread.shutdown()
 
@@ -73,6 +74,7 @@ def test_an_idle_thread_embeds_a_lone_question_at_once():
 
     assert asyncio.run(one_by_one()) == ["A", "B"]
     assert encoder.batches == [["a"], ["b"]]
+    assert (thread.most_in_flight, thread.in_flight) == (1, 0)
     thread.shutdown()
 
 
@@ -110,4 +112,5 @@ def test_an_embedding_failure_reaches_the_caller():
 
     with pytest.raises(RuntimeError, match="store went away"):
         asyncio.run(ask())
+    assert thread.in_flight == 0
     thread.shutdown()
