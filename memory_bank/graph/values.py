@@ -218,7 +218,7 @@ def _starts_list(sentence: str, start: int, before: list[tuple[int, int]]) -> bo
 
 
 def _unit_after(sentence: str, end: int) -> str:
-    match = re.match(r"\s*([A-Za-z][a-z]+)", sentence[end:])
+    match = re.match(r"(?:\s*|-)([A-Za-z][a-z]+)", sentence[end:])  # "22 km", "a 22-km pipe"
     if not match:
         return ""
     word = match.group(1).lower()
