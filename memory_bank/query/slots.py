@@ -161,14 +161,12 @@ def slot_changes(
                     candidate.older, candidate.newer, contradiction, candidate.pair.new_vector
                 )
             )
-    judged = {(c.older.chunk, c.newer.chunk) for c in changes}
-    changes += [
-        change
-        for change in by_answers
-        if (change.older.chunk, change.newer.chunk) not in judged
-        and not _agree(change.older, change.newer, change.contradiction)
-    ]
-    return _latest(changes)
+    # Where both memories answer the question in its own words, their answers say which
+    # claim changed: a sentence pair judged without the question may be another attribute.
+    by_answers = [c for c in by_answers if not _agree(c.older, c.newer, c.contradiction)]
+    answered = {(c.older.chunk, c.newer.chunk) for c in by_answers}
+    changes = [c for c in changes if (c.older.chunk, c.newer.chunk) not in answered]
+    return _latest(changes + by_answers)
 
 
 def _answer_changes(
@@ -183,12 +181,15 @@ def _answer_changes(
     goal = Goal(question)
     if not goal.names or goal.plural:
         return []
-    answers: dict[int, GoalAnswer | None] = {}
+    answers: dict[int, tuple[GoalAnswer, np.ndarray | None] | None] = {}
 
-    def answer(memory: SlotMemory) -> GoalAnswer | None:
+    def answer(memory: SlotMemory) -> tuple[GoalAnswer, np.ndarray | None] | None:
         if memory.chunk not in answers:
-            facts, _ = facts_of(memory)
-            answers[memory.chunk] = goal.answer(facts, None)
+            facts, vectors = facts_of(memory)
+            found = goal.answer(facts, None)
+            answers[memory.chunk] = (
+                None if found is None else (found, _vector_of(found, facts, vectors))
+            )
         return answers[memory.chunk]
 
     changes = []
@@ -196,10 +197,17 @@ def _answer_changes(
         earlier, later = answer(older), answer(newer)
         if earlier is None or later is None:
             continue
-        found = disagreement(goal, earlier, later)
+        found = disagreement(goal, earlier[0], later[0])
         if found is not None:
-            changes.append(SlotChange(older, newer, found, None))
+            changes.append(SlotChange(older, newer, found, later[1]))
     return changes
+
+
+def _vector_of(answer: GoalAnswer, facts: TextFacts, vectors: np.ndarray) -> np.ndarray | None:
+    """The answer sentence's stored vector, if it has one (the answer quotes the sentence)."""
+    number = next(i for i, s in enumerate(facts.sentences) if s is answer.sentence)
+    vector = vectors[number] if number < len(vectors) else None
+    return None if vector is None or np.isnan(vector).any() else vector
 
 
 def _closest_to_the_question(
