@@ -74,9 +74,11 @@ _PHRASE_WORDS = frozenset([
 # fmt: on
 _CLAUSE = ","
 # A participle opens a predicate ("painted green" / "owned by the city"), not a value.
-_PARTICIPLE = re.compile(
+PREDICATE_PARTICIPLE = re.compile(
     r"[a-z]{2,}ed|built|made|held|known|born|sold|kept|grown|shown|given|taken|written|run|"
-    r"led|found|brought|begun|done|seen|set|put|won|lost"
+    r"led|found|brought|begun|done|seen|set|put|won|lost|laid|paid|said|told|sent|spent|"
+    r"bought|caught|taught|dug|hung|struck|worn|torn|drawn|thrown|flown|chosen|stolen|spoken|"
+    r"broken|driven|fallen|beaten|sunk|shut|bound|wound|ground|lit|fed|bred|spun|swept|dealt"
 )
 
 
@@ -254,7 +256,7 @@ def _difference(old: str, new: str, alignment: _Alignment) -> SpanDifference | N
     if kind == "phrase" and not any(u.kind == "word" and u.content for u in said_before):
         return None  # words in place of the predicate ("was built as" / "was used as")
     if kind == "phrase" and any(
-        _PARTICIPLE.fullmatch(_word(text, side[0])) is not None
+        PREDICATE_PARTICIPLE.fullmatch(_word(text, side[0])) is not None
         for text, side in ((old, old_side), (new, new_side))
     ):
         return None  # two predicates: "is painted green" / "is owned by the city"

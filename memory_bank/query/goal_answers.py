@@ -22,6 +22,13 @@ Two answers are no disagreement when
 - no two of their values measure one thing: another unit, or another dimension ("31 metres
   high" / "410 metres long");
 - each dates its claim, at another time ("in 1990 ... 42 members" / "by 2020 ... 118").
+A "what" or "which" question may ask for a common noun phrase ("What is the roof made of?"):
+where no name, number or date is nearer the attribute's word, the answer is the phrase the
+sentence says it is -- after the word and the grammar linking them ("roofed in clay tiles",
+"its mascot is a badger"), else right before it ("a slate roof") -- of words that are neither
+the question's, nor generic ("old", "new"), nor a participle opening another predicate
+("painted green"), nor a possessor ("the club's mascot"). Two phrases disagree unless the
+words of one are all in the other ("oak" / "oak timber").
 A question that names nothing ("What do we know?") asks nothing of any one thing, and one that
 asks of several things of a kind ("when the bridges in Pennick were built") expects several
 values: no answers for either.
@@ -37,6 +44,12 @@ import numpy as np
 
 from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction
 from memory_bank.graph.sentence_facts import SentenceFacts, sentence_facts
+from memory_bank.graph.span_difference import (
+    MAX_PHRASE_WORDS,
+    PREDICATE_PARTICIPLE,
+    Unit,
+    sentence_units,
+)
 from memory_bank.graph.subjects import TextFacts, same_subject
 from memory_bank.graph.value_identity import (
     NAME_HEADS,
@@ -47,13 +60,19 @@ from memory_bank.graph.value_identity import (
 )
 from memory_bank.graph.values import Value
 from memory_bank.query.slot_rules import Asked, value_role
-from memory_bank.text.lexicon import text_stems
+from memory_bank.text.lexicon import NAME_STOPWORDS, text_stems
 
 # A kind word names what the subject is ("the Skelder dam"), never what is asked of it.
 _KIND_STEMS = text_stems(" ".join(sorted(NAME_HEADS)))
 _WORDS = re.compile(r"\w+")
 _DEFINITE = frozenset({"the", "its", "their", "these", "those"})
 _AND = re.compile(r"\band\b|&", re.IGNORECASE)
+_WH_WORD = re.compile(r"\b(what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
+# What asks for a type of thing rather than naming one ("what kind of buses").
+_TYPE_WORDS = frozenset({"kind", "kinds", "type", "types", "sort", "sorts"})
+# The grammar between an attribute's word and the phrase that says it ("roofed in clay tiles").
+_LINKS = frozenset({"with", "in"})
+_LINK_SPAN = 5
 # Units of length: a measure in one answers "how long / tall / wide / deep".
 _LENGTH_UNITS = frozenset(
     ["metr", "meter", "kilometr", "kilomet", "km", "m", "cm", "mm", "mile", "feet", "foot", "ft"]
@@ -88,6 +107,10 @@ class Goal:
         self.asked = Asked(text)
         self.names = frozenset(v.key for v in self.asked.values if v.kind == "name")
         self.attribute = sentence_facts(text).frame - _KIND_STEMS
+        # A verb's agent noun says the same attribute ("edits" / "the editor", "owns" / "its
+        # owner"): each word that states an attribute word, to that word.
+        self._stating = {f"{stem}{end}": stem for stem in self.attribute for end in ("er", "or")}
+        self._stating.update({stem: stem for stem in self.attribute})
         rest = text
         for value in self.asked.values:
             rest = rest.replace(value.text, " ")
@@ -114,6 +137,14 @@ class Goal:
         self._name_stems = frozenset().union(
             *(text_stems(without_head(key).split(":", 1)[1]) for key in self.names)
         )
+        # "what" / "which" may ask for a common noun phrase; its own words are never the answer
+        wh = _WH_WORD.search(text)
+        self.open = wh is not None and wh.group(1).lower() in {"what", "which"}
+        self._own_stems = text_stems(text) | text_stems(" ".join(_TYPE_WORDS))
+        after = [w.strip("?.,").lower() for w in text[wh.end() :].split()] if wh else []
+        while after and after[0] in _TYPE_WORDS | {"of"}:
+            after.pop(0)
+        self._type_stems = text_stems(after[0]) - _KIND_STEMS if after else frozenset()
 
     def names_one_of(self, keys: Sequence[str]) -> bool:
         return any(compatible_names(name, key) for name in self.names for key in keys)
@@ -135,12 +166,16 @@ class Goal:
                 and not self.names_one_of([v.key])
                 and value_role(sentence, v) not in self._other_roles
             )
+            said = frozenset(word for word in sentence.frame if word in self._stating)
+            stated = frozenset(self._stating[word] for word in said)
+            noun = self._noun_answer(sentence, said, values) if self.open and said else None
+            if noun is not None:
+                values = (noun,)
             if values and self._about_it(sentence, about):
-                stated = self.attribute & sentence.frame
                 if not stated and self._measures(sentence, values):
-                    stated = self.attribute & self._dimension_stems
+                    said = stated = self.attribute & self._dimension_stems
                 candidates.append(
-                    GoalAnswer(sentence, _nearest_first(sentence, values, stated), stated)
+                    GoalAnswer(sentence, _nearest_first(sentence, values, said), stated)
                 )
         if not candidates:
             return None
@@ -153,6 +188,79 @@ class Goal:
         chosen = candidates[best]
         paraphrase = not self.several and cosines[best] >= PARAPHRASE_COSINE
         return chosen if chosen.stated or paraphrase else None
+
+    def _noun_answer(
+        self, sentence: SentenceFacts, said: frozenset[str], values: tuple[Value, ...]
+    ) -> Value | None:
+        """The common noun phrase the sentence says the goal's attribute is (module
+        docstring): at the goal's type word first, the phrase right before it ("what kind of
+        buses": "diesel buses"), then at its attribute words, the phrase after each, else
+        right before it. A phrase after the word answers unless a value of the asked kind is
+        nearer it; one before it only where the sentence holds no such value ("at Pike
+        Lane, a muddy ground")."""
+        units = sentence_units(sentence.text)
+        anchors = [i for i, u in enumerate(units) if u.kind == "word" and u.key in said]
+        readings = [
+            (i, False, self._phrase_before(sentence.text, units, i))
+            for i in anchors
+            if units[i].key in self._type_stems
+        ]
+        for i in anchors:
+            readings += [
+                (i, True, self._phrase_after(sentence.text, units, i)),
+                (i, False, self._phrase_before(sentence.text, units, i)),
+            ]
+        found = next((reading for reading in readings if reading[2]), None)
+        if found is None:
+            return None
+        at, after, phrase = found
+        words = units[phrase[0] : phrase[-1] + 1]
+        start, end = words[0].start, words[-1].end
+
+        def gap(position: int) -> int:
+            return abs(position - units[at].end)
+
+        if values and not (after and all(gap(v.start) > gap(start) for v in values)):
+            return None
+        key = "n:" + " ".join(sorted({u.key for u in words}))
+        return Value(sentence.text[start:end], key, "word", start, end)
+
+    def _phrase_after(self, text: str, units: tuple[Unit, ...], at: int) -> list[int]:
+        """The phrase past the attribute's word and the grammar, the goal's words and the
+        subject's name that link them ("the roof of the Haddow Exchange in copper"); a word
+        right after it, with no grammar between, goes on naming it ("home games")."""
+        i = at + 1
+        while i < min(len(units), at + 1 + _LINK_SPAN) and (
+            (units[i].kind == "word" and (not units[i].content or units[i].key in self._own_stems))
+            or (units[i].kind == "mark" and units[i].key in _LINKS)
+            or (units[i].value is not None and self.names_one_of([units[i].key]))
+        ):
+            i += 1
+        if i == at + 1 and i < len(units) and not text[units[at].end : units[i].start].split():
+            return []
+        return self._phrase(text, units, range(i, len(units)))
+
+    def _phrase_before(self, text: str, units: tuple[Unit, ...], at: int) -> list[int]:
+        """The phrase right before the attribute's word ("a slate roof")."""
+        return self._phrase(text, units, range(at - 1, -1, -1))[::-1]
+
+    def _phrase(self, text: str, units: tuple[Unit, ...], order: range) -> list[int]:
+        phrase: list[int] = []
+        for i in order:
+            unit = units[i]
+            word = text[unit.start : unit.end].lower()
+            if (
+                unit.kind != "word"
+                or not unit.content
+                or unit.key in self._own_stems
+                or word in NAME_STOPWORDS
+                or PREDICATE_PARTICIPLE.fullmatch(word)
+                or word.endswith(("'s", "’s"))
+                or len(phrase) == MAX_PHRASE_WORDS
+            ):
+                break
+            phrase.append(i)
+        return phrase
 
     def _measures(self, sentence: SentenceFacts, values: tuple[Value, ...]) -> bool:
         """Whether the sentence gives a length of the dimension the goal asks ("it spans 64
@@ -215,11 +323,11 @@ def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradic
 
 
 def _nearest_first(
-    sentence: SentenceFacts, values: tuple[Value, ...], stated: frozenset[str]
+    sentence: SentenceFacts, values: tuple[Value, ...], said: frozenset[str]
 ) -> tuple[Value, ...]:
     """The values, the one nearest a word of the goal's attribute first ("housed on Mill
     Street, was founded by Edna Pryor": Edna Pryor says who founded it)."""
-    at = [m.start() for m in _WORDS.finditer(sentence.text) if text_stems(m.group(0)) & stated]
+    at = [m.start() for m in _WORDS.finditer(sentence.text) if text_stems(m.group(0)) & said]
     if not at:
         return values
     return tuple(sorted(values, key=lambda v: min(abs(v.start - a) for a in at)))
@@ -227,9 +335,13 @@ def _nearest_first(
 
 def _one_holds_the_other(first: str, second: str) -> bool:
     """One value, or one holds the other: a date told less precisely ("June 1902" / "4 June
-    1902"), a place and its region ("Oakleigh, Victoria" / "Victoria")."""
+    1902"), a place and its region ("Oakleigh, Victoria" / "Victoria"), a phrase and one that
+    says more ("oak" / "oak timber")."""
     if first == second:
         return True
+    if first.startswith("n:") and second.startswith("n:"):
+        words = [set(key[2:].split()) for key in (first, second)]
+        return words[0] <= words[1] or words[1] <= words[0]
     if first.startswith("d:") and second.startswith("d:"):
         return dates_compatible(first, second)
     if first.startswith("e:") and second.startswith("e:"):

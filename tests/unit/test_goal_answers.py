@@ -1,0 +1,100 @@
+"""A "what" question may ask for a common noun phrase (memory_bank/query/goal_answers.py): where
+no name, number or date is nearer the attribute's word, a text's answer is the phrase it says
+the attribute is, and two such answers disagree unless one phrase holds the other. Words only
+(no embeddings), as answers read them; sentences written for these tests."""
+
+from __future__ import annotations
+
+from memory_bank.graph.subjects import text_facts
+from memory_bank.query.goal_answers import Goal, disagreement
+
+
+def _answer(goal: str, text: str) -> list[str] | None:
+    found = Goal(goal).answer(text_facts(text, all_sentences=True), None)
+    return None if found is None else [value.text for value in found.values]
+
+
+def _values(goal: str, first: str, second: str) -> tuple[str, str] | None:
+    question = Goal(goal)
+    answers = [question.answer(text_facts(t, all_sentences=True), None) for t in (first, second)]
+    if None in answers:
+        return None
+    found = disagreement(question, *answers)
+    return None if found is None else (found.old_value, found.new_value)
+
+
+ROOF = "What is the roof of Tarrant Mill made of?"
+
+
+def test_the_phrase_after_the_attribute_or_right_before_it_answers():
+    assert _answer(ROOF, "Tarrant Mill has a roof of stone slabs laid on oak rafters.") == [
+        "stone slabs"
+    ]
+    assert _answer(ROOF, "Tarrant Mill has been roofed in copper sheet, the owners said.") == [
+        "copper sheet"
+    ]
+    assert _answer(ROOF, "Tarrant Mill still keeps its slate roof.") == ["slate"]
+    assert _answer("What is the mascot of Orwick Town?", "Orwick Town's mascot is a heron.") == [
+        "heron"
+    ]
+
+
+def test_two_phrases_for_one_attribute_disagree_unless_one_holds_the_other():
+    assert _values(
+        ROOF,
+        "Tarrant Mill is a water mill on the Esk. It has a roof of stone slabs.",
+        "Tarrant Mill has been roofed in copper sheet, the owners said.",
+    ) == ("stone slabs", "copper sheet")
+    assert (
+        _values(
+            "What is the Corve Bridge made of?",
+            "The Corve Bridge is made of oak.",
+            "The Corve Bridge is made of oak timber from Wenlock.",
+        )
+        is None
+    )
+
+
+def test_the_type_a_question_asks_for_is_read_before_its_noun():
+    assert _values(
+        "What kind of trams run in Belgrove?",
+        "The Belgrove tramway runs 30 horse trams on four routes.",
+        "The Belgrove tramway runs a fleet of electric trams.",
+    ) == ("horse", "electric")
+
+
+def test_generic_words_participles_and_possessors_are_no_answer():
+    # "old" says when, "replaced" and "painted" open another predicate, "club's" owns the noun
+    assert _answer(ROOF, "The old roof of Tarrant Mill was replaced.") is None
+    assert _answer(ROOF, "The roof of Tarrant Mill was repaired by local craftsmen.") is None
+    assert _answer(
+        "What is the mascot of Orwick Town?", "Orwick Town chose the club's mascot."
+    ) is (None)
+    assert _answer("What colour is the hull of the Esk Ferry?", "Its hull is painted blue.") is None
+
+
+def test_a_name_nearer_the_attribute_is_the_answer_and_who_asks_for_no_phrase():
+    assert _answer(
+        "What is the home ground of Orwick Town?",
+        "Orwick Town play their home games at Pike Lane, a muddy ground.",
+    ) == ["Pike Lane"]
+    assert _answer("Who designed Tarrant Mill?", "Tarrant Mill was designed by a local mason.") is (
+        None
+    )
+
+
+def test_a_verbs_agent_noun_states_the_same_attribute():
+    assert _values(
+        "Who edits the Marne Quarterly?",
+        "The Marne Quarterly is a literary magazine. The magazine is edited by Ruth Pell.",
+        "Its editor, Sam Oduya, said the Marne Quarterly would print more poems.",
+    ) == ("Ruth Pell", "Sam Oduya")
+    # the agent noun of another verb is another attribute
+    assert (
+        _values(
+            "Who edits the Marne Quarterly?",
+            "The Marne Quarterly is a literary magazine. The magazine is edited by Ruth Pell.",
+            "Its founder, Sam Oduya, said the Marne Quarterly would print more poems.",
+        )
+        is None
+    )
