@@ -16,9 +16,11 @@ Two answers are no disagreement when
   "Victoria");
 - the two sentences name two things the question's name covers ("the Corra Bell" and "the
   Corra Rose" for "Where were the Corra ferries built?");
-- each states another of the question's words ("Who designed it, and who owns it?": one says
-  who designed it, the other who owns it), and where the question asks several things only its
-  own words say which a sentence answers, so no paraphrase counts;
+- the question asks several things and each states another of its words ("Who designed it,
+  and who owns it?": one says who designed it, the other who owns it); there only its own
+  words say which a sentence answers, so no paraphrase counts. (A question asking one thing
+  may word it twice over: "How many people live on ...?" is answered by "home to 960 people"
+  and by "1,240 live there".);
 - no two of their values measure one thing: another unit, or another dimension ("31 metres
   high" / "410 metres long");
 - each dates its claim, at another time ("in 1990 ... 42 members" / "by 2020 ... 118").
@@ -59,8 +61,8 @@ from memory_bank.graph.value_identity import (
     without_head,
 )
 from memory_bank.graph.values import Value
-from memory_bank.query.slot_rules import Asked, value_role
-from memory_bank.text.lexicon import NAME_STOPWORDS, text_stems
+from memory_bank.query.slot_rules import Asked, possessor, value_role
+from memory_bank.text.lexicon import FUNCTION_WORDS, NAME_STOPWORDS, text_stems
 
 # A kind word names what the subject is ("the Skelder dam"), never what is asked of it.
 _KIND_STEMS = text_stems(" ".join(sorted(NAME_HEADS)))
@@ -106,7 +108,8 @@ class Goal:
         self.text = text
         self.asked = Asked(text)
         self.names = frozenset(v.key for v in self.asked.values if v.kind == "name")
-        self.attribute = sentence_facts(text).frame - _KIND_STEMS
+        # Words that describe the subject ("the racing driver Eddie Irvine") ask nothing of it.
+        self.attribute = sentence_facts(text).frame - _KIND_STEMS - _descriptions(text, self.asked)
         # A verb's agent noun says the same attribute ("edits" / "the editor", "owns" / "its
         # owner"): each word that states an attribute word, to that word.
         self._stating = {f"{stem}{end}": stem for stem in self.attribute for end in ("er", "or")}
@@ -166,17 +169,18 @@ class Goal:
                 and not self.names_one_of([v.key])
                 and value_role(sentence, v) not in self._other_roles
             )
+            # "India's pop band Euphoria": a possessor qualifies the value after it
+            values = tuple(v for v in values if not possessor(sentence, v)) or values
             said = frozenset(word for word in sentence.frame if word in self._stating)
             stated = frozenset(self._stating[word] for word in said)
             noun = self._noun_answer(sentence, said, values) if self.open and said else None
             if noun is not None:
                 values = (noun,)
-            if values and self._about_it(sentence, about):
-                if not stated and self._measures(sentence, values):
-                    said = stated = self.attribute & self._dimension_stems
-                candidates.append(
-                    GoalAnswer(sentence, _nearest_first(sentence, values, said), stated)
-                )
+            if not stated and values and self._measures(sentence, values):
+                said = stated = self.attribute & self._dimension_stems
+            values = _nearest_first(sentence, values, said)
+            if values and self._about_it(sentence, about, values[0]):
+                candidates.append(GoalAnswer(sentence, values, stated))
         if not candidates:
             return None
         if vectors is None:  # the goal's own words only
@@ -271,11 +275,18 @@ class Goal:
             for v in values
         )
 
-    def _about_it(self, sentence: SentenceFacts, about: list) -> bool:
+    def _about_it(self, sentence: SentenceFacts, about: list, answer: Value) -> bool:
         """Whether a sentence is about the goal's subject: what it is about is, or says
-        nothing, or it names the subject and is about no other thing of the subject's kind
-        ("the Westgate Tower" where the goal asks of "the Eastgate Tower")."""
-        named = [s for s in about if any(k.startswith("e:") for k in s)]
+        nothing but its answer and names nothing else ("Gary Tennent has been manager for two
+        seasons"), or it names
+        the subject and is about no other thing of the subject's kind ("the Westgate Tower"
+        where the goal asks of "the Eastgate Tower")."""
+        others = [k for k in sentence.name_keys if k != answer.key and not self.names_one_of([k])]
+        named = [
+            s
+            for s in about
+            if any(k.startswith("e:") for k in s) and (others or set(s) != {answer.key})
+        ]
         if not named or any(same_subject(self.names, s) for s in named):
             return True
         kinds = {_kind_word(k) for k in self.names} - {None}
@@ -296,7 +307,7 @@ def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradic
     keys = [{v.key for v in answer.values} for answer in (first, second)]
     if any(_one_holds_the_other(a, b) for a in keys[0] for b in keys[1]):
         return None
-    if first.stated and second.stated and not first.stated & second.stated:
+    if goal.several and first.stated and second.stated and not first.stated & second.stated:
         return None
     if _two_things(goal, first, second):
         return None
@@ -320,6 +331,25 @@ def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradic
         new_value=new.text,
         kind=old.kind,
     )
+
+
+_DETERMINERS = frozenset({"the", "a", "an"})
+
+
+def _descriptions(text: str, asked: Asked) -> frozenset[str]:
+    """The stems of the words between a determiner and a name right after them, which say
+    what the named thing is ("the racing driver Eddie Irvine", "the painter Elsie Driggs")."""
+    found: set[str] = set()
+    for value in asked.values:
+        if value.kind != "name":
+            continue
+        words = text[: value.start].split()
+        run = []
+        while words and words[-1].islower() and words[-1] not in FUNCTION_WORDS:
+            run.append(words.pop())
+        if run and words and words[-1] in _DETERMINERS:
+            found |= text_stems(" ".join(run))
+    return frozenset(found)
 
 
 def _nearest_first(
@@ -384,10 +414,31 @@ def _dimension(sentence: str, value: Value, asked: int | None = None) -> int | N
 
 
 def _own_times(first: GoalAnswer, second: GoalAnswer) -> bool:
-    """Whether each sentence dates its claim with a date other than its answer, and the two
-    dates are not one time."""
+    """Whether each sentence dates its claim (`_dates`) and the two dates are not one time."""
     dates = [
-        {v.key for v in a.sentence.values if v.kind == "date" and v not in a.values}
+        {
+            v.key
+            for v in a.sentence.values
+            if v.kind == "date" and v not in a.values and _dates(a.sentence.text, v, a.values)
+        }
         for a in (first, second)
     ]
     return all(dates) and not any(dates_compatible(a, b) for a in dates[0] for b in dates[1])
+
+
+_CLAUSE_BREAK = re.compile(r"[;()\[\]]|\b(?:and|but|or|who|whom|whose|which|where|while)\b")
+
+
+def _dates(text: str, date: Value, values: tuple[Value, ...]) -> bool:
+    """Whether a date dates the answer's claim: it stands in the answer's clause, a fronted
+    phrase included ("In 1990, the club had 40 members"), or in brackets right after the
+    answer ("5,870 (2011 census)"); not in brackets elsewhere ("Stellham Library (1909)") nor
+    in a clause of its own ("..., whose plans won a competition in 1906")."""
+    if not values:
+        return False
+    answer = values[0]
+    opening = text.rfind("(", 0, date.start)
+    if opening > text.rfind(")", 0, date.start):
+        return opening >= answer.end and not text[answer.end : opening].strip()
+    low, high = sorted((date, answer), key=lambda v: v.start)
+    return _CLAUSE_BREAK.search(text, low.end, high.start) is None

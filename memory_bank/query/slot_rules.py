@@ -126,7 +126,7 @@ def answer_change(
         return None
     # "NBA TV's NBA Inside Stuff", "India's pop band Euphoria": a possessor qualifies the
     # noun phrase after it; the value is what it owns.
-    olds = [v for v in olds if not _possessor(earlier, v)] or olds
+    olds = [v for v in olds if not possessor(earlier, v)] or olds
     # One subject: a name of each sentence is the same name, or the earlier sentence refers
     # back ("She was best known for ...") to its text's subject, named by the later one.
     others = [b for b in later_names if b is not new]
@@ -279,7 +279,7 @@ def _same_head(first: Value, second: Value) -> int:
     return int(bool(heads[0]) and [w.lower() for w in heads[0]] == [w.lower() for w in heads[1]])
 
 
-def _possessor(facts: SentenceFacts, value: Value) -> bool:
+def possessor(facts: SentenceFacts, value: Value) -> bool:
     """Whether the name stands before a possessive "'s" ("India's pop band")."""
     return value.kind == "name" and facts.text[value.end : value.end + 2] in ("'s", "’s")
 
