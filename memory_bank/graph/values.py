@@ -338,10 +338,17 @@ PARTICIPLE_OBJECTS = frozenset([
 # fmt: on
 
 
+# A word opening a sentence that labels the figure or the names after it, which say no more
+# ("Est. 1874"; "Founder: Hester Vaile" -- not a speaker's line, "Alice: We moved in May").
+_LABEL = re.compile(r"\s*(?:[:.]\s*\d|:\s*(?=[A-Z])(?![^.!?]*\b[a-z]{4,}\b))")
+
+
 def _common_opening(sentence: str, words: list[re.Match[str]], position: int) -> bool:
     word = words[position].group(0)
     if word.isupper() or _POSSESSIVE.search(word) or position + 1 >= len(words):
         return False
+    if _LABEL.match(sentence, words[position].end()):
+        return True  # "Capacity: 4,200", "Est. 1874", "Founder: Hester Vaile": a label
     following = words[position + 1]
     gap = sentence[words[position].end() : following.start()]
     if gap.strip() or following.group(0)[0].isupper():

@@ -221,10 +221,10 @@ class Goal:
         words = units[phrase[0] : phrase[-1] + 1]
         start, end = words[0].start, words[-1].end
 
-        def gap(position: int) -> int:
-            return abs(position - units[at].end)
+        def gap(begin: int, finish: int) -> int:  # characters between a span and the word
+            return max(begin - units[at].end, units[at].start - finish, 0)
 
-        if values and not (after and all(gap(v.start) > gap(start) for v in values)):
+        if values and not (after and all(gap(v.start, v.end) > gap(start, end) for v in values)):
             return None
         key = "n:" + " ".join(sorted({u.key for u in words}))
         return Value(sentence.text[start:end], key, "word", start, end)

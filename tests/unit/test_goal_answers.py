@@ -78,6 +78,10 @@ def test_a_name_nearer_the_attribute_is_the_answer_and_who_asks_for_no_phrase():
         "What is the home ground of Orwick Town?",
         "Orwick Town play their home games at Pike Lane, a muddy ground.",
     ) == ["Pike Lane"]
+    assert _answer(
+        "What is the home ground of Orwick Town?",
+        "Orwick Town play at Pike Lane, a ground with a capacity of 3,000.",
+    ) == ["Pike Lane"]
     assert _answer("Who designed Tarrant Mill?", "Tarrant Mill was designed by a local mason.") is (
         None
     )

@@ -54,6 +54,20 @@ def test_a_word_opening_a_sentence_before_a_plural_verb_names_many_not_one():
     assert [v.text for v in extract_values("Alfred has left Acme.")] == ["Alfred", "Acme"]
 
 
+def test_a_word_labelling_the_figure_or_names_after_it_is_no_name():
+    assert [v.text for v in extract_values("Founder: Hester Vaile.")] == ["Hester Vaile"]
+    assert [v.text for v in extract_values("Est. 1874, the Garth Mill spins cotton.")] == [
+        "1874",
+        "Garth Mill",
+    ]
+    assert [v.text for v in extract_values("Capacity: 4,200 seats.")] == ["4,200"]
+    # a speaker's line says more than names: the speaker is named
+    assert [v.text for v in extract_values("Alice: Bob said we move in May.")][:2] == [
+        "Alice",
+        "Bob",
+    ]
+
+
 def test_a_definite_description_refers_to_the_name_of_its_kind_told_before():
     facts = text_facts(
         "We drove from Ardee to the Lantern Hotel on the coast road. The hotel has 40 rooms."
