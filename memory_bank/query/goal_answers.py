@@ -26,11 +26,8 @@ Two answers are no disagreement when
 - each dates its claim, at another time ("in 1990 ... 42 members" / "by 2020 ... 118").
 A "what" or "which" question may ask for a common noun phrase ("What is the roof made of?"):
 where no name, number or date is nearer the attribute's word, the answer is the phrase the
-sentence says it is -- after the word and the grammar linking them ("roofed in clay tiles",
-"its mascot is a badger"), else right before it ("a slate roof") -- of words that are neither
-the question's, nor generic ("old", "new"), nor a participle opening another predicate
-("painted green"), nor a possessor ("the club's mascot"). Two phrases disagree unless the
-words of one are all in the other ("oak" / "oak timber").
+sentence says it is (`query.noun_phrases`). Two phrases disagree unless the words of one are
+all in the other ("oak" / "oak timber").
 A question that names nothing ("What do we know?") asks nothing of any one thing, and one that
 asks of several things of a kind ("when the bridges in Pennick were built") expects several
 values: no answers for either.
@@ -46,12 +43,6 @@ import numpy as np
 
 from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction
 from memory_bank.graph.sentence_facts import SentenceFacts, sentence_facts
-from memory_bank.graph.span_difference import (
-    MAX_PHRASE_WORDS,
-    PREDICATE_PARTICIPLE,
-    Unit,
-    sentence_units,
-)
 from memory_bank.graph.subjects import TextFacts, same_subject
 from memory_bank.graph.value_identity import (
     NAME_HEADS,
@@ -61,20 +52,15 @@ from memory_bank.graph.value_identity import (
     without_head,
 )
 from memory_bank.graph.values import Value
+from memory_bank.query.noun_phrases import NounPhrases
 from memory_bank.query.slot_rules import Asked, possessor, value_role
-from memory_bank.text.lexicon import FUNCTION_WORDS, NAME_STOPWORDS, text_stems
+from memory_bank.text.lexicon import FUNCTION_WORDS, text_stems
 
 # A kind word names what the subject is ("the Skelder dam"), never what is asked of it.
 _KIND_STEMS = text_stems(" ".join(sorted(NAME_HEADS)))
 _WORDS = re.compile(r"\w+")
 _DEFINITE = frozenset({"the", "its", "their", "these", "those"})
 _AND = re.compile(r"\band\b|&", re.IGNORECASE)
-_WH_WORD = re.compile(r"\b(what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
-# What asks for a type of thing rather than naming one ("what kind of buses").
-_TYPE_WORDS = frozenset({"kind", "kinds", "type", "types", "sort", "sorts"})
-# The grammar between an attribute's word and the phrase that says it ("roofed in clay tiles").
-_LINKS = frozenset({"with", "in"})
-_LINK_SPAN = 5
 # Units of length: a measure in one answers "how long / tall / wide / deep".
 _LENGTH_UNITS = frozenset(
     ["metr", "meter", "kilometr", "kilomet", "km", "m", "cm", "mm", "mile", "feet", "foot", "ft"]
@@ -140,14 +126,8 @@ class Goal:
         self._name_stems = frozenset().union(
             *(text_stems(without_head(key).split(":", 1)[1]) for key in self.names)
         )
-        # "what" / "which" may ask for a common noun phrase; its own words are never the answer
-        wh = _WH_WORD.search(text)
-        self.open = wh is not None and wh.group(1).lower() in {"what", "which"}
-        self._own_stems = text_stems(text) | text_stems(" ".join(_TYPE_WORDS))
-        after = [w.strip("?.,").lower() for w in text[wh.end() :].split()] if wh else []
-        while after and after[0] in _TYPE_WORDS | {"of"}:
-            after.pop(0)
-        self._type_stems = text_stems(after[0]) - _KIND_STEMS if after else frozenset()
+        # "what" / "which" may ask for a common noun phrase
+        self._phrases = NounPhrases(text, self.names_one_of, _KIND_STEMS)
 
     def names_one_of(self, keys: Sequence[str]) -> bool:
         return any(compatible_names(name, key) for name in self.names for key in keys)
@@ -173,7 +153,7 @@ class Goal:
             values = tuple(v for v in values if not possessor(sentence, v)) or values
             said = frozenset(word for word in sentence.frame if word in self._stating)
             stated = frozenset(self._stating[word] for word in said)
-            noun = self._noun_answer(sentence, said, values) if self.open and said else None
+            noun = self._phrases.answer(sentence, said, values) if said else None
             if noun is not None:
                 values = (noun,)
             if not stated and values and self._measures(sentence, values):
@@ -192,79 +172,6 @@ class Goal:
         chosen = candidates[best]
         paraphrase = not self.several and cosines[best] >= PARAPHRASE_COSINE
         return chosen if chosen.stated or paraphrase else None
-
-    def _noun_answer(
-        self, sentence: SentenceFacts, said: frozenset[str], values: tuple[Value, ...]
-    ) -> Value | None:
-        """The common noun phrase the sentence says the goal's attribute is (module
-        docstring): at the goal's type word first, the phrase right before it ("what kind of
-        buses": "diesel buses"), then at its attribute words, the phrase after each, else
-        right before it. A phrase after the word answers unless a value of the asked kind is
-        nearer it; one before it only where the sentence holds no such value ("at Pike
-        Lane, a muddy ground")."""
-        units = sentence_units(sentence.text)
-        anchors = [i for i, u in enumerate(units) if u.kind == "word" and u.key in said]
-        readings = [
-            (i, False, self._phrase_before(sentence.text, units, i))
-            for i in anchors
-            if units[i].key in self._type_stems
-        ]
-        for i in anchors:
-            readings += [
-                (i, True, self._phrase_after(sentence.text, units, i)),
-                (i, False, self._phrase_before(sentence.text, units, i)),
-            ]
-        found = next((reading for reading in readings if reading[2]), None)
-        if found is None:
-            return None
-        at, after, phrase = found
-        words = units[phrase[0] : phrase[-1] + 1]
-        start, end = words[0].start, words[-1].end
-
-        def gap(begin: int, finish: int) -> int:  # characters between a span and the word
-            return max(begin - units[at].end, units[at].start - finish, 0)
-
-        if values and not (after and all(gap(v.start, v.end) > gap(start, end) for v in values)):
-            return None
-        key = "n:" + " ".join(sorted({u.key for u in words}))
-        return Value(sentence.text[start:end], key, "word", start, end)
-
-    def _phrase_after(self, text: str, units: tuple[Unit, ...], at: int) -> list[int]:
-        """The phrase past the attribute's word and the grammar, the goal's words and the
-        subject's name that link them ("the roof of the Haddow Exchange in copper"); a word
-        right after it, with no grammar between, goes on naming it ("home games")."""
-        i = at + 1
-        while i < min(len(units), at + 1 + _LINK_SPAN) and (
-            (units[i].kind == "word" and (not units[i].content or units[i].key in self._own_stems))
-            or (units[i].kind == "mark" and units[i].key in _LINKS)
-            or (units[i].value is not None and self.names_one_of([units[i].key]))
-        ):
-            i += 1
-        if i == at + 1 and i < len(units) and not text[units[at].end : units[i].start].split():
-            return []
-        return self._phrase(text, units, range(i, len(units)))
-
-    def _phrase_before(self, text: str, units: tuple[Unit, ...], at: int) -> list[int]:
-        """The phrase right before the attribute's word ("a slate roof")."""
-        return self._phrase(text, units, range(at - 1, -1, -1))[::-1]
-
-    def _phrase(self, text: str, units: tuple[Unit, ...], order: range) -> list[int]:
-        phrase: list[int] = []
-        for i in order:
-            unit = units[i]
-            word = text[unit.start : unit.end].lower()
-            if (
-                unit.kind != "word"
-                or not unit.content
-                or unit.key in self._own_stems
-                or word in NAME_STOPWORDS
-                or PREDICATE_PARTICIPLE.fullmatch(word)
-                or word.endswith(("'s", "’s"))
-                or len(phrase) == MAX_PHRASE_WORDS
-            ):
-                break
-            phrase.append(i)
-        return phrase
 
     def _measures(self, sentence: SentenceFacts, values: tuple[Value, ...]) -> bool:
         """Whether the sentence gives a length of the dimension the goal asks ("it spans 64
