@@ -138,8 +138,8 @@ def extract_values(sentence: str) -> list[Value]:
             taken.append((match.start(), match.end()))
     for start, end in _joined(sentence, [s for s in _name_spans(sentence) if free(*s)]):
         text = sentence[start:end]
-        place = re.fullmatch(r"(.+?),\s*(.+)", text)  # "Young, New South Wales"
-        key = f"{name_key(place[1])}|{name_key(place[2])}" if place else name_key(text)
+        # "Young, New South Wales": the place, then its regions
+        key = "|".join(name_key(part) for part in re.split(r",\s*", text))
         values.append(Value(text, "e:" + key, "name", start, end))
         taken.append((start, end))
     return sorted(values, key=lambda value: value.start)
@@ -151,11 +151,17 @@ _AND_GAP = re.compile(r"\s+(?:and|&)\s+")
 
 def _joined(sentence: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Two names that make one value: a place and its region ("Columbus, Ohio") or a pair
-    ("Steely and Clevie"). Only two: a third name joined the same way makes a list."""
+    ("Steely and Clevie"). A third name joined the same way makes a list, unless commas alone
+    join the three, as a place, its region and its country ("Chadstone, Victoria, Australia"):
+    a list puts an "and" before its last name."""
     joined: list[tuple[int, int]] = []
     position = 0
     while position < len(spans):
         start, end = spans[position]
+        if _three_places(sentence, spans, position):
+            joined.append((start, spans[position + 2][1]))
+            position += 3
+            continue
         if position + 1 < len(spans):
             next_start, next_end = spans[position + 1]
             gap = sentence[end:next_start]
@@ -180,6 +186,17 @@ def _joined(sentence: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]
         joined.append((start, end))
         position += 1
     return joined
+
+
+def _three_places(sentence: str, spans: list[tuple[int, int]], position: int) -> bool:
+    """Whether commas alone join the name at `position` and the two after it, and no more."""
+    if position + 2 >= len(spans) or _starts_list(sentence, spans[position][0], spans[:position]):
+        return False
+    gaps = [sentence[spans[n][1] : spans[n + 1][0]] for n in (position, position + 1)]
+    fourth = spans[position + 3] if position + 3 < len(spans) else None
+    return all(gap.strip() == "," for gap in gaps) and not (
+        fourth is not None and _PAIR_GAP.fullmatch(sentence[spans[position + 2][1] : fourth[0]])
+    )
 
 
 # A sentence opening with a prepositional phrase: "On The Brady Bunch, Ann B. Davis played".

@@ -109,6 +109,7 @@ class Goal:
         self._other_roles = {"who": {"place"}, "whom": {"place"}, "where": {"agent"}}.get(
             opening, set()
         )
+        self._asks_place = opening == "where"
         words = [word.strip("?.,").lower() for word in rest.split()]
         self.plural = any(  # "the bridges in Pennick"; "how many seats" counts one thing's
             _plural_kind(word) and _DEFINITE & set(words[max(0, i - 3) : i])
@@ -146,8 +147,8 @@ class Goal:
                 v
                 for v in sentence.values
                 if self.asked.takes(v)
-                and not self.names_one_of([v.key])
                 and value_role(sentence, v) not in self._other_roles
+                and not (self.names_one_of([v.key]) and not self._named_place(sentence, v))
             )
             # "India's pop band Euphoria": a possessor qualifies the value after it
             values = tuple(v for v in values if not possessor(sentence, v)) or values
@@ -172,6 +173,15 @@ class Goal:
         chosen = candidates[best]
         paraphrase = not self.several and cosines[best] >= PARAPHRASE_COSINE
         return chosen if chosen.stated or paraphrase else None
+
+    def _named_place(self, sentence: SentenceFacts, value: Value) -> bool:
+        """Whether a value that shares the subject's name is the place asked for: a club is
+        often named for its town ("The Chadstone Football Club is based in Chadstone")."""
+        return (
+            self._asks_place
+            and value_role(sentence, value) == "place"
+            and value.key not in self.names
+        )
 
     def _measures(self, sentence: SentenceFacts, values: tuple[Value, ...]) -> bool:
         """Whether the sentence gives a length of the dimension the goal asks ("it spans 64

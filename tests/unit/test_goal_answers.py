@@ -102,3 +102,20 @@ def test_a_verbs_agent_noun_states_the_same_attribute():
         )
         is None
     )
+
+
+def test_a_place_named_in_the_subjects_name_answers_where_it_is():
+    # a club named for its town: the town is still where it is based
+    assert _values(
+        "Where is the Harwick Rowing Club based?",
+        "The Harwick Rowing Club is a rowing club based in Harwick, Dorset, England.",
+        "The Harwick Rowing Club is based in Tolpen, Dorset.",
+    ) == ("Harwick, Dorset, England", "Tolpen, Dorset")
+    assert (
+        _values(
+            "Where is the Harwick Rowing Club based?",
+            "The Harwick Rowing Club is a rowing club based in Harwick, Dorset, England.",
+            "The Harwick Rowing Club is based in Harwick, Dorset.",
+        )
+        is None
+    )

@@ -50,6 +50,14 @@ def test_a_comma_closing_an_opening_phrase_joins_no_place_and_region():
     assert _names("In Columbus, Ohio, the publisher opened a shop.") == ["Columbus, Ohio"]
 
 
+def test_commas_alone_join_a_place_its_region_and_country_but_an_and_makes_a_list():
+    assert _names("The mill stands in Harwick, Dorset, England.") == ["Harwick, Dorset, England"]
+    assert [v.key for v in extract_values("It moved to Harwick, Dorset, England.")] == [
+        "e:harwick|dorset|england"
+    ]
+    assert _names("Trains run to Harwick, Tolpen and Ashby.") == ["Harwick", "Tolpen", "Ashby"]
+
+
 def test_a_name_qualifying_a_noun_is_no_value():
     coach = sentence_facts("Bob Nielson (born September 28, 1959) is an American football coach.")
     assert modifies_noun(coach, _value(coach.text, "American"))
