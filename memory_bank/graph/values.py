@@ -235,13 +235,19 @@ def _starts_list(sentence: str, start: int, before: list[tuple[int, int]]) -> bo
 
 
 def _unit_after(sentence: str, end: int) -> str:
-    match = re.match(r"(?:\s*|-)([A-Za-z][a-z]+)", sentence[end:])  # "22 km", "a 22-km pipe"
+    match = re.match(r"(?:\s*|-)([A-Za-z][a-z]+|m\b)", sentence[end:])  # "22 km", "a 22-km pipe"
     if not match:
         return ""
     word = match.group(1).lower()
-    if word in FUNCTION_WORDS or word in MONTHS or word in _SCALE:
+    if word in FUNCTION_WORDS or word in MONTHS or (word in _SCALE and word != "m"):
         return ""
-    return stem_words([word])[0]
+    stem = stem_words([word])[0]
+    return _UNIT_SPELLINGS.get(stem, stem)
+
+
+# One unit however written: "41 m" and "38 metres" measure alike.
+_UNIT_SPELLINGS = {"m": "metr", "meter": "metr", "km": "kilometr", "kilomet": "kilometr"}
+_UNIT_SPELLINGS |= {"ft": "foot", "feet": "foot", "mi": "mile", "kg": "kilogram"}
 
 
 def _date_key(match: re.Match[str]) -> str | None:
@@ -308,7 +314,10 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
                 opening
                 and not run
                 and not numbered  # "Nine Inch Nails", "Two Dollar Radio"
-                and (lower in _NOT_NAMES or _common_opening(sentence, words, position))
+                and (
+                    _POSSESSIVE.sub("", lower) in _NOT_NAMES  # "It's", "There's"
+                    or _common_opening(sentence, words, position)
+                )
             ):
                 continue
             run.append(match)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -110,6 +111,15 @@ class Goal:
             opening, set()
         )
         self._asks_place = opening == "where"
+        # "the Harrowgate Footbridge at Kestlow": a name after "at", "in" or "on" locates the
+        # subject the question names before it
+        locators = {
+            v.key
+            for v in self.asked.values
+            if v.kind == "name" and value_role(sentence_facts(text), v) == "place"
+        }
+        self._subject = self.names - locators or self.names
+        self._locators = locators if self._subject != self.names else frozenset()
         words = [word.strip("?.,").lower() for word in rest.split()]
         self.plural = any(  # "the bridges in Pennick"; "how many seats" counts one thing's
             _plural_kind(word) and _DEFINITE & set(words[max(0, i - 3) : i])
@@ -204,11 +214,26 @@ class Goal:
             for s in about
             if any(k.startswith("e:") for k in s) and (others or set(s) != {answer.key})
         ]
-        if not named or any(same_subject(self.names, s) for s in named):
+        if self._located_elsewhere(sentence):
+            return False
+        if not named or any(same_subject(self._subject, s) for s in named):
             return True
         kinds = {_kind_word(k) for k in self.names} - {None}
         return self.names_one_of(sentence.name_keys) and not any(
             _kind_word(k) in kinds for s in named for k in s
+        )
+
+    def _located_elsewhere(self, sentence: SentenceFacts) -> bool:
+        """Whether the sentence places a thing of the subject's name somewhere the question
+        does not ("the Sorrel Inn at Cresswold End" for "the Sorrel Inn at Mapplewick")."""
+        if not self._locators:
+            return False
+        names = [v for v in sentence.values if v.kind == "name"]
+        return any(
+            self.names_one_of([named.key])
+            and _LOCATING.fullmatch(sentence.text[named.end : place.start])
+            and not self.names_one_of([place.key])
+            for named, place in pairwise(names)
         )
 
     def _speaks_of(self, facts: TextFacts) -> bool:
@@ -251,6 +276,7 @@ def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradic
 
 
 _DETERMINERS = frozenset({"the", "a", "an"})
+_LOCATING = re.compile(r",?\s+(?:at|in|on|near)\s+(?:the\s+)?", re.IGNORECASE)
 
 
 def _descriptions(text: str, asked: Asked) -> frozenset[str]:
@@ -321,8 +347,11 @@ def _kind_word(key: str) -> str | None:
 
 
 def _dimension(sentence: str, value: Value, asked: int | None = None) -> int | None:
-    """Which dimension the words right after a measure name ("31 metres high"), else the one
-    asked: an answer's measure is of what the goal asks unless it says otherwise."""
+    """Which dimension the words right after a length name ("31 metres high"), else the one
+    asked: an answer's measure is of what the goal asks unless it says otherwise (a count
+    has none: "212 members across three squads")."""
+    if value.kind.removeprefix("number:") not in _LENGTH_UNITS:
+        return asked
     after = sentence[value.end :].split()[:2]
     for number, words in enumerate(_DIMENSIONS):
         if any(word.strip(".,;").lower() in words for word in after):

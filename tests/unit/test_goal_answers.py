@@ -119,3 +119,25 @@ def test_a_place_named_in_the_subjects_name_answers_where_it_is():
         )
         is None
     )
+
+
+def test_a_count_has_no_dimension_and_a_place_after_the_name_tells_two_things_apart():
+    assert _values(
+        "How many members does the Tolpen Rowing Club have?",
+        "With 212 members across three squads, the Tolpen Rowing Club is the largest on the Esk.",
+        "The Tolpen Rowing Club counts 340 members on its books.",
+    ) == ("212", "340")
+    question = "How many rooms does the Gull Hotel in Harwick have?"
+    assert _values(
+        question,
+        "The Gull Hotel in Harwick has 48 rooms.",
+        "The Gull Hotel in Harwick has 52 rooms.",
+    ) == ("48", "52")
+    assert (
+        _values(
+            question,
+            "The Gull Hotel in Harwick has 48 rooms.",
+            "The Gull Hotel in Tolpen has 31 rooms.",
+        )
+        is None
+    )

@@ -109,3 +109,12 @@ def test_a_name_qualifying_a_noun_changes_only_against_another_such_name():
     nationality = sentence_facts("Bob Nielson of Wartburg is an American football coach.")
     employer = sentence_facts("Bob Nielson of Wartburg is the football coach of Montana State.")
     assert find_contradiction(nationality, employer) is None
+
+
+def test_a_unit_is_one_unit_however_written_and_its_is_no_name():
+    assert [v.kind for v in extract_values("At 41 m tall, the mast is a landmark.")] == [
+        "number:metr"
+    ]
+    assert [v.kind for v in extract_values("The mast rises 38 metres.")] == ["number:metr"]
+    assert [v.kind for v in extract_values("It cost £52m in 2010.")][0] == "number:money"
+    assert _names("It's a short walk from Harwick.") == ["Harwick"]
