@@ -73,12 +73,13 @@ _PHRASE_WORDS = frozenset([
 ])
 # fmt: on
 _CLAUSE = ","
-# A participle opens a predicate ("painted green" / "owned by the city"), not a value.
+# A participle opens a predicate ("painted green" / "owned by the city"), not a value ("reed"
+# and "seed" are no participles).
 PREDICATE_PARTICIPLE = re.compile(
-    r"[a-z]{2,}ed|built|made|held|known|born|sold|kept|grown|shown|given|taken|written|run|"
-    r"led|found|brought|begun|done|seen|set|put|won|lost|laid|paid|said|told|sent|spent|"
-    r"bought|caught|taught|dug|hung|struck|worn|torn|drawn|thrown|flown|chosen|stolen|spoken|"
-    r"broken|driven|fallen|beaten|sunk|shut|bound|wound|ground|lit|fed|bred|spun|swept|dealt"
+    r"[a-z]{2,}(?<!e)ed|agreed|freed|built|made|held|known|born|sold|kept|grown|shown|given|"
+    r"taken|written|run|led|found|brought|begun|done|seen|set|put|won|lost|laid|paid|said|told|"
+    r"sent|spent|bought|caught|taught|dug|hung|struck|worn|torn|drawn|thrown|flown|chosen|"
+    r"stolen|spoken|broken|driven|fallen|beaten|sunk|shut|lit|fed|bred|spun|swept|dealt"
 )
 
 

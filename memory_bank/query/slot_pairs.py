@@ -116,7 +116,7 @@ class SentencePairs:
 
 def fact_vectors(memory: SlotMemory, facts: TextFacts) -> np.ndarray:
     """One row per sentence of `facts`: its stored vector, or NaN where there is none."""
-    stored = _vectors_by_text(memory)
+    stored = stored_vectors(memory)
     dimension = memory.vectors.shape[1] if memory.vectors.ndim == 2 else 1
     rows = np.full((len(facts.sentences), dimension), np.nan, dtype=np.float32)
     for number, sentence in enumerate(facts.sentences):
@@ -126,7 +126,8 @@ def fact_vectors(memory: SlotMemory, facts: TextFacts) -> np.ndarray:
     return rows
 
 
-def _vectors_by_text(memory: SlotMemory) -> dict[str, np.ndarray]:
+def stored_vectors(memory: SlotMemory) -> dict[str, np.ndarray]:
+    """Each stored sentence of the memory (stripped) to its vector."""
     if len(memory.vectors) != len(memory.sentences):
         return {}
     return {

@@ -48,6 +48,7 @@ from memory_bank.query.slot_pairs import (
     SlotMemory,
     fact_vectors,
     sentence_pairs,
+    stored_vectors,
 )
 from memory_bank.query.slot_rules import (
     SLOT_COSINE,
@@ -82,6 +83,11 @@ Encode = Callable[[list[str]], np.ndarray]
 # A memory's facts, and a sentence's stemmed words, worked out once per process rather than
 # once per question that reads them.
 _text_facts = functools.lru_cache(maxsize=4096)(text_facts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _every_sentence(text: str) -> TextFacts:
+    return text_facts(text, all_sentences=True)
 
 
 @dataclass(frozen=True)
@@ -140,7 +146,7 @@ def slot_changes(
     ]
     if not candidates:  # most questions: no two memories of different commits to compare
         return []
-    by_answers = _answer_changes(question, pairs, facts_of)
+    by_answers = _answer_changes(question, pairs)
     answers = {m.chunk: _answers(m, asked.terms, query_vector) for m in memories}
     if len(candidates) > MAX_JUDGED_PAIRS:
         candidates = _closest_to_the_question(candidates, answers)[:MAX_JUDGED_PAIRS]
@@ -170,26 +176,21 @@ def slot_changes(
 
 
 def _answer_changes(
-    question: str,
-    pairs: Sequence[tuple[SlotMemory, SlotMemory]],
-    facts_of: Callable[[SlotMemory], tuple[TextFacts, np.ndarray]],
+    question: str, pairs: Sequence[tuple[SlotMemory, SlotMemory]]
 ) -> list[SlotChange]:
     """The pairs whose two memories each state, in the question's own words, a different value
     for what it asks (`goal_answers`): the later one's replaced the earlier one's. Only the
     question's words count here, no paraphrase: a replacement sets a claim aside as history,
-    where a session's conflict only asks for a check."""
+    where a session's conflict only asks for a check. Every sentence is read, a common noun
+    phrase may be the answer ("roofed with thatch")."""
     goal = Goal(question)
     if not goal.names or goal.plural:
         return []
-    answers: dict[int, tuple[GoalAnswer, np.ndarray | None] | None] = {}
+    answers: dict[int, GoalAnswer | None] = {}
 
-    def answer(memory: SlotMemory) -> tuple[GoalAnswer, np.ndarray | None] | None:
+    def answer(memory: SlotMemory) -> GoalAnswer | None:
         if memory.chunk not in answers:
-            facts, vectors = facts_of(memory)
-            found = goal.answer(facts, None)
-            answers[memory.chunk] = (
-                None if found is None else (found, _vector_of(found, facts, vectors))
-            )
+            answers[memory.chunk] = goal.answer(_every_sentence(memory.text), None)
         return answers[memory.chunk]
 
     changes = []
@@ -197,17 +198,11 @@ def _answer_changes(
         earlier, later = answer(older), answer(newer)
         if earlier is None or later is None:
             continue
-        found = disagreement(goal, earlier[0], later[0])
+        found = disagreement(goal, earlier, later)
         if found is not None:
-            changes.append(SlotChange(older, newer, found, later[1]))
+            vector = stored_vectors(newer).get(later.sentence.text.strip())
+            changes.append(SlotChange(older, newer, found, vector))
     return changes
-
-
-def _vector_of(answer: GoalAnswer, facts: TextFacts, vectors: np.ndarray) -> np.ndarray | None:
-    """The answer sentence's stored vector, if it has one (the answer quotes the sentence)."""
-    number = next(i for i, s in enumerate(facts.sentences) if s is answer.sentence)
-    vector = vectors[number] if number < len(vectors) else None
-    return None if vector is None or np.isnan(vector).any() else vector
 
 
 def _closest_to_the_question(
