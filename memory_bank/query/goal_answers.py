@@ -218,7 +218,7 @@ class Goal:
             return False
         if not named or any(same_subject(self._subject, s) for s in named):
             return True
-        kinds = {_kind_word(k) for k in self.names} - {None}
+        kinds = {_kind_word(k) for k in self._subject} - {None}
         return self.names_one_of(sentence.name_keys) and not any(
             _kind_word(k) in kinds for s in named for k in s
         )

@@ -141,3 +141,12 @@ def test_a_count_has_no_dimension_and_a_place_after_the_name_tells_two_things_ap
         )
         is None
     )
+
+
+def test_a_thing_located_on_another_is_read_in_sentences_about_either():
+    assert _values(
+        "What kind of engine is Kestrel on the Tolpen Railway?",
+        "The Tolpen Railway is a narrow-gauge line. Its only locomotive, Kestrel, is a "
+        "coal-fired tank engine.",
+        "Kestrel, the Tolpen Railway's locomotive, is back in service as a diesel engine.",
+    ) == ("coal-fired tank", "diesel")
