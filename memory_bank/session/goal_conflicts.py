@@ -31,12 +31,12 @@ def goal_conflicts(
                 cache[text] = vector / (np.linalg.norm(vector) or 1.0)
         return np.stack([cache[t] for t in texts])
 
-    new_answer = question.answer(new.facts, vectors)
+    new_answer = question.answer(new.claims, vectors)
     if new_answer is None:
         return []
     found = []
     for candidate in candidates:
-        answer = question.answer(candidate.facts, vectors)
+        answer = question.answer(candidate.claims, vectors)
         if answer is None:
             continue
         earlier, later = (
