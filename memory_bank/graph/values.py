@@ -291,7 +291,7 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
         word = match.group(0)
         lower = word.lower().rstrip(".")
         # "I" names nobody, but numbers a name ("Henry I", "World War I")
-        pronoun = word == "I" and not run
+        pronoun = (word == "I" or _I_CONTRACTION.fullmatch(word) is not None) and not run
         capitalized = word[0].isupper() and lower not in _ROLE_ACRONYMS and not pronoun
         gap = sentence[run[-1].end() : match.start()] if run else " "
         # "Ann B. Davis", "George W. Bush": a middle initial's dot continues the name
@@ -304,7 +304,8 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
             or _POSSESSIVE.search(run[-1].group(0))
         ):
             close()
-        if capitalized and lower not in MONTHS and lower not in _WEEKDAYS:
+        bare = _POSSESSIVE.sub("", lower)  # "Saturday's outing": a day, no name
+        if capitalized and bare not in MONTHS and bare not in _WEEKDAYS:
             if lower in _MONTH_ABBREVIATIONS and len(lower) <= 4:
                 close()
                 continue
@@ -315,7 +316,7 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
                 and not run
                 and not numbered  # "Nine Inch Nails", "Two Dollar Radio"
                 and (
-                    _POSSESSIVE.sub("", lower) in _NOT_NAMES  # "It's", "There's"
+                    bare in _NOT_NAMES  # "It's", "There's"
                     or _common_opening(sentence, words, position)
                 )
             ):
@@ -330,6 +331,7 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
 
 
 _CAPITALIZED_NEXT = re.compile(r"\s+[A-Z]")
+_I_CONTRACTION = re.compile(r"I['’](?:ve|m|d|ll)")  # "I've booked": the speaker, no name
 _NUMBERED_NAME = re.compile(r"\b(?:[A-Z][\w-]*\s+)*[A-Z][A-Z\w-]*\s+\d{1,3}(?![\d,.]\d|\w)")
 
 
@@ -338,7 +340,10 @@ def _numbered_names(sentence: str) -> list[tuple[int, int]]:
     return [
         (match.start(), match.end())
         for match in _NUMBERED_NAME.finditer(sentence)
-        if (first := match.group(0).split()[0].lower()) not in _NOT_NAMES and first not in MONTHS
+        if (first := match.group(0).split()[0].lower()) not in _NOT_NAMES
+        and first not in MONTHS
+        # "Stop 4: Vossen Town Hall", "Item 3: ...": a label numbering what follows
+        and not (not sentence[: match.start()].strip() and sentence[match.end() :].startswith(":"))
     ]
 
 
@@ -365,8 +370,9 @@ PARTICIPLE_OBJECTS = frozenset([
 
 
 # A word opening a sentence that labels the figure or the names after it, which say no more
-# ("Est. 1874"; "Founder: Hester Vaile" -- not a speaker's line, "Alice: We moved in May").
-_LABEL = re.compile(r"\s*(?:[:.]\s*\d|:\s*(?=[A-Z])(?![^.!?]*\b[a-z]{4,}\b))")
+# ("Est. 1874"; "Founder: Hester Vaile"; "Stop 4: Vossen Town Hall" -- not a speaker's line,
+# "Alice: We moved in May").
+_LABEL = re.compile(r"\s*(?:\d+\s*(?=:))?(?:[:.]\s*\d|:\s*(?=[A-Z])(?![^.!?]*\b[a-z]{4,}\b))")
 
 
 def _common_opening(sentence: str, words: list[re.Match[str]], position: int) -> bool:

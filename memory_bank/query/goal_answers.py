@@ -97,6 +97,10 @@ class Goal:
         self.names = frozenset(v.key for v in self.asked.values if v.kind == "name")
         # Words that describe the subject ("the racing driver Eddie Irvine") ask nothing of it.
         self.attribute = sentence_facts(text).frame - _KIND_STEMS - _descriptions(text, self.asked)
+        # "Find out who designed it": the words before the question's wh-word ask, not of it
+        wh = _WH_WORD.search(text)
+        if wh is not None and wh.start() > 0:
+            self.attribute -= text_stems(text[: wh.start()])
         # A verb's agent noun says the same attribute ("edits" / "the editor", "owns" / "its
         # owner"): each word that states an attribute word, to that word.
         self._stating = {f"{stem}{end}": stem for stem in self.attribute for end in ("er", "or")}
@@ -276,6 +280,7 @@ def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradic
 
 
 _DETERMINERS = frozenset({"the", "a", "an"})
+_WH_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 _LOCATING = re.compile(r",?\s+(?:at|in|on|near)\s+(?:the\s+)?", re.IGNORECASE)
 
 

@@ -150,3 +150,17 @@ def test_a_thing_located_on_another_is_read_in_sentences_about_either():
         "coal-fired tank engine.",
         "Kestrel, the Tolpen Railway's locomotive, is back in service as a diesel engine.",
     ) == ("coal-fired tank", "diesel")
+
+
+def test_a_request_before_the_question_asks_nothing_of_the_subject():
+    # "find" states no attribute: a sentence that only finds something answers nothing
+    assert (
+        _answer(
+            "Find out who designed Tarrant Mill.",
+            "Visitors find Tarrant Mill by following Ruth Pell's signs.",
+        )
+        is None
+    )
+    assert _answer(
+        "Find out who designed Tarrant Mill.", "Tarrant Mill was designed by Ruth Pell."
+    ) == ["Ruth Pell"]
