@@ -212,17 +212,23 @@ class Goal:
         seasons"), or it names
         the subject and is about no other thing of the subject's kind ("the Westgate Tower"
         where the goal asks of "the Eastgate Tower")."""
+        kinds = {_kind_word(k) for k in self._subject} - {None}
         others = [k for k in sentence.name_keys if k != answer.key and not self.names_one_of([k])]
+        # the answer may be what its sentence is about, unless it is another of the subject's
+        # kind ("Wickenden Market Hall" where the goal asks of "the Fintry Market Hall")
+        alone = not others and _kind_word(answer.key) not in kinds
         named = [
             s
             for s in about
-            if any(k.startswith("e:") for k in s) and (others or set(s) != {answer.key})
+            if any(k.startswith("e:") for k in s) and not (alone and set(s) == {answer.key})
         ]
-        if self._located_elsewhere(sentence):
-            return False
+        if self._located_elsewhere(sentence) or (
+            not self.names_one_of(sentence.name_keys)
+            and any(_kind_word(k) in kinds for k in sentence.name_keys)
+        ):
+            return False  # it names another thing of the subject's kind, and not the subject
         if not named or any(same_subject(self._subject, s) for s in named):
             return True
-        kinds = {_kind_word(k) for k in self._subject} - {None}
         return self.names_one_of(sentence.name_keys) and not any(
             _kind_word(k) in kinds for s in named for k in s
         )

@@ -164,3 +164,17 @@ def test_a_request_before_the_question_asks_nothing_of_the_subject():
     assert _answer(
         "Find out who designed Tarrant Mill.", "Tarrant Mill was designed by Ruth Pell."
     ) == ["Ruth Pell"]
+
+
+def test_a_sentence_naming_only_another_thing_of_the_subjects_kind_answers_nothing():
+    assert (
+        _answer(
+            "What is the roof of the Tolpen Market Hall made of?",
+            "Roofers have covered Harwick Market Hall with a roof of zinc.",
+        )
+        is None
+    )
+    assert _answer(
+        "What is the roof of the Tolpen Market Hall made of?",
+        "Roofers have covered Tolpen Market Hall with a roof of zinc.",
+    ) == ["zinc"]
