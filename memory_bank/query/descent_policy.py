@@ -43,6 +43,7 @@ from memory_bank.query.roles import AnswerEvidence, AnswerRequest
 from memory_bank.query.toolbox import StoreToolbox
 from memory_bank.schemas import ChatResult, DirectoryNode
 from memory_bank.store.files import parse_chunk_file, readme_relative_path
+from memory_bank.store.tables import directory_of
 from memory_bank.text.lexicon import text_stems
 from memory_bank.text.sentences import split_sentences
 
@@ -257,7 +258,7 @@ class DescentPolicy:
         if not seen.ok:
             return False
         _, read[candidate.index] = parse_chunk_file(seen.value)
-        self.toolbox.explore(_directory_of(path))
+        self.toolbox.explore(directory_of(path))
         evidence = self._evidence_stems(candidate.index, read[candidate.index])
         covered.update(term for term in terms if term in evidence)
         if len(read) >= 2 and len(covered) == len(terms):
@@ -344,7 +345,7 @@ class DescentPolicy:
         """The best search score inside each directory's subtree (directories with a hit only)."""
         best: dict[str, float] = {}
         for index, score in found:
-            directory = _directory_of(self.corpus.chunk_path(index))
+            directory = directory_of(self.corpus.chunk_path(index))
             while directory != "/":
                 best[directory] = max(best.get(directory, 0.0), score)
                 directory = directory.rsplit("/", 1)[0] or "/"
@@ -377,9 +378,3 @@ def readme_stems(search: HybridSearch) -> list[frozenset[str]]:
 
 def _files_detail(files: Sequence[str]) -> str:
     return f"-> {len(files)} file{'s' if len(files) != 1 else ''}"
-
-
-def _directory_of(chunk_path: str) -> str:
-    """Tree directory of a store-relative file path: "a/b/x.md" -> "/a/b", "x.md" -> "/"."""
-    parent, _, _ = chunk_path.rpartition("/")
-    return f"/{parent}"

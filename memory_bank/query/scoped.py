@@ -21,6 +21,7 @@ from memory_bank.query.currency import Currency
 from memory_bank.query.descent_policy import NOT_FOUND_ANSWER, READ_CUTOFF
 from memory_bank.query.roles import AnswerEvidence, AnswerRequest, ClaimHistory
 from memory_bank.schemas import ChatResult, TrajectoryStep
+from memory_bank.store.tables import directory_of
 
 # Memories read for a navigate answer within a scope; research reads twice as many.
 SCOPED_READS = 4
@@ -128,7 +129,7 @@ def _result(
         sources=sources or [],
         confidence=round(max(confidence, 0.0), 3),
         files_read=read,
-        dirs_explored=sorted({"/" + path.rpartition("/")[0] for path in read}),
+        dirs_explored=sorted({directory_of(path) for path in read}),
         trajectory="\n".join(step.render() for step in steps),
         steps=steps,
         notes=notes,
