@@ -249,11 +249,6 @@ class QueryGraph:
 
     # --- retrieval --------------------------------------------------------------------------
 
-    def bm25(self, terms: Iterable[str]) -> dict[str, float]:
-        """BM25 of every current node sharing a term with `terms` (stems)."""
-        array = self._lexical.scores(terms, len(self._ids))
-        return {self._ids[row]: float(array[row]) for row in np.flatnonzero(array)}
-
     def score_array(self, query_vector: np.ndarray, query_terms: Sequence[str]) -> np.ndarray:
         """Hybrid score of every current node, row i = `self._ids[i]` (seed 002 §6.1)."""
         count = len(self._ids)
