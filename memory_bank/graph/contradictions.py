@@ -264,7 +264,7 @@ def find_contradictions(
         ):
             found.append(contradiction)
             if len(found) >= limit:
-                return best_supported(found)
+                break
     return best_supported(found)
 
 
