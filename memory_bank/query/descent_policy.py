@@ -39,7 +39,7 @@ from memory_bank.llm.seam import ToolCall
 from memory_bank.query.answer_sentences import NOT_FOUND_THRESHOLD
 from memory_bank.query.answering import extractive_answer
 from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
-from memory_bank.query.roles import AnswerEvidence, AnswerRequest
+from memory_bank.query.roles import AnswerRequest, memory_evidence
 from memory_bank.query.toolbox import StoreToolbox
 from memory_bank.schemas import ChatResult, DirectoryNode
 from memory_bank.store.files import parse_chunk_file, readme_relative_path
@@ -284,7 +284,12 @@ class DescentPolicy:
     def _answer(self, read: dict[int, str], query_vector: np.ndarray) -> ChatResult:
         request = AnswerRequest(
             question=self.question,
-            evidence=[self._evidence(index, memory_text) for index, memory_text in read.items()],
+            evidence=[
+                memory_evidence(
+                    self.corpus, index, text, sentences=self._chunk_sentences(index, text)
+                )
+                for index, text in read.items()
+            ],
             query_vector=query_vector,
             claims=self.currency.claims(read, self.question, query_vector)
             if self.currency is not None
@@ -311,18 +316,6 @@ class DescentPolicy:
         )
         answered.history = result.history
         return answered
-
-    def _evidence(self, index: int, memory_text: str) -> AnswerEvidence:
-        """A chunk read, with what the extractive answer needs: its sentences and vectors."""
-        texts, vectors = self._chunk_sentences(index, memory_text)
-        return AnswerEvidence(
-            path=self.corpus.chunk_path(index),
-            text=memory_text,
-            index=index,
-            vector=self.corpus.memory_vectors()[index],
-            sentences=texts,
-            sentence_vectors=vectors if texts else None,
-        )
 
     def _chunk_sentences(self, index: int, memory_text: str) -> tuple[list[str], np.ndarray]:
         """The chunk's stored sentences and vectors (the raw text behind the memory); a store
