@@ -77,14 +77,8 @@ class QueryGraph:
 
     # --- reading ----------------------------------------------------------------------------
 
-    def __contains__(self, node_id: str) -> bool:
-        return node_id in self.nodes
-
     def __len__(self) -> int:
         return len(self._ids)
-
-    def get(self, node_id: str) -> GraphNode | None:
-        return self.nodes.get(node_id)
 
     def conflicts_of(self, node_id: str) -> list[Conflict]:
         return [self.conflicts[c] for c in sorted(self._conflicts_of.get(node_id, ()))]

@@ -17,7 +17,7 @@ Records are plain dataclasses (numpy vectors inside); `persist.py` maps them to 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -70,11 +70,6 @@ class GraphNode:
     @property
     def is_current(self) -> bool:
         return self.status == "current"
-
-    def copy(self) -> GraphNode:
-        return replace(
-            self, keywords=list(self.keywords), links=dict(self.links), history=list(self.history)
-        )
 
 
 @dataclass
