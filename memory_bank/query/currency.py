@@ -120,14 +120,11 @@ class Currency:
                 continue
             node_id = self.corpus.chunk_ids[index]
             for conflict in graph.conflicts_of(node_id):
+                if conflict.status != "resolved" or conflict.current != node_id:
+                    continue  # the node's claim is not the one that holds
                 superseded = graph.nodes.get(conflict.superseded or "")
                 current = self.view.standing(node_id)
-                if (
-                    conflict.status != "resolved"
-                    or conflict.current != node_id
-                    or superseded is None
-                    or current is None
-                ):
+                if superseded is None or current is None:
                     continue
                 found.append(
                     ClaimHistory(
