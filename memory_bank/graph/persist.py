@@ -283,9 +283,8 @@ def drop_checkpoints(log_dir: Path, upto: int) -> None:
     if not log_dir.is_dir():
         return
     for path in log_dir.iterdir():
-        if (
-            _CHECKPOINT_NAME.fullmatch(path.name) and int(path.name) <= upto
-        ) or path.name.startswith(".tmp-"):
+        held = _CHECKPOINT_NAME.fullmatch(path.name) and int(path.name) <= upto
+        if held or path.name.startswith(".tmp-"):
             shutil.rmtree(path, ignore_errors=True)
 
 
