@@ -6,7 +6,6 @@ were superseded, by what and when."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from memory_bank.browse.catalog import StoreCatalog
@@ -24,6 +23,7 @@ from memory_bank.graph.persist import GraphState
 from memory_bank.session.models import HistoryView
 from memory_bank.session.views import entry_view
 from memory_bank.store.files import parse_chunk_file
+from memory_bank.text.dates import utc_iso
 
 SESSION_PREFIX = "memory:"  # how a history note names a session memory
 MAX_TIMELINE_CONFLICTS = 64  # conflicts followed along one subject (a cycle cannot hang a page)
@@ -46,10 +46,6 @@ def memory_page(catalog: StoreCatalog, graph: GraphState | None, ref: str) -> Me
     if node is None or not catalog.sees(node.id):
         return None
     return _session_memory(catalog, graph, node)
-
-
-def utc_iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _stored_memory(

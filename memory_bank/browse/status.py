@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from memory_bank.browse.catalog import StoreCatalog
-from memory_bank.browse.memory import utc_iso
 from memory_bank.browse.models import OpenConflict, Reorganization, StoreStatus, VersionInfo
 from memory_bank.graph.persist import GraphState
 from memory_bank.ingest.commit_version import REORGANIZATIONS_FILE
 from memory_bank.store import layout
 from memory_bank.store.location import StoreLocation
 from memory_bank.store.writer import count_directories
+from memory_bank.text.dates import utc_iso
 
 OPEN_CONFLICTS_SHOWN = 20
 REORGANIZATIONS_SHOWN = 5

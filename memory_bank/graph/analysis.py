@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memory_bank.graph.contradictions import Contradiction, find_contradictions
+from memory_bank.graph.contradictions import Contradiction, find_contradictions, overlap
 from memory_bank.graph.sentence_facts import SentenceFacts, mentions_value, sentence_facts
 from memory_bank.graph.span_difference import differs_in_several_spans, span_contradictions
 from memory_bank.graph.subjects import TextFacts, text_facts
@@ -291,10 +291,7 @@ def with_relation(context: str, other_context: str) -> str:
 
 
 def word_share(first: str, second: str) -> float:
-    a, b = set(stemmed_search_tokens(first)), set(stemmed_search_tokens(second))
-    if not a or not b:
-        return 0.0
-    return len(a & b) / min(len(a), len(b))
+    return overlap(set(stemmed_search_tokens(first)), set(stemmed_search_tokens(second)))
 
 
 # --- helpers --------------------------------------------------------------------------------

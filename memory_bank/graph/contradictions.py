@@ -26,6 +26,7 @@ The rules read only the words; they hold on any English text and need no model.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from memory_bank.graph.sentence_facts import (
@@ -155,7 +156,7 @@ def find_contradiction(
     # whole may stand in for them only when the later one announces a change.
     # A unit of measure is no attribute of its own: "410 metres long" / "38 metres above"
     measure = frozenset({old_value.kind.removeprefix("number:")}) & MEASURE_UNITS
-    local_overlap = _overlap(
+    local_overlap = overlap(
         local_frame(old, old_value) - measure, local_frame(new, new_value) - measure
     )
     same_predicate = (
@@ -167,7 +168,7 @@ def find_contradiction(
         not paraphrase
         and not same_predicate
         and local_overlap < threshold
-        and not (cued and _overlap(old.frame, new.frame) >= threshold)
+        and not (cued and overlap(old.frame, new.frame) >= threshold)
     ):
         return None
     if not knows_subjects and not anchors and (old.frame != new.frame or len(shared) < 2):
@@ -210,7 +211,8 @@ def counts_of_one_thing(first: Value, second: Value) -> bool:
     )
 
 
-def _overlap(first: frozenset[str], second: frozenset[str]) -> float:
+def overlap(first: AbstractSet[str], second: AbstractSet[str]) -> float:
+    """The share of the smaller set's words found in the other (0 when either is empty)."""
     if not first or not second:
         return 0.0
     return len(first & second) / min(len(first), len(second))
@@ -264,7 +266,7 @@ def find_contradictions(
         ):
             found.append(contradiction)
             if len(found) >= limit:
-                return best_supported(found)
+                break
     return best_supported(found)
 
 

@@ -77,14 +77,8 @@ class QueryGraph:
 
     # --- reading ----------------------------------------------------------------------------
 
-    def __contains__(self, node_id: str) -> bool:
-        return node_id in self.nodes
-
     def __len__(self) -> int:
         return len(self._ids)
-
-    def get(self, node_id: str) -> GraphNode | None:
-        return self.nodes.get(node_id)
 
     def conflicts_of(self, node_id: str) -> list[Conflict]:
         return [self.conflicts[c] for c in sorted(self._conflicts_of.get(node_id, ()))]
@@ -248,11 +242,6 @@ class QueryGraph:
                 self._conflicts_of.get(node_id, set()).discard(conflict_id)
 
     # --- retrieval --------------------------------------------------------------------------
-
-    def bm25(self, terms: Iterable[str]) -> dict[str, float]:
-        """BM25 of every current node sharing a term with `terms` (stems)."""
-        array = self._lexical.scores(terms, len(self._ids))
-        return {self._ids[row]: float(array[row]) for row in np.flatnonzero(array)}
 
     def score_array(self, query_vector: np.ndarray, query_terms: Sequence[str]) -> np.ndarray:
         """Hybrid score of every current node, row i = `self._ids[i]` (seed 002 §6.1)."""

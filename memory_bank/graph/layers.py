@@ -15,7 +15,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_bank.errors import StoreError
 from memory_bank.graph.graph import QueryGraph
 from memory_bank.graph.persist import (
     FORMAT,
@@ -25,6 +24,7 @@ from memory_bank.graph.persist import (
     all_records,
     apply_records,
     checkpoints,
+    read_meta,
     read_seq,
     stored_stems_usable,
     write_records,
@@ -54,13 +54,10 @@ class GraphSnapshot:
 def snapshot_layers(directory: Path) -> list[Path] | None:
     """The record directories of a snapshot, in order (a snapshot from before layers: itself);
     None when there is no snapshot."""
-    meta = directory / GRAPH_META
-    if not meta.is_file():
+    meta = read_meta(directory)
+    if meta is None:
         return None
-    try:
-        layers = json.loads(meta.read_text(encoding="utf-8")).get("layers")
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"unreadable graph metadata {meta}: {exc}") from exc
+    layers = meta.get("layers")
     return [directory] if layers is None else [directory / LAYERS_DIR / name for name in layers]
 
 

@@ -81,13 +81,7 @@ class MemorySource:
             ["document_id", "title"],
             ("document_id", sorted(set(document_of.values()))),
         )
-        title_of = dict(
-            zip(
-                documents.column("document_id").to_pylist(),
-                documents.column("title").to_pylist(),
-                strict=True,
-            )
-        )
+        title_of = {row["document_id"]: row["title"] for row in documents.to_pylist()}
         for chunk_id, document_id in document_of.items():
             self._titles[chunk_id] = title_of.get(document_id)
         table = reader.rows("sentences", ["chunk_id", "text", "embedding"], ("chunk_id", wanted))

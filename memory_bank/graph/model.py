@@ -17,7 +17,7 @@ Records are plain dataclasses (numpy vectors inside); `persist.py` maps them to 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -40,14 +40,7 @@ class HistoryEntry:
     node_id: str = ""  # the node this history came from (merged nodes' own ids)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "at": self.at,
-            "event": self.event,
-            "summary": self.summary,
-            "context": self.context,
-            "detail": self.detail,
-            "node_id": self.node_id,
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HistoryEntry:
@@ -77,11 +70,6 @@ class GraphNode:
     @property
     def is_current(self) -> bool:
         return self.status == "current"
-
-    def copy(self) -> GraphNode:
-        return replace(
-            self, keywords=list(self.keywords), links=dict(self.links), history=list(self.history)
-        )
 
 
 @dataclass

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from memory_bank.errors import StoreError
-from memory_bank.graph.graph import QueryGraph
+from memory_bank.graph.graph import DIMENSIONS, QueryGraph
 from memory_bank.graph.interaction import InteractionTree
 from memory_bank.graph.model import (
     Attachment,
@@ -283,9 +283,8 @@ def drop_checkpoints(log_dir: Path, upto: int) -> None:
     if not log_dir.is_dir():
         return
     for path in log_dir.iterdir():
-        if (
-            _CHECKPOINT_NAME.fullmatch(path.name) and int(path.name) <= upto
-        ) or path.name.startswith(".tmp-"):
+        held = _CHECKPOINT_NAME.fullmatch(path.name) and int(path.name) <= upto
+        if held or path.name.startswith(".tmp-"):
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -293,14 +292,15 @@ def drop_checkpoints(log_dir: Path, upto: int) -> None:
 
 
 def read_seq(directory: Path) -> int:
-    meta = _read_meta(directory)
+    meta = read_meta(directory)
     try:
         return int(meta["seq"]) if meta is not None else 0
     except (ValueError, KeyError) as exc:
         raise StoreError(f"unreadable graph metadata {directory / GRAPH_META}: {exc}") from exc
 
 
-def _read_meta(directory: Path) -> dict[str, Any] | None:
+def read_meta(directory: Path) -> dict[str, Any] | None:
+    """The `graph.json` of a snapshot or checkpoint directory; None where there is none."""
     path = directory / GRAPH_META
     if not path.is_file():
         return None
@@ -316,7 +316,7 @@ def _read_meta(directory: Path) -> dict[str, Any] | None:
 def stored_stems_usable(directory: Path) -> bool:
     """Whether the node stems stored in `directory` are what this code's lexicon makes of the
     nodes' text (records written before stems were stored, or under another lexicon: not)."""
-    meta = _read_meta(directory)
+    meta = read_meta(directory)
     return meta is not None and meta.get("stems") == STEMS_VERSION
 
 
@@ -364,29 +364,20 @@ def _rows_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
 
 def _nodes_table(nodes: Iterable[GraphNode]) -> pa.Table:
     nodes = list(nodes)
+    columns = NODES_SCHEMA.remove(14).remove(13)  # the vectors go in as arrays, below
     rows = [
-        {
-            "id": n.id,
-            "kind": n.kind,
-            "status": n.status,
-            "summary": n.summary,
-            "context": n.context,
+        {name: getattr(n, name) for name in columns.names}
+        | {
             "keywords": list(n.keywords),
-            "timestamp": n.timestamp,
             "links": json.dumps(n.links, sort_keys=True),
             "history": json.dumps([h.to_dict() for h in n.history]),
-            "superseded_by": n.superseded_by,
-            "content": n.content,
-            "source": n.source,
-            "session_id": n.session_id,
         }
         for n in nodes
     ]
-    base = pa.Table.from_pylist(rows, schema=NODES_SCHEMA.remove(14).remove(13))
-    embedding = np.stack([n.embedding for n in nodes]) if nodes else np.zeros((0, 384), np.float32)
-    summary = (
-        np.stack([n.summary_vector for n in nodes]) if nodes else np.zeros((0, 384), np.float32)
-    )
+    base = pa.Table.from_pylist(rows, schema=columns)
+    no_vectors = np.zeros((0, DIMENSIONS), np.float32)
+    embedding = np.stack([n.embedding for n in nodes]) if nodes else no_vectors
+    summary = np.stack([n.summary_vector for n in nodes]) if nodes else no_vectors
     return base.append_column("embedding", embedding_array(embedding)).append_column(
         "summary_vector", embedding_array(summary)
     )
@@ -420,23 +411,14 @@ def _matrix(table: pa.Table, column: str) -> np.ndarray:
 
 
 def _node(row: dict[str, Any], embedding: np.ndarray, summary_vector: np.ndarray) -> GraphNode:
-    return GraphNode(
-        id=row["id"],
-        kind=row["kind"],
-        summary=row["summary"],
-        context=row["context"],
-        keywords=list(row["keywords"] or []),
-        timestamp=row["timestamp"],
-        embedding=embedding,
-        summary_vector=summary_vector,
-        links=json.loads(row["links"] or "{}"),
-        history=[HistoryEntry.from_dict(h) for h in json.loads(row["history"] or "[]")],
-        status=row["status"],
-        superseded_by=row["superseded_by"],
-        content=row["content"] or "",
-        source=row["source"] or "",
-        session_id=row["session_id"],
-    )
+    decoded = {
+        "keywords": list(row["keywords"] or []),
+        "links": json.loads(row["links"] or "{}"),
+        "history": [HistoryEntry.from_dict(h) for h in json.loads(row["history"] or "[]")],
+        "content": row["content"] or "",
+        "source": row["source"] or "",
+    }
+    return GraphNode(**row | decoded, embedding=embedding, summary_vector=summary_vector)
 
 
 def _conflict_row(conflict: Conflict) -> dict[str, Any]:
@@ -448,22 +430,17 @@ def _conflict(row: dict[str, Any]) -> Conflict:
 
 
 def _entry_row(entry: InteractionEntry) -> dict[str, Any]:
-    return {
-        "entry_id": entry.entry_id,
-        "text": entry.text,
-        "timestamp": entry.timestamp,
+    row = {name: getattr(entry, name) for name in ENTRIES_SCHEMA.names}
+    return row | {
         "metadata": json.dumps(entry.metadata, sort_keys=True, default=str),
         "attachments": json.dumps([a.__dict__ for a in entry.attachments]),
     }
 
 
 def _entry(row: dict[str, Any]) -> InteractionEntry:
+    attachments = tuple(Attachment(**a) for a in json.loads(row["attachments"] or "[]"))
     return InteractionEntry(
-        entry_id=row["entry_id"],
-        text=row["text"],
-        timestamp=row["timestamp"],
-        metadata=json.loads(row["metadata"] or "{}"),
-        attachments=tuple(Attachment(**a) for a in json.loads(row["attachments"] or "[]")),
+        **row | {"metadata": json.loads(row["metadata"] or "{}"), "attachments": attachments}
     )
 
 

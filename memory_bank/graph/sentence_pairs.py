@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from memory_bank.graph.sentence_facts import SentenceFacts
 from memory_bank.graph.subjects import Subject
-from memory_bank.graph.value_identity import compatible_names
+from memory_bank.graph.value_identity import compatible_names, key_words
 
 Names = frozenset[str]  # name keys ("e:acme corporation")
 
@@ -81,7 +81,7 @@ def _pairs(earlier: Sequence[Names], later: Sequence[Names]) -> Iterator[tuple[i
 @lru_cache(maxsize=65536)
 def name_words(name: str) -> frozenset[str]:
     """A name key's words, and the key itself (a key with no words still matches itself)."""
-    return frozenset({name, *name[2:].replace("|", " ").split()})
+    return frozenset({name, *key_words(name)})
 
 
 @lru_cache(maxsize=262144)

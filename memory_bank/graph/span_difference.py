@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
+from itertools import takewhile
 
 from memory_bank.graph.contradictions import MEASURE_UNITS, Contradiction
 from memory_bank.graph.sentence_facts import SentenceFacts, sentence_facts
@@ -126,7 +127,7 @@ def sentence_units(sentence: str) -> tuple[Unit, ...]:
 
 
 def _word_units(sentence: str, start: int, end: int) -> list[Unit]:
-    tokens = [m for m in _TOKEN.finditer(sentence, start, end)]
+    tokens = list(_TOKEN.finditer(sentence, start, end))
     words = [m.group(0).lower() for m in tokens]
     stems = stem_words(words)
     units = []
@@ -226,11 +227,8 @@ def span_difference(old: str, new: str) -> SpanDifference | None:
     """The span `new` says differently from `old` in a pair of clauses worded the same but
     for it (module docstring); None when no pair of clauses differs in exactly one span that
     is a value. The subject is checked by `differ_on_one_span`."""
-    for alignment in _alignments(old, new):
-        found = _difference(old, new, alignment)
-        if found is not None:
-            return found
-    return None
+    differences = (_difference(old, new, alignment) for alignment in _alignments(old, new))
+    return next((found for found in differences if found is not None), None)
 
 
 def _difference(old: str, new: str, alignment: _Alignment) -> SpanDifference | None:
@@ -312,12 +310,7 @@ def _leading(side: list[Unit]) -> list[Unit]:
     boundary (a value ends the phrase too)."""
     if side and side[0].value is not None:
         return side[:1]
-    phrase = []
-    for unit in side:
-        if unit.kind != "word":
-            break
-        phrase.append(unit)
-    return phrase
+    return list(takewhile(lambda unit: unit.kind == "word", side))
 
 
 def _trailing(side: list[Unit]) -> list[Unit]:
@@ -395,7 +388,7 @@ def span_contradictions(old: TextFacts, new: TextFacts, limit: int = 8) -> list[
             )
         )
         if len(found) >= limit:
-            return found
+            break
     return found
 
 

@@ -151,10 +151,6 @@ _DEFINITE_DESCRIPTION = re.compile(
 )
 
 
-def _words(key: str) -> list[str]:
-    return key[2:].replace("|", " ").split()
-
-
 def description_noun(facts: SentenceFacts) -> str | None:
     """The noun of a sentence's subject when it is a definite description ("The hotel has 96
     rooms" -> "hotel")."""
@@ -210,7 +206,7 @@ def _nearest_of_kind(
         last = position == len(sentences) - 1
         limit = before if last and before is not None else len(facts.text)
         for value in reversed(facts.values):
-            if value.end <= limit and value.key.startswith("e:") and noun in _words(value.key):
+            if value.end <= limit and same_name(kind_key(noun), value.key):
                 return frozenset({value.key})
     return frozenset()
 

@@ -150,12 +150,12 @@ def predicate_of(facts: SentenceFacts, value: Value) -> frozenset[str]:
 
 
 @lru_cache(maxsize=_AROUND_VALUES)
-def left_context(facts: SentenceFacts, value: Value, words: int = 3) -> frozenset[str]:
-    """The content words before a value, back to the previous value of its kind."""
+def left_context(facts: SentenceFacts, value: Value) -> frozenset[str]:
+    """The three content words before a value, back to the previous value of its kind."""
     start = max(
         (v.end for v in facts.values if v.kind == value.kind and v.end <= value.start), default=0
     )
-    before = search_tokens(_outside_values(facts, start, value.start))[-words:]
+    before = search_tokens(_outside_values(facts, start, value.start))[-3:]
     return frozenset(stem_words(before))
 
 

@@ -57,15 +57,15 @@ def names_nested(first: str, second: str) -> bool:
     """Whether one name key's words stand in the other's, in their order (`name_contains`;
     asked for every pair of values compared, where the same few names meet again and
     again)."""
-    a, b = _name_words(first), _name_words(second)
+    a, b = key_words(first), key_words(second)
     short, long = (a, b) if len(a) <= len(b) else (b, a)
     remaining = iter(long)
     return all(word in remaining for word in short)
 
 
 @lru_cache(maxsize=65536)
-def _name_words(key: str) -> tuple[str, ...]:
-    """A name key's words."""
+def key_words(key: str) -> tuple[str, ...]:
+    """A name key's words ("e:young|new south wales": its region's too)."""
     return tuple(key[2:].replace("|", " ").split())
 
 
@@ -127,7 +127,7 @@ def _of_kind(first: str, second: str) -> bool | None:
     if not (first.startswith("k:") or second.startswith("k:")):
         return None
     kind, other = (first, second) if first.startswith("k:") else (second, first)
-    return kind == other or (other.startswith("e:") and kind[2:] in _name_words(other))
+    return kind == other or (other.startswith("e:") and kind[2:] in key_words(other))
 
 
 def without_head(key: str) -> str:
@@ -143,7 +143,7 @@ def without_head(key: str) -> str:
 
 def _acronym(first: str, second: str) -> bool:
     """Whether one name key is the other's initials ("e:cph", "e:concordia publishing house")."""
-    a, b = _name_words(first), _name_words(second)
+    a, b = key_words(first), key_words(second)
     short, long = (a, b) if len(a) <= len(b) else (b, a)
     return len(short) == 1 and len(long) > 1 and short[0] == "".join(w[0] for w in long)
 
@@ -194,5 +194,5 @@ def compatible_names(first: str, second: str) -> bool:
         )
     if not (first.startswith("e:") and second.startswith("e:")):
         return False
-    a, b = set(first[2:].replace("|", " ").split()), set(second[2:].replace("|", " ").split())
+    a, b = set(key_words(first)), set(key_words(second))
     return bool(a and b) and (a <= b or b <= a or _acronym(first, second))

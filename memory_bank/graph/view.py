@@ -75,9 +75,6 @@ class GraphView:
 
     # --- questions the query side asks -----------------------------------------------------
 
-    def node(self, node_id: str) -> GraphNode | None:
-        return self.state.graph.nodes.get(node_id)
-
     def standing(self, node_id: str) -> GraphNode | None:
         """The current node standing for `node_id` (itself, or what merged or replaced it)."""
         nodes = self.state.graph.nodes

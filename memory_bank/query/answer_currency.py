@@ -69,18 +69,11 @@ def apply_claims(
             answered.add(sentence.chunk)
         number = -1 - len(history)  # no sentence number of its own evidence: a distinct key
         chunk = claim.current_chunk if claim.current_chunk is not None else CURRENT_CLAIM
-        existing = next(
-            (
-                s
-                for s in kept
-                if s.chunk == chunk and s.text.strip() == claim.current_sentence.strip()
-            ),
-            None,
-        )
+        current = claim.current_sentence.strip()
+        existing = next((s for s in kept if s.chunk == chunk and s.text.strip() == current), None)
         stems = text_stems(claim.current_sentence)
-        own = float(claim.current_vector @ query_vector) + SENTENCE_TERM_WEIGHT * term_coverage(
-            terms, stems
-        )
+        coverage = term_coverage(terms, stems)
+        own = float(claim.current_vector @ query_vector) + SENTENCE_TERM_WEIGHT * coverage
         score = max(own, sentence.score) + 1e-6
         if existing is not None:
             kept.remove(existing)

@@ -13,7 +13,6 @@ is placed above a hit whose matching claim was superseded, which carries the his
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from memory_bank.query.roles import ClaimHistory
 from memory_bank.query.slot_pairs import SentencePairs
 from memory_bank.query.slots import SlotChange, SlotMemory, slot_changes
 from memory_bank.schemas import HistoryNote, SearchHit
+from memory_bank.text.dates import utc_iso
 from memory_bank.text.lexicon import stemmed_search_tokens, text_stems
 from memory_bank.text.sentences import split_sentences
 
@@ -120,14 +120,11 @@ class Currency:
                 continue
             node_id = self.corpus.chunk_ids[index]
             for conflict in graph.conflicts_of(node_id):
+                if conflict.status != "resolved" or conflict.current != node_id:
+                    continue  # the node's claim is not the one that holds
                 superseded = graph.nodes.get(conflict.superseded or "")
                 current = self.view.standing(node_id)
-                if (
-                    conflict.status != "resolved"
-                    or conflict.current != node_id
-                    or superseded is None
-                    or current is None
-                ):
+                if superseded is None or current is None:
                     continue
                 found.append(
                     ClaimHistory(
@@ -232,8 +229,8 @@ class Currency:
             current_text=contradiction.new_sentence,
             superseded_source=self.corpus.chunk_path(change.older.chunk),
             current_source=self.corpus.chunk_path(change.newer.chunk),
-            recorded_at=_iso(change.older.added_at),
-            superseded_at=_iso(change.newer.added_at),
+            recorded_at=utc_iso(change.older.added_at),
+            superseded_at=utc_iso(change.newer.added_at),
             conflict_id="",
             basis="question",
         )
@@ -291,8 +288,8 @@ class Currency:
             current_text=conflict.new_sentence,
             superseded_source=self._source(claim.superseded_node.id),
             current_source=self._source(claim.current_node.id),
-            recorded_at=_iso(claim.superseded_node.timestamp),
-            superseded_at=_iso(conflict.resolved_at or claim.current_node.timestamp),
+            recorded_at=utc_iso(claim.superseded_node.timestamp),
+            superseded_at=utc_iso(conflict.resolved_at or claim.current_node.timestamp),
             conflict_id=conflict.id,
         )
 
@@ -315,7 +312,7 @@ class Currency:
             return ""
         return "".join(
             f"\n[memory note: {claim.conflict.old_sentence!r} was superseded on "
-            f"{_iso(claim.conflict.resolved_at or claim.current_node.timestamp)} by "
+            f"{utc_iso(claim.conflict.resolved_at or claim.current_node.timestamp)} by "
             f"{claim.conflict.new_sentence!r} ({self._source(claim.current_node.id)}); "
             "state the current value]"
             for claim in self.supersessions([index]).get(index, [])
@@ -386,7 +383,3 @@ class Currency:
 
 def _stating(summary: str, value: str) -> str | None:
     return next((s for s in split_sentences(summary) if mentions_value(s, value)), None)
-
-
-def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -39,10 +39,11 @@ from memory_bank.llm.seam import ToolCall
 from memory_bank.query.answer_sentences import NOT_FOUND_THRESHOLD
 from memory_bank.query.answering import extractive_answer
 from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
-from memory_bank.query.roles import AnswerEvidence, AnswerRequest
+from memory_bank.query.roles import AnswerRequest, memory_evidence
 from memory_bank.query.toolbox import StoreToolbox
 from memory_bank.schemas import ChatResult, DirectoryNode
 from memory_bank.store.files import parse_chunk_file, readme_relative_path
+from memory_bank.store.tables import directory_of
 from memory_bank.text.lexicon import text_stems
 from memory_bank.text.sentences import split_sentences
 
@@ -257,7 +258,7 @@ class DescentPolicy:
         if not seen.ok:
             return False
         _, read[candidate.index] = parse_chunk_file(seen.value)
-        self.toolbox.explore(_directory_of(path))
+        self.toolbox.explore(directory_of(path))
         evidence = self._evidence_stems(candidate.index, read[candidate.index])
         covered.update(term for term in terms if term in evidence)
         if len(read) >= 2 and len(covered) == len(terms):
@@ -283,7 +284,12 @@ class DescentPolicy:
     def _answer(self, read: dict[int, str], query_vector: np.ndarray) -> ChatResult:
         request = AnswerRequest(
             question=self.question,
-            evidence=[self._evidence(index, memory_text) for index, memory_text in read.items()],
+            evidence=[
+                memory_evidence(
+                    self.corpus, index, text, sentences=self._chunk_sentences(index, text)
+                )
+                for index, text in read.items()
+            ],
             query_vector=query_vector,
             claims=self.currency.claims(read, self.question, query_vector)
             if self.currency is not None
@@ -311,18 +317,6 @@ class DescentPolicy:
         answered.history = result.history
         return answered
 
-    def _evidence(self, index: int, memory_text: str) -> AnswerEvidence:
-        """A chunk read, with what the extractive answer needs: its sentences and vectors."""
-        texts, vectors = self._chunk_sentences(index, memory_text)
-        return AnswerEvidence(
-            path=self.corpus.chunk_path(index),
-            text=memory_text,
-            index=index,
-            vector=self.corpus.memory_vectors()[index],
-            sentences=texts,
-            sentence_vectors=vectors if texts else None,
-        )
-
     def _chunk_sentences(self, index: int, memory_text: str) -> tuple[list[str], np.ndarray]:
         """The chunk's stored sentences and vectors (the raw text behind the memory); a store
         without them falls back to embedding the sentences of the memory text that was read."""
@@ -344,7 +338,7 @@ class DescentPolicy:
         """The best search score inside each directory's subtree (directories with a hit only)."""
         best: dict[str, float] = {}
         for index, score in found:
-            directory = _directory_of(self.corpus.chunk_path(index))
+            directory = directory_of(self.corpus.chunk_path(index))
             while directory != "/":
                 best[directory] = max(best.get(directory, 0.0), score)
                 directory = directory.rsplit("/", 1)[0] or "/"
@@ -377,9 +371,3 @@ def readme_stems(search: HybridSearch) -> list[frozenset[str]]:
 
 def _files_detail(files: Sequence[str]) -> str:
     return f"-> {len(files)} file{'s' if len(files) != 1 else ''}"
-
-
-def _directory_of(chunk_path: str) -> str:
-    """Tree directory of a store-relative file path: "a/b/x.md" -> "/a/b", "x.md" -> "/"."""
-    parent, _, _ = chunk_path.rpartition("/")
-    return f"/{parent}"

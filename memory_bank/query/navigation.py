@@ -24,7 +24,7 @@ from memory_bank.llm.seam import LLM, prompt
 from memory_bank.query.answer_role import answer
 from memory_bank.query.currency import Currency
 from memory_bank.query.descent_policy import DescentPolicy, readme_stems
-from memory_bank.query.roles import AnswerEvidence, AnswerRequest
+from memory_bank.query.roles import AnswerEvidence, AnswerRequest, memory_evidence
 from memory_bank.query.toolbox import TOOL_SCHEMAS, StoreToolbox
 from memory_bank.query.tools import StoreTools
 from memory_bank.schemas import ChatResult
@@ -135,25 +135,10 @@ class NavigationAgent:
         path_of_chunk = {chunk_id: path for path, (chunk_id, _, _) in by_path.items()}
         paths = list(toolbox.files_read)
         paths += [path_of_chunk[c] for c in sorted(toolbox.chunks_read) if c in path_of_chunk]
+        # A README read is a map of the store, not evidence.
+        read = [by_path[path] for path in dict.fromkeys(paths) if path in by_path]
         corpus = self.search.corpus
-        evidence = []
-        for path in dict.fromkeys(paths):
-            if path not in by_path:
-                continue  # a README: a map of the store, not evidence
-            chunk_id, index, text = by_path[path]
-            sentences, vectors = corpus.chunk_sentences(index)
-            evidence.append(
-                AnswerEvidence(
-                    path=path,
-                    text=text,
-                    chunk_id=chunk_id,
-                    index=index,
-                    vector=corpus.memory_vectors()[index],
-                    sentences=list(sentences) or None,
-                    sentence_vectors=vectors if len(sentences) else None,
-                )
-            )
-        return evidence
+        return [memory_evidence(corpus, index, text, chunk_id) for chunk_id, index, text in read]
 
     def _result(
         self,

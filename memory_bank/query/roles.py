@@ -3,13 +3,17 @@ read, the claims the Query Graph knows of it; the answer, its sources and a conf
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import Field
 
 from memory_bank.llm.seam import RoleModel
 from memory_bank.schemas import HistoryNote
+
+if TYPE_CHECKING:
+    from memory_bank.index.corpus import StoreCorpus
 
 
 class AnswerEvidence(RoleModel):
@@ -23,6 +27,27 @@ class AnswerEvidence(RoleModel):
     vector: np.ndarray | None = None
     sentences: list[str] | None = None
     sentence_vectors: np.ndarray | None = None
+
+
+def memory_evidence(
+    corpus: StoreCorpus,
+    index: int,
+    text: str,
+    chunk_id: str | None = None,
+    sentences: tuple[Sequence[str], np.ndarray] | None = None,
+) -> AnswerEvidence:
+    """Memory `index` of `corpus`, read as `text`, with its sentences and their vectors (the
+    chunk's stored ones unless `sentences` are given; without any, it is not quoted)."""
+    texts, vectors = sentences if sentences is not None else corpus.chunk_sentences(index)
+    return AnswerEvidence(
+        path=corpus.chunk_path(index),
+        text=text,
+        chunk_id=chunk_id,
+        index=index,
+        vector=corpus.memory_vectors()[index],
+        sentences=list(texts) or None,
+        sentence_vectors=vectors if len(texts) else None,
+    )
 
 
 class ClaimHistory(RoleModel):

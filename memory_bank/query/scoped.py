@@ -19,8 +19,9 @@ from memory_bank.query.answer_role import answer
 from memory_bank.query.answer_sentences import NOT_FOUND_THRESHOLD
 from memory_bank.query.currency import Currency
 from memory_bank.query.descent_policy import NOT_FOUND_ANSWER, READ_CUTOFF
-from memory_bank.query.roles import AnswerEvidence, AnswerRequest, ClaimHistory
+from memory_bank.query.roles import AnswerRequest, ClaimHistory, memory_evidence
 from memory_bank.schemas import ChatResult, TrajectoryStep
+from memory_bank.store.tables import directory_of
 
 # Memories read for a navigate answer within a scope; research reads twice as many.
 SCOPED_READS = 4
@@ -55,20 +56,8 @@ def answer_within(
     if not indices:
         return _result(question, steps, [], NOT_FOUND_ANSWER, 0.0, "nothing in scope matched")
     memories = corpus.reader.memories().column("memory")
-    evidence = []
-    for index in indices:
-        texts, vectors = corpus.chunk_sentences(index)
-        evidence.append(
-            AnswerEvidence(
-                path=corpus.chunk_path(index),
-                text=memories[index].as_py(),
-                index=index,
-                vector=corpus.memory_vectors()[index],
-                sentences=texts or None,
-                sentence_vectors=vectors if texts else None,
-            )
-        )
-        steps.append(TrajectoryStep(action="read", target=corpus.chunk_path(index)))
+    evidence = [memory_evidence(corpus, index, memories[index].as_py()) for index in indices]
+    steps += [TrajectoryStep(action="read", target=item.path) for item in evidence]
     query_vector = searcher.hybrid.encode_query(question)
     claims: list[ClaimHistory] = []
     if currency is not None:
@@ -128,7 +117,7 @@ def _result(
         sources=sources or [],
         confidence=round(max(confidence, 0.0), 3),
         files_read=read,
-        dirs_explored=sorted({"/" + path.rpartition("/")[0] for path in read}),
+        dirs_explored=sorted({directory_of(path) for path in read}),
         trajectory="\n".join(step.render() for step in steps),
         steps=steps,
         notes=notes,

@@ -35,21 +35,15 @@ def _function(name: str, description: str, properties: dict[str, Any], required:
     }
 
 
+_PATH = {"path": {"type": "string"}}
 _QUERY = {"query": {"type": "string"}, "top_k": {"type": "integer", "minimum": 1, "maximum": 20}}
 TOOL_SCHEMAS: list[dict[str, Any]] = [
-    _function(
-        "ls", "List a directory of the store ('/' is the root).", {"path": {"type": "string"}}, []
-    ),
-    _function(
-        "cat",
-        "Read a file of the store (a README.md or a memory file).",
-        {"path": {"type": "string"}},
-        ["path"],
-    ),
+    _function("ls", "List a directory of the store ('/' is the root).", _PATH, []),
+    _function("cat", "Read a file of the store (a README.md or a memory file).", _PATH, ["path"]),
     _function(
         "grep",
         "Lines containing a phrase (case-insensitive, not a regex) under a path.",
-        {"pattern": {"type": "string"}, "path": {"type": "string"}},
+        {"pattern": {"type": "string"}} | _PATH,
         ["pattern"],
     ),
     _function("bm25_search", "Keyword search over the memories, best first.", _QUERY, ["query"]),

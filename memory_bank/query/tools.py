@@ -176,13 +176,8 @@ class StoreTools:
         """The raw source text of a chunk (what its memory was made from)."""
         if self._chunk_texts is None:
             chunks = self.reader.chunks()
-            self._chunk_texts = dict(
-                zip(
-                    chunks.column("chunk_id").to_pylist(),
-                    chunks.column("text").to_pylist(),
-                    strict=True,
-                )
-            )
+            ids, texts = chunks.column("chunk_id").to_pylist(), chunks.column("text").to_pylist()
+            self._chunk_texts = dict(zip(ids, texts, strict=True))
         text = self._chunk_texts.get(chunk_id)
         if text is None:
             raise ToolError(f"deep_retrieval: no chunk with id {chunk_id!r} in this store")

@@ -39,6 +39,7 @@ from memory_bank.research.plans import (
 )
 from memory_bank.research.reflection import reflect
 from memory_bank.schemas import ChatResult, TrajectoryStep
+from memory_bank.store.tables import directory_of
 from memory_bank.text.lexicon import search_tokens, text_stems
 
 NOT_FOUND_THRESHOLD = 0.3
@@ -351,13 +352,8 @@ class ResearchAgent:
             confidence=round(max(confidence, 0.0), 3),
             chunk_ids=[self.corpus.chunk_ids[index] for index in indices],
             files_read=sources,
-            dirs_explored=list(dict.fromkeys(_directory_of(path) for path in sources)),
+            dirs_explored=list(dict.fromkeys(directory_of(path) for path in sources)),
             trajectory="\n".join(step.render() for step in steps),
             steps=steps,
             notes=notes,
         )
-
-
-def _directory_of(chunk_path: str) -> str:
-    parent, _, _ = chunk_path.rpartition("/")
-    return f"/{parent}"

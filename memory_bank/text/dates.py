@@ -32,7 +32,7 @@ is also an English word ("sun", "sat", "wed", "mon") only after "last", "next", 
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Literal, NamedTuple
 
 from dateutil import parser as date_parser
@@ -167,6 +167,11 @@ def parse_timestamp(value: str | datetime | date) -> datetime:
         return date_parser.parse(text, fuzzy=True)
     except (ValueError, OverflowError) as exc:
         raise ValueError(f"cannot read {value!r} as a date and time") from exc
+
+
+def utc_iso(timestamp: float) -> str:
+    """A Unix timestamp as an ISO 8601 UTC string to the second: "2023-05-08T13:56:00Z"."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def resolve_relative_dates(text: str, reference: date | datetime) -> list[ResolvedDate]:
