@@ -74,6 +74,23 @@ def clause_date(facts: SentenceFacts, value: Value, differing: list[Value]) -> b
     )
 
 
+# What parts a date from the claim it would date: a bracket, a semicolon, a clause word; not a
+# comma alone, which closes a fronted phrase ("In 1990, the club had 40 members").
+_CLAIM_BREAK = re.compile(r"[;()\[\]]|\b(?:and|but|or|who|whom|whose|which|where|while)\b")
+
+
+def dates_claim(text: str, date: Value, answer: Value) -> bool:
+    """Whether a date dates the answer's claim: it stands in the answer's clause, a fronted
+    phrase included ("In 1990, the club had 40 members"), or in brackets right after the
+    answer ("5,870 (2011 census)"); not in brackets elsewhere ("Stellham Library (1909)") nor
+    in a clause of its own ("..., whose plans won a competition in 1906")."""
+    opening = text.rfind("(", 0, date.start)
+    if opening > text.rfind(")", 0, date.start):
+        return opening >= answer.end and not text[answer.end : opening].strip()
+    low, high = sorted((date, answer), key=lambda v: v.start)
+    return _CLAIM_BREAK.search(text, low.end, high.start) is None
+
+
 def clause_bounds(text: str, value: Value) -> tuple[int, int]:
     left = max((text.rfind(mark, 0, value.start) for mark in ",;:()–—"), default=-1)
     rights = [text.find(mark, value.end) for mark in ",;:()–—"]

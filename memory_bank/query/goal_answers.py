@@ -45,6 +45,7 @@ import numpy as np
 from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction
 from memory_bank.graph.sentence_facts import SentenceFacts, sentence_facts
 from memory_bank.graph.subjects import TextFacts, same_subject
+from memory_bank.graph.value_context import dates_claim
 from memory_bank.graph.value_identity import (
     NAME_HEADS,
     compatible_names,
@@ -371,31 +372,17 @@ def _dimension(sentence: str, value: Value, asked: int | None = None) -> int | N
 
 
 def _own_times(first: GoalAnswer, second: GoalAnswer) -> bool:
-    """Whether each sentence dates its claim (`_dates`) and the two dates are not one time."""
+    """Whether each sentence dates its claim (`value_context.dates_claim`) and the two dates
+    are not one time."""
     dates = [
         {
             v.key
             for v in a.sentence.values
-            if v.kind == "date" and v not in a.values and _dates(a.sentence.text, v, a.values)
+            if v.kind == "date"
+            and v not in a.values
+            and bool(a.values)
+            and dates_claim(a.sentence.text, v, a.values[0])
         }
         for a in (first, second)
     ]
     return all(dates) and not any(dates_compatible(a, b) for a in dates[0] for b in dates[1])
-
-
-_CLAUSE_BREAK = re.compile(r"[;()\[\]]|\b(?:and|but|or|who|whom|whose|which|where|while)\b")
-
-
-def _dates(text: str, date: Value, values: tuple[Value, ...]) -> bool:
-    """Whether a date dates the answer's claim: it stands in the answer's clause, a fronted
-    phrase included ("In 1990, the club had 40 members"), or in brackets right after the
-    answer ("5,870 (2011 census)"); not in brackets elsewhere ("Stellham Library (1909)") nor
-    in a clause of its own ("..., whose plans won a competition in 1906")."""
-    if not values:
-        return False
-    answer = values[0]
-    opening = text.rfind("(", 0, date.start)
-    if opening > text.rfind(")", 0, date.start):
-        return opening >= answer.end and not text[answer.end : opening].strip()
-    low, high = sorted((date, answer), key=lambda v: v.start)
-    return _CLAUSE_BREAK.search(text, low.end, high.start) is None
