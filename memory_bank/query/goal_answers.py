@@ -53,7 +53,7 @@ from memory_bank.graph.value_identity import (
     same_kind,
     without_head,
 )
-from memory_bank.graph.values import Value
+from memory_bank.graph.values import Value, name_key
 from memory_bank.query.noun_phrases import NounPhrases
 from memory_bank.query.slot_rules import Asked, possessor, value_role
 from memory_bank.text.lexicon import FUNCTION_WORDS, text_stems
@@ -102,9 +102,16 @@ class Goal:
         wh = _WH_WORD.search(text)
         if wh is not None and wh.start() > 0:
             self.attribute -= text_stems(text[: wh.start()])
-        # A verb's agent noun says the same attribute ("edits" / "the editor", "owns" / "its
-        # owner"): each word that states an attribute word, to that word.
+        # A verb and its agent noun say the same attribute ("edits" / "the editor", "owns" /
+        # "its owner"): each word that states an attribute word, to that word.
         self._stating = {f"{stem}{end}": stem for stem in self.attribute for end in ("er", "or")}
+        self._stating.update(
+            {
+                stem[:-2]: stem
+                for stem in self.attribute
+                if stem.endswith(("er", "or")) and len(stem) > 5
+            }
+        )
         self._stating.update({stem: stem for stem in self.attribute})
         rest = text
         for value in self.asked.values:
@@ -167,7 +174,8 @@ class Goal:
             )
             # "India's pop band Euphoria": a possessor qualifies the value after it
             values = tuple(v for v in values if not possessor(sentence, v)) or values
-            said = frozenset(word for word in sentence.frame if word in self._stating)
+            values, titles = self._untitled(values)
+            said = frozenset(word for word in sentence.frame if word in self._stating) | titles
             stated = frozenset(self._stating[word] for word in said)
             noun = self._phrases.answer(sentence, said, values) if said else None
             if noun is not None:
@@ -188,6 +196,21 @@ class Goal:
         chosen = candidates[best]
         paraphrase = not self.several and cosines[best] >= PARAPHRASE_COSINE
         return chosen if chosen.stated or paraphrase else None
+
+    def _untitled(self, values: tuple[Value, ...]) -> tuple[tuple[Value, ...], frozenset[str]]:
+        """The values without a title that states the goal's attribute ("Editor Moritz Hallam
+        said ..." for "Who edits ...?": Moritz Hallam, and the sentence says "editor"), and the
+        stems of those titles."""
+        kept, titles = [], set()
+        for value in values:
+            first, _, rest = value.text.partition(" ")
+            stem = next(iter(text_stems(first)), "")
+            if value.kind == "name" and rest[:1].isupper() and stem in self._stating:
+                start = value.start + len(first) + 1
+                value = Value(rest, "e:" + name_key(rest), "name", start, value.end)
+                titles.add(stem)
+            kept.append(value)
+        return tuple(kept), frozenset(titles)
 
     def _named_place(self, sentence: SentenceFacts, value: Value) -> bool:
         """Whether a value that shares the subject's name is the place asked for: a club is

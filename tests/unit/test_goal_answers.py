@@ -178,3 +178,12 @@ def test_a_sentence_naming_only_another_thing_of_the_subjects_kind_answers_nothi
         "What is the roof of the Tolpen Market Hall made of?",
         "Roofers have covered Tolpen Market Hall with a roof of zinc.",
     ) == ["zinc"]
+
+
+def test_a_title_that_states_the_attribute_is_no_part_of_the_name():
+    for question in ("Who edits the Marne Quarterly?", "Who is the editor of the Marne Quarterly?"):
+        assert _values(
+            question,
+            "The Marne Quarterly is a literary magazine. The magazine is edited by Ruth Pell.",
+            "Editor Sam Oduya said the Marne Quarterly would print more poems.",
+        ) == ("Ruth Pell", "Sam Oduya")
