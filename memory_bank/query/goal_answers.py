@@ -1,4 +1,4 @@
-"""Each text's answer to a question, and whether two answers disagree on their face.
+"""Each text's answer to a question.
 
 Two sources rarely word one attribute alike ("rises 38 metres above the river" / "stands 44
 metres tall"), so the graph's rules, which must decide without a question, let most such pairs
@@ -11,23 +11,10 @@ words, else worded so that its embedding is as close to the question's as a para
 session's task goal (`session.goal_conflicts`) and a question asked of memories added at
 different times (`query.slots`) are read alike.
 
-Two answers are no disagreement when
-- they share a value, or one holds the other ("May 1931" / "3 May 1931"; "Oakleigh, Victoria" /
-  "Victoria");
-- the two sentences name two things the question's name covers ("the Corra Bell" and "the
-  Corra Rose" for "Where were the Corra ferries built?");
-- the question asks several things and each states another of its words ("Who designed it,
-  and who owns it?": one says who designed it, the other who owns it); there only its own
-  words say which a sentence answers, so no paraphrase counts. (A question asking one thing
-  may word it twice over: "How many people live on ...?" is answered by "home to 960 people"
-  and by "1,240 live there".);
-- no two of their values measure one thing: another unit, or another dimension ("31 metres
-  high" / "410 metres long");
-- each dates its claim, at another time ("in 1990 ... 42 members" / "by 2020 ... 118").
+Whether two answers disagree is `query.goal_disagreement`'s.
 A "what" or "which" question may ask for a common noun phrase ("What is the roof made of?"):
 where no name, number or date is nearer the attribute's word, the answer is the phrase the
-sentence says it is (`query.noun_phrases`). Two phrases disagree unless the words of one are
-all in the other ("oak" / "oak timber").
+sentence says it is (`query.noun_phrases`).
 A question that names nothing ("What do we know?") asks nothing of any one thing, and one that
 asks of several things of a kind ("when the bridges in Pennick were built") expects several
 values: no answers for either.
@@ -42,15 +29,12 @@ from itertools import pairwise
 
 import numpy as np
 
-from memory_bank.graph.contradictions import PARAPHRASE_COSINE, Contradiction
+from memory_bank.graph.contradictions import PARAPHRASE_COSINE
 from memory_bank.graph.sentence_facts import SentenceFacts, sentence_facts
 from memory_bank.graph.subjects import TextFacts, same_subject
-from memory_bank.graph.value_context import dates_claim
 from memory_bank.graph.value_identity import (
     NAME_HEADS,
     compatible_names,
-    dates_compatible,
-    same_kind,
     without_head,
 )
 from memory_bank.graph.values import Value, name_key
@@ -226,7 +210,7 @@ class Goal:
         metres" for "How long is ...?"): a length says no other dimension."""
         return self.dimension is not None and any(
             v.kind.removeprefix("number:") in _LENGTH_UNITS
-            and _dimension(sentence.text, v) in (None, self.dimension)
+            and dimension_of(sentence.text, v) in (None, self.dimension)
             for v in values
         )
 
@@ -278,37 +262,6 @@ class Goal:
         )
 
 
-def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradiction | None:
-    """The two answers' disagreement on their face, or None (module docstring)."""
-    keys = [{v.key for v in answer.values} for answer in (first, second)]
-    if any(_one_holds_the_other(a, b) for a in keys[0] for b in keys[1]):
-        return None
-    if goal.several and first.stated and second.stated and not first.stated & second.stated:
-        return None
-    if _two_things(goal, first, second):
-        return None
-    pairs = [
-        (a, b)
-        for a in first.values
-        for b in second.values
-        if same_kind(a.kind, b.kind)
-        and _dimension(first.sentence.text, a, goal.dimension)
-        == _dimension(second.sentence.text, b, goal.dimension)
-    ]
-    if not pairs or _own_times(first, second):
-        return None
-    old, new = pairs[0]
-    return Contradiction(
-        old_sentence=first.sentence.text,
-        new_sentence=second.sentence.text,
-        subject="",
-        attribute=" ".join(sorted(first.stated | second.stated)),
-        old_value=old.text,
-        new_value=new.text,
-        kind=old.kind,
-    )
-
-
 _DETERMINERS = frozenset({"the", "a", "an"})
 _WH_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 _LOCATING = re.compile(r",?\s+(?:at|in|on|near)\s+(?:the\s+)?", re.IGNORECASE)
@@ -341,30 +294,6 @@ def _nearest_first(
     return tuple(sorted(values, key=lambda v: min(abs(v.start - a) for a in at)))
 
 
-def _one_holds_the_other(first: str, second: str) -> bool:
-    """One value, or one holds the other: a date told less precisely ("June 1902" / "4 June
-    1902"), a place and its region ("Oakleigh, Victoria" / "Victoria"), a phrase and one that
-    says more ("oak" / "oak timber")."""
-    if first == second:
-        return True
-    if first.startswith("n:") and second.startswith("n:"):
-        words = [set(key[2:].split()) for key in (first, second)]
-        return words[0] <= words[1] or words[1] <= words[0]
-    if first.startswith("d:") and second.startswith("d:"):
-        return dates_compatible(first, second)
-    if first.startswith("e:") and second.startswith("e:"):
-        parts = [set(key[2:].split("|")) for key in (first, second)]
-        return parts[0] <= parts[1] or parts[1] <= parts[0]
-    return False
-
-
-def _two_things(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> bool:
-    """Whether the sentences name two things the goal's name covers ("the Corra Bell" / "the
-    Corra Rose" for a goal that asks of "the Corra ferries")."""
-    named = [[k for k in a.sentence.name_keys if goal.names_one_of([k])] for a in (first, second)]
-    return all(named) and not any(compatible_names(a, b) for a in named[0] for b in named[1])
-
-
 def _plural_kind(word: str) -> bool:
     """Whether a word is the plural of a kind of thing ("bridges", "ferries", "towers")."""
     if word in NAME_HEADS or not word.endswith("s"):
@@ -381,7 +310,7 @@ def _kind_word(key: str) -> str | None:
     return None
 
 
-def _dimension(sentence: str, value: Value, asked: int | None = None) -> int | None:
+def dimension_of(sentence: str, value: Value, asked: int | None = None) -> int | None:
     """Which dimension the words right after a length name ("31 metres high"), else the one
     asked: an answer's measure is of what the goal asks unless it says otherwise (a count
     has none: "212 members across three squads")."""
@@ -392,20 +321,3 @@ def _dimension(sentence: str, value: Value, asked: int | None = None) -> int | N
         if any(word.strip(".,;").lower() in words for word in after):
             return number
     return asked
-
-
-def _own_times(first: GoalAnswer, second: GoalAnswer) -> bool:
-    """Whether each sentence dates its claim (`value_context.dates_claim`) and the two dates
-    are not one time."""
-    dates = [
-        {
-            v.key
-            for v in a.sentence.values
-            if v.kind == "date"
-            and v not in a.values
-            and bool(a.values)
-            and dates_claim(a.sentence.text, v, a.values[0])
-        }
-        for a in (first, second)
-    ]
-    return all(dates) and not any(dates_compatible(a, b) for a in dates[0] for b in dates[1])

@@ -39,7 +39,8 @@ import numpy as np
 from memory_bank.graph.contradictions import Contradiction, find_contradiction
 from memory_bank.graph.sentence_facts import SentenceFacts, mentions_value
 from memory_bank.graph.subjects import Subject, TextFacts, subjects_about, text_facts
-from memory_bank.query.goal_answers import Goal, GoalAnswer, disagreement
+from memory_bank.query.goal_answers import Goal, GoalAnswer
+from memory_bank.query.goal_disagreement import disagreement
 from memory_bank.query.question import term_coverage
 from memory_bank.query.slot_pairs import (
     Candidate,

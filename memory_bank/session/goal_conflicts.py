@@ -10,7 +10,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from memory_bank.graph.analysis import NodeView, Relationship
-from memory_bank.query.goal_answers import Goal, disagreement
+from memory_bank.query.goal_answers import Goal
+from memory_bank.query.goal_disagreement import disagreement
 
 Encode = Callable[[list[str]], np.ndarray]
 

@@ -6,7 +6,8 @@ the attribute is, and two such answers disagree unless one phrase holds the othe
 from __future__ import annotations
 
 from memory_bank.graph.subjects import text_facts
-from memory_bank.query.goal_answers import Goal, disagreement
+from memory_bank.query.goal_answers import Goal
+from memory_bank.query.goal_disagreement import disagreement
 
 
 def _answer(goal: str, text: str) -> list[str] | None:

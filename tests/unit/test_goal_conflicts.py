@@ -10,7 +10,8 @@ from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.graph.subjects import text_facts
 from memory_bank.llm.seam import prompt
-from memory_bank.query.goal_answers import Goal, disagreement
+from memory_bank.query.goal_answers import Goal
+from memory_bank.query.goal_disagreement import disagreement
 from memory_bank.session.agent_roles import _payload
 from memory_bank.session.goal_conflicts import goal_conflicts
 from memory_bank.session.roles import AnalyzeRequest, NodeInfo

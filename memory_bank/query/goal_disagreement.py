@@ -1,0 +1,95 @@
+"""Whether two texts' answers to one question (`query.goal_answers`) disagree on their face.
+
+Two answers are no disagreement when
+- they share a value, or one holds the other ("May 1931" / "3 May 1931"; "Oakleigh, Victoria" /
+  "Victoria"; "oak" / "oak timber");
+- the two sentences name two things the question's name covers ("the Corra Bell" and "the
+  Corra Rose" for "Where were the Corra ferries built?");
+- the question asks several things and each states another of its words ("Who designed it,
+  and who owns it?": one says who designed it, the other who owns it); there only its own
+  words say which a sentence answers, so no paraphrase counts. (A question asking one thing
+  may word it twice over: "How many people live on ...?" is answered by "home to 960 people"
+  and by "1,240 live there".);
+- no two of their values measure one thing: another unit, or another dimension ("31 metres
+  high" / "410 metres long");
+- each dates its claim, at another time ("in 1990 ... 42 members" / "by 2020 ... 118").
+"""
+
+from __future__ import annotations
+
+from memory_bank.graph.contradictions import Contradiction
+from memory_bank.graph.value_context import dates_claim
+from memory_bank.graph.value_identity import compatible_names, dates_compatible, same_kind
+from memory_bank.query.goal_answers import Goal, GoalAnswer, dimension_of
+
+
+def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradiction | None:
+    """The two answers' disagreement on their face, or None (module docstring)."""
+    keys = [{v.key for v in answer.values} for answer in (first, second)]
+    if any(_one_holds_the_other(a, b) for a in keys[0] for b in keys[1]):
+        return None
+    if goal.several and first.stated and second.stated and not first.stated & second.stated:
+        return None
+    if _two_things(goal, first, second):
+        return None
+    pairs = [
+        (a, b)
+        for a in first.values
+        for b in second.values
+        if same_kind(a.kind, b.kind)
+        and dimension_of(first.sentence.text, a, goal.dimension)
+        == dimension_of(second.sentence.text, b, goal.dimension)
+    ]
+    if not pairs or _own_times(first, second):
+        return None
+    old, new = pairs[0]
+    return Contradiction(
+        old_sentence=first.sentence.text,
+        new_sentence=second.sentence.text,
+        subject="",
+        attribute=" ".join(sorted(first.stated | second.stated)),
+        old_value=old.text,
+        new_value=new.text,
+        kind=old.kind,
+    )
+
+
+def _one_holds_the_other(first: str, second: str) -> bool:
+    """One value, or one holds the other: a date told less precisely ("June 1902" / "4 June
+    1902"), a place and its region ("Oakleigh, Victoria" / "Victoria"), a phrase and one that
+    says more ("oak" / "oak timber")."""
+    if first == second:
+        return True
+    if first.startswith("n:") and second.startswith("n:"):
+        words = [set(key[2:].split()) for key in (first, second)]
+        return words[0] <= words[1] or words[1] <= words[0]
+    if first.startswith("d:") and second.startswith("d:"):
+        return dates_compatible(first, second)
+    if first.startswith("e:") and second.startswith("e:"):
+        parts = [set(key[2:].split("|")) for key in (first, second)]
+        return parts[0] <= parts[1] or parts[1] <= parts[0]
+    return False
+
+
+def _two_things(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> bool:
+    """Whether the sentences name two things the goal's name covers ("the Corra Bell" / "the
+    Corra Rose" for a goal that asks of "the Corra ferries")."""
+    named = [[k for k in a.sentence.name_keys if goal.names_one_of([k])] for a in (first, second)]
+    return all(named) and not any(compatible_names(a, b) for a in named[0] for b in named[1])
+
+
+def _own_times(first: GoalAnswer, second: GoalAnswer) -> bool:
+    """Whether each sentence dates its claim (`value_context.dates_claim`) and the two dates
+    are not one time."""
+    dates = [
+        {
+            v.key
+            for v in a.sentence.values
+            if v.kind == "date"
+            and v not in a.values
+            and bool(a.values)
+            and dates_claim(a.sentence.text, v, a.values[0])
+        }
+        for a in (first, second)
+    ]
+    return all(dates) and not any(dates_compatible(a, b) for a in dates[0] for b in dates[1])
