@@ -9,8 +9,9 @@ import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
+from memory_bank.graph.openings import PARTICIPLE, PARTICIPLE_OBJECTS
 from memory_bank.graph.value_identity import names_nested, value_key_of
-from memory_bank.graph.values import PARTICIPLE, PARTICIPLE_OBJECTS, Value, extract_values
+from memory_bank.graph.values import Value, extract_values
 from memory_bank.text.lexicon import search_tokens, stem_words
 
 # A later sentence that names the value it replaces.

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from memory_bank.graph import openings as openings_module
 from memory_bank.graph import sentence_facts as sentence_facts_module
 from memory_bank.graph import values as values_module
 from memory_bank.graph.sentence_facts import SentenceFacts
@@ -77,7 +78,13 @@ _SCHEMA = pa.schema(
 def facts_version() -> str:
     """A digest of the code that reads a sentence: facts stored under another are read anew."""
     digest = hashlib.blake2b(digest_size=8)
-    for module in (sentence_facts_module, values_module, lexicon_module, sentences_module):
+    for module in (
+        sentence_facts_module,
+        values_module,
+        openings_module,
+        lexicon_module,
+        sentences_module,
+    ):
         digest.update(Path(module.__file__ or "").read_bytes())
     digest.update(str(lexicon_module.STEMS_VERSION).encode())
     return digest.hexdigest()

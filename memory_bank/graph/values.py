@@ -14,6 +14,13 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from memory_bank.graph.openings import (
+    NAME_FOLLOWER,
+    PARTICIPLE,
+    POSSESSIVE,
+    common_opening,
+    opens_clause,
+)
 from memory_bank.text.lexicon import FUNCTION_WORDS, MONTHS, WEEKDAYS, stem_words
 
 _MONTH_ABBREVIATIONS = {month[:3]: month for month in MONTHS} | {"sept": "september"}
@@ -33,13 +40,6 @@ _NUMBER_WORDS = {
     if value >= 2  # "one" is a pronoun as often as a number
 }
 # fmt: on
-# A capitalized participle opening a sentence ("Built as a shipping office", "Rebuilt after a
-# fire", "Founded in 1983"): grammar's capital, never a name.
-PARTICIPLE = (
-    r"[A-Z][a-z]{2,}ed|(?:Re|Un|Over|Under)?(?i:built|held|born|made|known|grown|shown|given|"
-    r"taken|written|seen|begun|sold|kept|won|lost|found|run|set|led)"
-)
-_OPENING_PARTICIPLE = re.compile(PARTICIPLE)
 _SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "bn": 1e9, "m": 1e6}
 _MONTH_NAME = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
 _YEAR = r"(?:1[0-9]{3}|20[0-9]{2})"
@@ -221,7 +221,7 @@ def _closes_fronted_phrase(sentence: str, start: int, gap: str, next_end: int) -
     return (
         _FRONTED_OPENING.match(sentence) is not None
         and following is not None
-        and _NAME_FOLLOWER.fullmatch(following.group(1)) is not None
+        and NAME_FOLLOWER.fullmatch(following.group(1)) is not None
     )
 
 
@@ -301,15 +301,15 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
                 gap not in (" ", "-")
                 and not (initial and word[0].isupper() and lower not in _NOT_NAMES)
             )
-            or _POSSESSIVE.search(run[-1].group(0))
+            or POSSESSIVE.search(run[-1].group(0))
         ):
             close()
-        bare = _POSSESSIVE.sub("", lower)  # "Saturday's outing": a day, no name
+        bare = POSSESSIVE.sub("", lower)  # "Saturday's outing": a day, no name
         if capitalized and bare not in MONTHS and bare not in _WEEKDAYS:
             if lower in _MONTH_ABBREVIATIONS and len(lower) <= 4:
                 close()
                 continue
-            opening = position == 0 or _opens_clause(sentence, match.start())
+            opening = position == 0 or opens_clause(sentence, match.start())
             numbered = lower in _NUMBER_WORDS and _CAPITALIZED_NEXT.match(sentence, match.end())
             if (
                 opening
@@ -317,7 +317,7 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
                 and not numbered  # "Nine Inch Nails", "Two Dollar Radio"
                 and (
                     bare in _NOT_NAMES  # "It's", "There's"
-                    or _common_opening(sentence, words, position)
+                    or common_opening(sentence, words, position)
                 )
             ):
                 continue
@@ -347,63 +347,13 @@ def _numbered_names(sentence: str) -> list[tuple[int, int]]:
     ]
 
 
-_POSSESSIVE = re.compile(r"['’]s$")
-# What follows a sentence-opening name: a verb, a comma, a possessive ("Alice is", "Penn
-# recorded", "Bob, ..."). A capitalized opening word followed by a common word is grammar's
-# capital ("Club historians have ...", "Archival records show ...").
-_NAME_FOLLOWER = re.compile(
-    r"(?:is|are|was|were|has|have|had|will|would|can|could|may|might|must|should|said|says|"
-    r"became|becomes|remains|joined|left|took|won|made|[a-z]+ed|[a-z]+s|[a-z]{3,}ly)$"
-)
-
-
-# A plural verb: the word before it at a sentence's start names many ("Roofers have").
-_PLURAL_VERBS = frozenset({"have", "are", "were"})
-# A participle opening a sentence ("Built as a shipping office", "Born in Orvieux").
-# fmt: off
-PARTICIPLE_OBJECTS = frozenset([
-    "as", "in", "on", "at", "by", "for", "from", "with", "to", "of", "into", "every", "each",
-    "after", "before", "during", "under", "over", "near", "the", "a", "an", "its", "his", "her",
-    "their", "this", "that",
-])
-# fmt: on
-
-
-# A word opening a sentence that labels the figure or the names after it, which say no more
-# ("Est. 1874"; "Founder: Hester Vaile"; "Stop 4: Vossen Town Hall" -- not a speaker's line,
-# "Alice: We moved in May").
-_LABEL = re.compile(r"\s*(?:\d+\s*(?=:))?(?:[:.]\s*\d|:\s*(?=[A-Z])(?![^.!?]*\b[a-z]{4,}\b))")
-
-
-def _common_opening(sentence: str, words: list[re.Match[str]], position: int) -> bool:
-    word = words[position].group(0)
-    if word.isupper() or _POSSESSIVE.search(word) or position + 1 >= len(words):
-        return False
-    if _LABEL.match(sentence, words[position].end()):
-        return True  # "Capacity: 4,200", "Est. 1874", "Founder: Hester Vaile": a label
-    following = words[position + 1]
-    gap = sentence[words[position].end() : following.start()]
-    if gap.strip() or following.group(0)[0].isupper():
-        return False  # "Bob, the CEO", "Alice Moreno": a name
-    if _OPENING_PARTICIPLE.fullmatch(word) and following.group(0) in PARTICIPLE_OBJECTS:
-        return True  # "Built as", "Held every": a participle ("Alfred is": a name)
-    if word.endswith("s") and following.group(0) in _PLURAL_VERBS:
-        return True  # "Roofers have", "Visitors are": a plural noun ("Alfred has": a name)
-    return _NAME_FOLLOWER.fullmatch(following.group(0)) is None
-
-
-def _opens_clause(sentence: str, start: int) -> bool:
-    before = sentence[:start].rstrip()
-    return not before or before[-1] in '.:;!?"“(–—-'
-
-
 def _strip_possessive(sentence: str, start: int, end: int) -> int:
     return end - 2 if sentence[start:end].endswith(("'s", "’s")) else end
 
 
 def name_key(text: str) -> str:
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode() or text
-    folded = _POSSESSIVE.sub("", folded.replace("’", "'"))
+    folded = POSSESSIVE.sub("", folded.replace("’", "'"))
     words = [w.lower().strip(".,") for w in re.split(r"[\s,&]+|\band\b", folded) if w.strip(".,")]
     words = [_SUFFIX_ABBREVIATIONS.get(w, w) if i else w for i, w in enumerate(words)]
     return " ".join(w for w in words if w not in _NAME_JOINERS and w != "the")
