@@ -217,9 +217,8 @@ class Goal:
     def _about_it(self, sentence: SentenceFacts, about: list, answer: Value) -> bool:
         """Whether a sentence is about the goal's subject: what it is about is, or says
         nothing but its answer and names nothing else ("Gary Tennent has been manager for two
-        seasons"), or it names
-        the subject and is about no other thing of the subject's kind ("the Westgate Tower"
-        where the goal asks of "the Eastgate Tower")."""
+        seasons"), or it names the subject and is about no other thing of the subject's kind
+        ("the Westgate Tower" where the goal asks of "the Eastgate Tower")."""
         kinds = {_kind_word(k) for k in self._subject} - {None}
         others = [k for k in sentence.name_keys if k != answer.key and not self.names_one_of([k])]
         # the answer may be what its sentence is about, unless it is another of the subject's
