@@ -60,7 +60,7 @@ def _one_holds_the_other(first: str, second: str) -> bool:
     says more ("oak" / "oak timber")."""
     if first == second:
         return True
-    if first.startswith("n:") and second.startswith("n:"):
+    if first.startswith("p:") and second.startswith("p:"):
         words = [set(key[2:].split()) for key in (first, second)]
         return words[0] <= words[1] or words[1] <= words[0]
     if first.startswith("d:") and second.startswith("d:"):

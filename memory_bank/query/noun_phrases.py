@@ -82,7 +82,7 @@ class NounPhrases:
 
         if values and not (after and all(gap(v.start, v.end) > gap(start, end) for v in values)):
             return None
-        key = "n:" + " ".join(sorted({u.key for u in words}))
+        key = "p:" + " ".join(sorted({u.key for u in words}))  # a phrase, its stems
         return Value(sentence.text[start:end], key, "word", start, end)
 
     def _after(self, text: str, units: tuple[Unit, ...], at: int) -> list[int]:
