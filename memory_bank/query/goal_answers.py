@@ -38,7 +38,7 @@ from memory_bank.graph.value_identity import (
     without_head,
 )
 from memory_bank.graph.values import Value, name_key
-from memory_bank.query.noun_phrases import NounPhrases
+from memory_bank.query.noun_phrases import WH_WORD, NounPhrases
 from memory_bank.query.slot_rules import Asked, possessor, value_role
 from memory_bank.text.lexicon import FUNCTION_WORDS, text_stems
 
@@ -83,7 +83,7 @@ class Goal:
         # Words that describe the subject ("the racing driver Eddie Irvine") ask nothing of it.
         self.attribute = sentence_facts(text).frame - _KIND_STEMS - _descriptions(text, self.asked)
         # "Find out who designed it": the words before the question's wh-word ask, not of it
-        wh = _WH_WORD.search(text)
+        wh = WH_WORD.search(text)
         if wh is not None and wh.start() > 0:
             self.attribute -= text_stems(text[: wh.start()])
         # A verb and its agent noun say the same attribute ("edits" / "the editor", "owns" /
@@ -262,7 +262,6 @@ class Goal:
 
 
 _DETERMINERS = frozenset({"the", "a", "an"})
-_WH_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 _LOCATING = re.compile(r",?\s+(?:at|in|on|near)\s+(?:the\s+)?", re.IGNORECASE)
 
 

@@ -28,7 +28,8 @@ from memory_bank.graph.span_difference import (
 from memory_bank.graph.values import Value
 from memory_bank.text.lexicon import NAME_STOPWORDS, text_stems
 
-_WH_WORD = re.compile(r"\b(what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
+# The word a question asks with ("what", "who", ...), and what stands before it is a request.
+WH_WORD = re.compile(r"\b(what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 # What asks for a type of thing rather than naming one ("what kind of buses").
 _TYPE_WORDS = frozenset({"kind", "kinds", "type", "types", "sort", "sorts"})
 # The grammar between an attribute's word and the phrase that says it ("roofed in clay tiles").
@@ -42,7 +43,7 @@ class NounPhrases:
     def __init__(
         self, question: str, names_one_of: Callable[[Sequence[str]], bool], kind_stems: frozenset
     ) -> None:
-        wh = _WH_WORD.search(question)
+        wh = WH_WORD.search(question)
         self.asks = wh is not None and wh.group(1).lower() in {"what", "which"}
         self._names_one_of = names_one_of
         self._own_stems = text_stems(question) | text_stems(" ".join(_TYPE_WORDS))
