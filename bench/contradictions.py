@@ -23,8 +23,9 @@ $MEMORY_BANK_EVAL_DIR):
   "fresh claims 4" (bench/data/fresh_claims_4.json), "fresh claims 5"
   (bench/data/fresh_claims_5.json), "fresh claims 6" (bench/data/fresh_claims_6.json),
   "fresh claims 7" (bench/data/fresh_claims_7.json), "fresh claims 8"
-  (bench/data/fresh_claims_8.json), "fresh claims 9" (bench/data/fresh_claims_9.json) and
-  "fresh claims 10" (bench/data/fresh_claims_10.json; the third to tenth written blind by helpers before the conflict rules were changed): self-contained paragraphs
+  (bench/data/fresh_claims_8.json), "fresh claims 9" (bench/data/fresh_claims_9.json),
+  "fresh claims 10" (bench/data/fresh_claims_10.json) and "fresh claims 11"
+  (bench/data/fresh_claims_11.json; the third to eleventh written blind by helpers before the conflict rules were changed): self-contained paragraphs
   about invented entities and updates worded as new sentences, every value kind; held out while
   building the claims rules (bench/claim_pairs.py reads the second and third ones'
   must-not-conflict pairs too, with --suite fresh_claims_3 for the third).
@@ -72,6 +73,7 @@ SUITES = {
     "fresh claims 8": ROOT / "bench" / "data" / "fresh_claims_8.json",
     "fresh claims 9": ROOT / "bench" / "data" / "fresh_claims_9.json",
     "fresh claims 10": ROOT / "bench" / "data" / "fresh_claims_10.json",
+    "fresh claims 11": ROOT / "bench" / "data" / "fresh_claims_11.json",
 }
 
 
@@ -88,6 +90,7 @@ PAIR_SUITES = (
     "fresh claims 8",
     "fresh claims 9",
     "fresh claims 10",
+    "fresh claims 11",
 )
 # The answer may name a replaced value as history, in the form the answer writes it:
 # "Cleveland (previously Columbus, until 2024-03-01)". Stated there, it is not stated as current.
@@ -329,6 +332,7 @@ def main() -> None:
         ("fresh claims 8 (held out)", lambda c: c["suite"] == "fresh claims 8"),
         ("fresh claims 9 (held out)", lambda c: c["suite"] == "fresh claims 9"),
         ("fresh claims 10 (held out)", lambda c: c["suite"] == "fresh claims 10"),
+        ("fresh claims 11 (held out)", lambda c: c["suite"] == "fresh claims 11"),
     ]
     columns = [
         ("before graph", without, lambda r: r["current"] and not r["stale"]),
