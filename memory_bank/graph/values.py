@@ -22,6 +22,7 @@ from memory_bank.graph.openings import (
     opens_clause,
 )
 from memory_bank.text.lexicon import FUNCTION_WORDS, MONTHS, WEEKDAYS, stem_words
+from memory_bank.text.number_words import NUMBER_WORDS, word_numbers
 
 _MONTH_ABBREVIATIONS = {month[:3]: month for month in MONTHS} | {"sept": "september"}
 _WEEKDAYS = frozenset(WEEKDAYS)
@@ -29,17 +30,6 @@ _WEEKDAYS = frozenset(WEEKDAYS)
 _ROLE_ACRONYMS = frozenset(
     ["ceo", "cfo", "cto", "coo", "cio", "cmo", "cso", "vp", "svp", "evp", "md", "mp", "mep", "gm"]
 )
-# fmt: off
-_NUMBER_WORDS = {
-    word: value
-    for value, word in enumerate([
-        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-        "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-        "nineteen", "twenty",
-    ])
-    if value >= 2  # "one" is a pronoun as often as a number
-}
-# fmt: on
 _SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "bn": 1e9, "m": 1e6}
 _MONTH_NAME = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
 _YEAR = r"(?:1[0-9]{3}|20[0-9]{2})"
@@ -56,6 +46,7 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W\d_][\w'’.-]*[^\W_]|[^\W\d_]")
+_DECADE = re.compile(r"\b(1[0-9]{2}|20[0-9])0s\b")
 # Words that may join capitalized words into one name ("Bank of America", "Leonardo da Vinci",
 # "Inside the NBA").
 _NAME_JOINERS = frozenset(
@@ -96,6 +87,12 @@ def extract_values(sentence: str) -> list[Value]:
         if key and free(match.start(), match.end()):
             values.append(Value(match.group(0), key, "date", match.start(), match.end()))
             taken.append((match.start(), match.end()))
+    for match in _DECADE.finditer(sentence):
+        # "the 1920s": any date of the decade is told less precisely (its key is their prefix)
+        if free(match.start(), match.end()):
+            key = "d:" + match.group(1)
+            values.append(Value(match.group(0), key, "date", match.start(), match.end()))
+            taken.append((match.start(), match.end()))
     for start, end in _numbered_names(sentence):
         if free(start, end):
             text = sentence[start:end]
@@ -119,18 +116,12 @@ def extract_values(sentence: str) -> list[Value]:
             unit = "money"
         values.append(Value(sentence[start:end], f"n:{number:g}", f"number:{unit}", start, end))
         taken.append((start, end))
-    for match in _WORD.finditer(sentence):
-        word = match.group(0).lower()
-        if word in _NUMBER_WORDS and free(match.start(), match.end()):
-            unit = _unit_after(sentence, match.end())
-            if _CAPITALIZED_NEXT.match(sentence, match.end()):
-                continue  # "Nine Inch Nails", "Two Dollar Radio": a name
-            if unit:  # "three members", not "the three of them"
-                key = f"n:{_NUMBER_WORDS[word]:g}"
-                values.append(
-                    Value(match.group(0), key, f"number:{unit}", match.start(), match.end())
-                )
-                taken.append((match.start(), match.end()))
+    for start, end, number in word_numbers(sentence):
+        if not free(start, end) or _CAPITALIZED_NEXT.match(sentence, end):
+            continue  # "Nine Inch Nails", "Two Dollar Radio": a name
+        if unit := _unit_after(sentence, end):  # "three members", not "the three of them"
+            values.append(Value(sentence[start:end], f"n:{number:g}", f"number:{unit}", start, end))
+            taken.append((start, end))
     for match in _WORD.finditer(sentence):
         if match.group(0).lower() in _WEEKDAYS and free(match.start(), match.end()):
             key = "w:" + match.group(0).lower()
@@ -310,7 +301,7 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
                 close()
                 continue
             opening = position == 0 or opens_clause(sentence, match.start())
-            numbered = lower in _NUMBER_WORDS and _CAPITALIZED_NEXT.match(sentence, match.end())
+            numbered = lower in NUMBER_WORDS and _CAPITALIZED_NEXT.match(sentence, match.end())
             if (
                 opening
                 and not run

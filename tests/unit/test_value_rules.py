@@ -7,7 +7,7 @@ from memory_bank.graph.contradictions import find_contradiction
 from memory_bank.graph.sentence_facts import mentions_value, sentence_facts
 from memory_bank.graph.subjects import text_facts
 from memory_bank.graph.value_context import modifies_noun, named_as_alias
-from memory_bank.graph.value_identity import name_contains, value_key_of
+from memory_bank.graph.value_identity import dates_compatible, name_contains, value_key_of
 from memory_bank.graph.values import extract_values
 
 
@@ -118,3 +118,11 @@ def test_a_unit_is_one_unit_however_written_and_its_is_no_name():
     assert [v.kind for v in extract_values("The mast rises 38 metres.")] == ["number:metr"]
     assert [v.kind for v in extract_values("It cost £52m in 2010.")][0] == "number:money"
     assert _names("It's a short walk from Harwick.") == ["Harwick"]
+
+
+def test_a_decade_is_a_date_that_holds_its_years():
+    values = extract_values("Through the 1950s the ferry was run by Ida Venn.")
+    decade = next(v for v in values if v.text == "1950s")
+    assert decade.kind == "date"
+    assert dates_compatible(decade.key, "d:1957")
+    assert not dates_compatible(decade.key, "d:1962")
