@@ -132,7 +132,10 @@ def _word_units(sentence: str, start: int, end: int) -> list[Unit]:
     stems = stem_words(words)
     units = []
     for match, word, stem in zip(tokens, words, stems, strict=True):
-        if word in _ARTICLES:
+        # the possessive "'s" after a name ("Hobb's Cross" read as the names "Hobb", "Cross")
+        # is grammar, as an article is
+        clitic = word == "s" and sentence[match.start() - 1 : match.start()] in {"'", "’"}
+        if word in _ARTICLES or clitic:
             continue
         if not word[0].isalnum() or word in _CLAUSE_WORDS:
             units.append(Unit(_CLAUSE, "mark", match.start(), match.end()))

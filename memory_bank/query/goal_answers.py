@@ -101,8 +101,13 @@ class Goal:
         for value in self.asked.values:
             rest = rest.replace(value.text, " ")
         self.several = bool(_AND.search(rest))
-        # "who" asks for no place ("from Dunmore"), "where" for no agent ("by Edna Pryor")
+        # "who" asks for no place ("from Dunmore"), "where" for no agent ("by Edna Pryor"),
+        # nor does "in which town"
         opening = text.split(maxsplit=1)[0].lower() if text.strip() else ""
+        if wh is not None and wh.group(1).lower() in {"which", "what"}:
+            asked_kind = text[wh.end() :].split(maxsplit=1)[:1]
+            if asked_kind and asked_kind[0].lower() in _PLACE_KINDS:
+                opening = "where"
         self._other_roles = {"who": {"place"}, "whom": {"place"}, "where": {"agent"}}.get(
             opening, set()
         )
@@ -262,6 +267,10 @@ class Goal:
 
 
 _DETERMINERS = frozenset({"the", "a", "an"})
+# What a place is called by kind: "which town" asks where, as "where" does.
+_PLACE_KINDS = frozenset(
+    {"village", "town", "city", "county", "district", "province", "region", "country", "state"}
+)
 _LOCATING = re.compile(r",?\s+(?:at|in|on|near)\s+(?:the\s+)?", re.IGNORECASE)
 
 

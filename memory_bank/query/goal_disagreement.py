@@ -2,7 +2,8 @@
 
 Two answers are no disagreement when
 - they share a value, or one holds the other ("May 1931" / "3 May 1931"; "Oakleigh, Victoria" /
-  "Victoria"; "oak" / "oak timber");
+  "Victoria"; "Merriland Printing" / "Merriland Printing Company Limited"; "oak" / "oak
+  timber");
 - the two sentences name two things the question's name covers ("the Corra Bell" and "the
   Corra Rose" for "Where were the Corra ferries built?");
 - the question asks several things and each states another of its words ("Who designed it,
@@ -56,7 +57,8 @@ def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradic
 
 def _one_holds_the_other(first: str, second: str) -> bool:
     """One value, or one holds the other: a date told less precisely ("June 1902" / "4 June
-    1902"), a place and its region ("Oakleigh, Victoria" / "Victoria"), a phrase and one that
+    1902"), a place and its region ("Oakleigh, Victoria" / "Victoria"), a name and its short
+    form ("Merriland Printing Company Limited" / "Merriland Printing"), a phrase and one that
     says more ("oak" / "oak timber")."""
     if first == second:
         return True
@@ -65,10 +67,7 @@ def _one_holds_the_other(first: str, second: str) -> bool:
         return words[0] <= words[1] or words[1] <= words[0]
     if first.startswith("d:") and second.startswith("d:"):
         return dates_compatible(first, second)
-    if first.startswith("e:") and second.startswith("e:"):
-        parts = [set(key[2:].split("|")) for key in (first, second)]
-        return parts[0] <= parts[1] or parts[1] <= parts[0]
-    return False
+    return compatible_names(first, second)
 
 
 def _two_things(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> bool:

@@ -188,3 +188,34 @@ def test_a_title_that_states_the_attribute_is_no_part_of_the_name():
             "The Marne Quarterly is a literary magazine. The magazine is edited by Ruth Pell.",
             "Editor Sam Oduya said the Marne Quarterly would print more poems.",
         ) == ("Ruth Pell", "Sam Oduya")
+
+
+def test_a_possessive_s_is_no_word_of_an_answer():
+    assert _answer(
+        "What covers the spire of St Aldric's in Wenmouth?",
+        "Roofers working on the spire of St Aldric's in Wenmouth laid a covering of zinc sheet.",
+    ) == ["zinc sheet"]
+    assert (
+        _answer(
+            "What is the population of Pell's Green?",
+            "A survey put the population of Pell's Green at 2,310 this spring.",
+        )[0]
+        == "2,310"
+    )
+
+
+def test_which_town_asks_where_so_no_agent_answers():
+    text = "Corby Mills was set up in 1911 by Ada and Tom Lusk and has its offices in Harnby."
+    assert _answer("In which town are the offices of Corby Mills?", text) == ["Harnby"]
+    assert _answer("Which person set up Corby Mills?", text)[0] == "Ada and Tom Lusk"
+
+
+def test_a_name_and_its_short_form_are_one_answer():
+    assert (
+        _values(
+            "Who printed the Dunmere Almanac?",
+            "The Dunmere Almanac was printed by the Askew Press Company Limited of Leeds.",
+            "The Dunmere Almanac was printed by Askew Press for forty years.",
+        )
+        is None
+    )
