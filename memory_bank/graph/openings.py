@@ -46,10 +46,12 @@ _LABEL = re.compile(r"\s*(?:\d+\s*(?=:))?(?:[:.]\s*\d|:\s*(?=[A-Z])(?![^.!?]*\b[
 
 def common_opening(sentence: str, words: list[re.Match[str]], position: int) -> bool:
     word = words[position].group(0)
-    if word.isupper() or POSSESSIVE.search(word) or position + 1 >= len(words):
+    if word.isupper() or POSSESSIVE.search(word):
         return False
     if _LABEL.match(sentence, words[position].end()):
         return True  # "Capacity: 4,200", "Est. 1874", "Founder: Hester Vaile": a label
+    if position + 1 >= len(words):
+        return False
     following = words[position + 1]
     gap = sentence[words[position].end() : following.start()]
     if gap.strip() or following.group(0)[0].isupper():

@@ -55,15 +55,20 @@ _ABBREVIATIONS = {
     "cf",
 }
 
+# A field of a record or a list opens with a short capitalized label and a colon ("Head coach:
+# Ewan Stroud", "Founded: 1874", "ELSDON: We have 310"): it starts a sentence of its own.
+_FIELD = r"[A-Z][\w'’-]*(?:[ ][\w'’-]+){0,3}:\s"
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace,
-# at CJK sentence punctuation, or at a line break that starts a new block/list item/header.
+# at CJK sentence punctuation, or at a line break that starts a new block/list item/header or
+# a field.
 # Closing quotes/brackets (group "close") belong to the sentence they close.
 _BOUNDARY = re.compile(
     r"(?<=[.!?])(?P<close>[\"'”’)\]]*)\s+"
     r"|(?<=[。！？])(?P<cjk_close>[」』）]*)"
     r"|\n\s*\n"
-    r"|\n(?=\s*(?:[-*+]\s|\d+[.)]\s|#{1,6}\s|\|))"
+    r"|\n(?=\s*(?:[-*+]\s|\d+[.)]\s|#{1,6}\s|\||" + _FIELD + "))"
 )
+_FIELD_START = re.compile(_FIELD)
 
 
 _LOWERCASE_START = re.compile(r"[a-z]")
@@ -104,8 +109,9 @@ def split_sentence_spans(text: str) -> list[Span]:
             and piece.strip()
             and match.group(0).strip() == ""
             and _ends_with_abbreviation(piece)
+            and not _FIELD_START.match(text, match.end())
         ):
-            continue  # "e.g. this" is one sentence
+            continue  # "e.g. this" is one sentence; "Ltd. Founded: 1911" is two
         if (
             not blank_line
             and piece.rstrip()[-1:] in (".", "?", "!")

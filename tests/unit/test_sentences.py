@@ -26,6 +26,22 @@ def test_blank_lines_and_list_items_are_boundaries():
     ]
 
 
+def test_a_field_line_is_a_sentence_and_a_wrapped_line_is_not():
+    assert split_sentences("Wyre Sailing Club\nCommodore: Ruth Amble\nFounded: 1902") == [
+        "Wyre Sailing Club",
+        "Commodore: Ruth Amble",
+        "Founded: 1902",
+    ]
+    assert split_sentences("Harl Ropes Ltd. Employees: 64. Owner: Ida Penn.") == [
+        "Harl Ropes Ltd.",
+        "Employees: 64.",
+        "Owner: Ida Penn.",
+    ]
+    assert split_sentences("The ropewalk was run by\nIda Penn and Co. of Harl until 1950.") == [
+        "The ropewalk was run by\nIda Penn and Co. of Harl until 1950."
+    ]
+
+
 def test_spans_point_into_the_original_text():
     text = "  One sentence here.   Another one!  \n\n Third. "
     spans = split_sentence_spans(text)
