@@ -46,6 +46,7 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W\d_][\w'’.-]*[^\W_]|[^\W\d_]")
+_FAMILY = re.compile(r"\s+family\b")
 _DECADE = re.compile(r"\b(1[0-9]{2}|20[0-9])0s\b")
 # Words that may join capitalized words into one name ("Bank of America", "Leonardo da Vinci",
 # "Inside the NBA").
@@ -128,6 +129,10 @@ def extract_values(sentence: str) -> list[Value]:
             values.append(Value(match.group(0), key, "weekday", match.start(), match.end()))
             taken.append((match.start(), match.end()))
     for start, end in _joined(sentence, [s for s in _name_spans(sentence) if free(*s)]):
+        # "the Pendry family": a family is named by its surname and the word "family"
+        family = _FAMILY.match(sentence, end)
+        if family and sentence[:start].rstrip().lower().endswith("the"):
+            end = family.end()
         text = sentence[start:end]
         # "Young, New South Wales": the place, then its regions
         key = "|".join(name_key(part) for part in re.split(r",\s*", text))

@@ -87,8 +87,11 @@ class Goal:
         if wh is not None and wh.start() > 0:
             self.attribute -= text_stems(text[: wh.start()])
         # A verb and its agent noun say the same attribute ("edits" / "the editor", "owns" /
-        # "its owner"): each word that states an attribute word, to that word.
-        self._stating = {f"{stem}{end}": stem for stem in self.attribute for end in ("er", "or")}
+        # "its owner", "employs" / "its employees"): each word that states an attribute word,
+        # to that word.
+        self._stating = {
+            f"{stem}{end}": stem for stem in self.attribute for end in ("er", "or", "e")
+        }
         self._stating.update(
             {
                 stem[:-2]: stem
@@ -161,12 +164,22 @@ class Goal:
                 and value_role(sentence, v) not in self._other_roles
                 and not (self.names_one_of([v.key]) and not self._named_place(sentence, v))
             )
-            # "India's pop band Euphoria": a possessor qualifies the value after it
-            values = tuple(v for v in values if not possessor(sentence, v)) or values
+            # "India's pop band Euphoria": a possessor qualifies the value after it; "a
+            # 14-metre spire" measures the spire
+            values = (
+                tuple(
+                    v
+                    for v in values
+                    if not possessor(sentence, v) and not self._of_another(sentence, v)
+                )
+                or values
+            )
             values, titles = self._untitled(values)
             said = frozenset(word for word in sentence.frame if word in self._stating) | titles
             stated = frozenset(self._stating[word] for word in said)
-            noun = self._phrases.answer(sentence, said, values) if said else None
+            # "which year" asks for a date, not for the phrase a sentence gives
+            asks_phrase = said and "name" in self.asked.kinds
+            noun = self._phrases.answer(sentence, said, values) if asks_phrase else None
             if noun is not None:
                 values = (noun,)
             if not stated and values and self._measures(sentence, values):
@@ -200,6 +213,17 @@ class Goal:
                 titles.add(stem)
             kept.append(value)
         return tuple(kept), frozenset(titles)
+
+    def _of_another(self, sentence: SentenceFacts, value: Value) -> bool:
+        """Whether a measure written before a noun ("a 14-metre spire") measures that noun and
+        not the subject or what is asked of it ("the 148-metre tower" measures the Orrisdale
+        Tower, "a 33-metre pool" the pool a question asks of)."""
+        noun = _MEASURED_NOUN.match(sentence.text, value.end)
+        if not value.kind.startswith("number") or noun is None:
+            return False
+        stems = text_stems(noun.group(0)[1:])
+        kinds = {_kind_word(k) for k in self._subject} - {None}
+        return not stems & (self._name_stems | self.attribute | text_stems(" ".join(kinds)))
 
     def _named_place(self, sentence: SentenceFacts, value: Value) -> bool:
         """Whether a value that shares the subject's name is the place asked for: a club is
@@ -271,6 +295,8 @@ _DETERMINERS = frozenset({"the", "a", "an"})
 _PLACE_KINDS = frozenset(
     {"village", "town", "city", "county", "district", "province", "region", "country", "state"}
 )
+# A measure joined to its unit by a hyphen, then the noun it measures ("14-metre steel spire").
+_MEASURED_NOUN = re.compile(r"-[a-z]+\s+[a-z]+(?:\s+[a-z]+)?")
 _LOCATING = re.compile(r",?\s+(?:at|in|on|near)\s+(?:the\s+)?", re.IGNORECASE)
 
 

@@ -219,3 +219,28 @@ def test_a_name_and_its_short_form_are_one_answer():
         )
         is None
     )
+
+
+def test_a_field_of_a_record_states_its_label():
+    record = "Harl Ropes Ltd.\nFounded: 1874\nEmployees: 64\nOwner: Ida Penn"
+    assert _answer("When was Harl Ropes founded?", record) == ["1874"]
+    assert _answer("How many people does Harl Ropes employ?", record) == ["64"]
+    assert _answer("Who is the owner of Harl Ropes?", record) == ["Ida Penn"]
+
+
+def test_a_measure_before_another_noun_measures_that_noun():
+    text = "A 9-metre mast was fixed to Kerrow Lighthouse, taking it to a height of 41 metres."
+    assert _answer("What is the height of Kerrow Lighthouse?", text) == ["41"]
+    own = "Kerrow Lighthouse is a 38-metre lighthouse with a 6-metre lantern at its height."
+    assert _answer("What is the height of Kerrow Lighthouse?", own) == ["38"]
+
+
+def test_a_question_for_a_year_takes_no_phrase():
+    text = "Tolby Rowing Club is an amateur rowing club. The club was established in 1871."
+    assert _answer("In which year was Tolby Rowing Club established?", text) == ["1871"]
+
+
+def test_a_family_is_named_with_its_word():
+    assert _answer(
+        "Who owns the Harl Arms?", "The Harl Arms is owned by the Penwith family, who bought it."
+    ) == ["Penwith family"]
