@@ -4,6 +4,8 @@ Two answers are no disagreement when
 - they share a value, or one holds the other ("May 1931" / "3 May 1931"; "Oakleigh, Victoria" /
   "Victoria"; "Merriland Printing" / "Merriland Printing Company Limited"; "oak" / "oak
   timber");
+- either sentence states the other's value too (the later one other than as what it
+  replaced);
 - the two sentences name two things the question's name covers ("the Corra Bell" and "the
   Corra Rose" for "Where were the Corra ferries built?");
 - the question asks several things and each states another of its words ("Who designed it,
@@ -19,6 +21,7 @@ Two answers are no disagreement when
 from __future__ import annotations
 
 from memory_bank.graph.contradictions import Contradiction
+from memory_bank.graph.sentence_facts import REPLACEMENT_CUES, mentions_value
 from memory_bank.graph.value_context import dates_claim
 from memory_bank.graph.value_identity import compatible_names, dates_compatible, same_kind
 from memory_bank.query.goal_answers import Goal, GoalAnswer, dimension_of
@@ -31,7 +34,7 @@ def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradic
         return None
     if goal.several and first.stated and second.stated and not first.stated & second.stated:
         return None
-    if _two_things(goal, first, second):
+    if _two_things(goal, first, second) or _states_both(first, second):
         return None
     pairs = [
         (a, b)
@@ -68,6 +71,18 @@ def _one_holds_the_other(first: str, second: str) -> bool:
     if first.startswith("d:") and second.startswith("d:"):
         return dates_compatible(first, second)
     return compatible_names(first, second)
+
+
+def _states_both(first: GoalAnswer, second: GoalAnswer) -> bool:
+    """Whether one answer's sentence states the other's value too: the earlier one the later
+    value ("played for Ayr, then Troon"), or the later one the earlier value other than as what
+    it replaced ("the medieval frame, all of oak timber" beside "framed in oak")."""
+    if any(mentions_value(first.sentence.text, v.text) for v in second.values[:1]):
+        return True
+    later = second.sentence.text
+    return not REPLACEMENT_CUES.search(later) and any(
+        mentions_value(later, v.text) for v in first.values[:1]
+    )
 
 
 def _two_things(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> bool:

@@ -244,3 +244,20 @@ def test_a_family_is_named_with_its_word():
     assert _answer(
         "Who owns the Harl Arms?", "The Harl Arms is owned by the Penwith family, who bought it."
     ) == ["Penwith family"]
+
+
+def test_answers_do_not_disagree_where_one_sentence_states_both():
+    goal = "What is the gate of Fenby Lock made of?"
+    assert (
+        _values(
+            goal,
+            "The gate of Fenby Lock is made of elm.",
+            "The medieval gate of Fenby Lock, all of elm, has lasted two hundred years.",
+        )
+        is None
+    )
+    assert _values(
+        goal,
+        "The gate of Fenby Lock is made of elm.",
+        "The gate of Fenby Lock is made of steel, replacing elm.",
+    ) == ("elm", "steel")
