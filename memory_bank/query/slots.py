@@ -39,6 +39,7 @@ import numpy as np
 from memory_bank.graph.contradictions import Contradiction, find_contradiction
 from memory_bank.graph.sentence_facts import SentenceFacts, mentions_value
 from memory_bank.graph.subjects import Subject, TextFacts, subjects_about, text_facts
+from memory_bank.graph.value_identity import value_key_of
 from memory_bank.query.goal_answers import Goal, GoalAnswer
 from memory_bank.query.goal_disagreement import disagreement
 from memory_bank.query.question import term_coverage
@@ -147,7 +148,9 @@ def slot_changes(
     ]
     if not candidates:  # most questions: no two memories of different commits to compare
         return []
-    by_answers = _answer_changes(question, pairs)
+    goal = Goal(question)
+    own = _OwnAnswers(goal)
+    by_answers = _answer_changes(goal, pairs, own)
     answers = {m.chunk: _answers(m, asked.terms, query_vector) for m in memories}
     if len(candidates) > MAX_JUDGED_PAIRS:
         candidates = _closest_to_the_question(candidates, answers)[:MAX_JUDGED_PAIRS]
@@ -162,7 +165,10 @@ def slot_changes(
             and contradiction.new_sentence in list(answers[candidate.newer.chunk])[:1]
         ):
             continue
-        if not _agree(candidate.older, candidate.newer, contradiction):
+        contradiction = _asked_old_side(contradiction, own(candidate.older))
+        if contradiction is not None and not _agree(
+            candidate.older, candidate.newer, contradiction
+        ):
             changes.append(
                 SlotChange(
                     candidate.older, candidate.newer, contradiction, candidate.pair.new_vector
@@ -176,27 +182,32 @@ def slot_changes(
     return _latest(changes + by_answers)
 
 
+class _OwnAnswers:
+    """Each memory's answer to the question in its own words (`goal_answers`, no paraphrase:
+    a replacement sets a claim aside as history, where a session's conflict only asks for a
+    check), read once per memory. Every sentence is read; a common noun phrase may be the
+    answer ("roofed with thatch")."""
+
+    def __init__(self, goal: Goal) -> None:
+        self._goal = goal
+        self._answers: dict[int, GoalAnswer | None] = {}
+
+    def __call__(self, memory: SlotMemory) -> GoalAnswer | None:
+        if not self._goal.names or self._goal.plural:
+            return None
+        if memory.chunk not in self._answers:
+            self._answers[memory.chunk] = self._goal.answer(_every_sentence(memory.text), None)
+        return self._answers[memory.chunk]
+
+
 def _answer_changes(
-    question: str, pairs: Sequence[tuple[SlotMemory, SlotMemory]]
+    goal: Goal, pairs: Sequence[tuple[SlotMemory, SlotMemory]], own: _OwnAnswers
 ) -> list[SlotChange]:
     """The pairs whose two memories each state, in the question's own words, a different value
-    for what it asks (`goal_answers`): the later one's replaced the earlier one's. Only the
-    question's words count here, no paraphrase: a replacement sets a claim aside as history,
-    where a session's conflict only asks for a check. Every sentence is read, a common noun
-    phrase may be the answer ("roofed with thatch")."""
-    goal = Goal(question)
-    if not goal.names or goal.plural:
-        return []
-    answers: dict[int, GoalAnswer | None] = {}
-
-    def answer(memory: SlotMemory) -> GoalAnswer | None:
-        if memory.chunk not in answers:
-            answers[memory.chunk] = goal.answer(_every_sentence(memory.text), None)
-        return answers[memory.chunk]
-
+    for what it asks: the later one's replaced the earlier one's."""
     changes = []
     for older, newer in pairs:
-        earlier, later = answer(older), answer(newer)
+        earlier, later = own(older), own(newer)
         if earlier is None or later is None:
             continue
         found = disagreement(goal, earlier, later)
@@ -204,6 +215,25 @@ def _answer_changes(
             vector = stored_vectors(newer).get(later.sentence.text.strip())
             changes.append(SlotChange(older, newer, found, vector))
     return changes
+
+
+def _asked_old_side(judged: Contradiction, earlier: GoalAnswer | None) -> Contradiction | None:
+    """A judged change, its old side what the earlier memory says in the question's own words
+    where that is another value of the kind: a sentence pair judged without the question may
+    pair the new value with another of the memory's values ("near the village of Quenmoor"
+    for "Who designed Quenmoor House?", where the memory says "designed by John Pellow").
+    None where the earlier memory's own answer is the new value."""
+    if earlier is None or not earlier.stated or not earlier.values:
+        return judged
+    answer = earlier.values[0]
+    new_key = value_key_of(judged.new_value) or "p:"
+    if new_key[:2] != answer.key[:2] or mentions_value(answer.text, judged.old_value):
+        return judged
+    if mentions_value(earlier.sentence.text, judged.new_value):
+        return None
+    return replace(
+        judged, old_sentence=earlier.sentence.text, old_value=answer.text, kind=answer.kind
+    )
 
 
 def _closest_to_the_question(

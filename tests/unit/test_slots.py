@@ -437,3 +437,27 @@ def test_a_later_memory_answering_in_the_questions_words_replaces_the_earlier_an
         "Edna Pryor",
         "Thomas Vane",
     )
+
+
+def test_a_judged_change_takes_what_the_earlier_memory_says_for_the_question(embedder):
+    # Judged without the question, the sentence pair matches the new owner with the village;
+    # the earlier memory says who owns the brewery in the question's own words.
+    older = _memory(
+        embedder,
+        0,
+        "The Tarn Brewery is a brewery in the village of Tarnby. It was founded in 1880 and is "
+        "owned by the Askew family.",
+        100.0,
+    )
+    newer = _memory(
+        embedder, 1, "Northfold Holdings has completed its purchase of the Tarn Brewery.", 200.0
+    )
+    question = "Who owns the Tarn Brewery?"
+
+    [change] = slot_changes(
+        question, [older, newer], query_vector=_question(embedder, question), encode=embedder.encode
+    )
+
+    found = change.contradiction
+    assert (found.old_value, found.new_value) == ("Askew family", "Northfold Holdings")
+    assert found.old_sentence == "It was founded in 1880 and is owned by the Askew family."
