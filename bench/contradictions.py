@@ -24,8 +24,9 @@ $MEMORY_BANK_EVAL_DIR):
   (bench/data/fresh_claims_5.json), "fresh claims 6" (bench/data/fresh_claims_6.json),
   "fresh claims 7" (bench/data/fresh_claims_7.json), "fresh claims 8"
   (bench/data/fresh_claims_8.json), "fresh claims 9" (bench/data/fresh_claims_9.json),
-  "fresh claims 10" (bench/data/fresh_claims_10.json) and "fresh claims 11"
-  (bench/data/fresh_claims_11.json; the third to eleventh written blind by helpers before the conflict rules were changed): self-contained paragraphs
+  "fresh claims 10" (bench/data/fresh_claims_10.json), "fresh claims 11"
+  (bench/data/fresh_claims_11.json) and "fresh claims 12" (bench/data/fresh_claims_12.json;
+  the third to twelfth written blind by helpers before the conflict rules were changed): self-contained paragraphs
   about invented entities and updates worded as new sentences, every value kind; held out while
   building the claims rules (bench/claim_pairs.py reads the second and third ones'
   must-not-conflict pairs too, with --suite fresh_claims_3 for the third).
@@ -74,6 +75,7 @@ SUITES = {
     "fresh claims 9": ROOT / "bench" / "data" / "fresh_claims_9.json",
     "fresh claims 10": ROOT / "bench" / "data" / "fresh_claims_10.json",
     "fresh claims 11": ROOT / "bench" / "data" / "fresh_claims_11.json",
+    "fresh claims 12": ROOT / "bench" / "data" / "fresh_claims_12.json",
 }
 
 
@@ -91,6 +93,7 @@ PAIR_SUITES = (
     "fresh claims 9",
     "fresh claims 10",
     "fresh claims 11",
+    "fresh claims 12",
 )
 # The answer may name a replaced value as history, in the form the answer writes it:
 # "Cleveland (previously Columbus, until 2024-03-01)". Stated there, it is not stated as current.
@@ -333,6 +336,7 @@ def main() -> None:
         ("fresh claims 9 (held out)", lambda c: c["suite"] == "fresh claims 9"),
         ("fresh claims 10 (held out)", lambda c: c["suite"] == "fresh claims 10"),
         ("fresh claims 11 (held out)", lambda c: c["suite"] == "fresh claims 11"),
+        ("fresh claims 12 (held out)", lambda c: c["suite"] == "fresh claims 12"),
     ]
     columns = [
         ("before graph", without, lambda r: r["current"] and not r["stale"]),
