@@ -297,7 +297,7 @@ def _name_spans(sentence: str) -> list[tuple[int, int]]:
                 gap not in (" ", "-")
                 and not (initial and word[0].isupper() and lower not in _NOT_NAMES)
             )
-            or POSSESSIVE.search(run[-1].group(0))
+            or (POSSESSIVE.search(run[-1].group(0)) and not _owned_kind(sentence, words, position))
         ):
             close()
         bare = POSSESSIVE.sub("", lower)  # "Saturday's outing": a day, no name
@@ -343,14 +343,34 @@ def _numbered_names(sentence: str) -> list[tuple[int, int]]:
     ]
 
 
+def _owned_kind(sentence: str, words: list[re.Match[str]], position: int) -> bool:
+    """Whether the capitalized word after a possessive is the last of the name, as a place is
+    named for its owner ("Pritchard's Bakery, on Castle Street", "Hobb's Cross is"), unlike a
+    possessor and another name ("NBA TV's NBA Inside Stuff")."""
+    word = words[position].group(0)
+    following = words[position + 1].group(0) if position + 1 < len(words) else ""
+    gap = sentence[words[position - 1].end() : words[position].start()]
+    return (
+        gap == " "
+        and word[0].isupper()
+        and word.lower() not in _NOT_NAMES
+        and not following[:1].isupper()
+    )
+
+
 def _strip_possessive(sentence: str, start: int, end: int) -> int:
     return end - 2 if sentence[start:end].endswith(("'s", "’s")) else end
 
 
 def name_key(text: str) -> str:
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode() or text
-    folded = POSSESSIVE.sub("", folded.replace("’", "'"))
-    words = [w.lower().strip(".,") for w in re.split(r"[\s,&]+|\band\b", folded) if w.strip(".,")]
+    folded = folded.replace("’", "'")
+    # the possessive is grammar, as in "Hobb's Cross" / "Hobb Cross" -- no word of the name
+    words = [
+        POSSESSIVE.sub("", w.lower().strip(".,"))
+        for w in re.split(r"[\s,&]+|\band\b", folded)
+        if w.strip(".,")
+    ]
     words = [_SUFFIX_ABBREVIATIONS.get(w, w) if i else w for i, w in enumerate(words)]
     return " ".join(w for w in words if w not in _NAME_JOINERS and w != "the")
 

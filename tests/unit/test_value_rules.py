@@ -126,3 +126,13 @@ def test_a_decade_is_a_date_that_holds_its_years():
     assert decade.kind == "date"
     assert dates_compatible(decade.key, "d:1957")
     assert not dates_compatible(decade.key, "d:1962")
+
+
+def test_a_place_named_for_its_owner_is_one_name():
+    assert _names("Pritchard's Bakery, on Castle Street, opened in 1934.") == [
+        "Pritchard's Bakery",
+        "Castle Street",
+    ]
+    assert _names("NBA TV's NBA Inside Stuff aired weekly.") == ["NBA TV", "NBA Inside Stuff"]
+    [bakery] = [v for v in extract_values("Pritchard's Bakery opened.") if v.kind == "name"]
+    assert bakery.key == "e:pritchard bakery"
