@@ -30,7 +30,7 @@ from itertools import pairwise
 import numpy as np
 
 from memory_bank.graph.contradictions import PARAPHRASE_COSINE
-from memory_bank.graph.sentence_facts import SentenceFacts, sentence_facts
+from memory_bank.graph.sentence_facts import REPLACEMENT_CUES, SentenceFacts, sentence_facts
 from memory_bank.graph.subjects import TextFacts, same_subject
 from memory_bank.graph.value_identity import (
     NAME_HEADS,
@@ -174,6 +174,8 @@ class Goal:
                 )
                 or values
             )
+            # "Priya Nand has replaced Dan Mercer": the value a replacement cue governs is gone
+            values = tuple(v for v in values if not _replaced(sentence, v)) or values
             values, titles = self._untitled(values)
             said = frozenset(word for word in sentence.frame if word in self._stating) | titles
             stated = frozenset(self._stating[word] for word in said)
@@ -297,6 +299,7 @@ _PLACE_KINDS = frozenset(
 )
 # A measure joined to its unit by a hyphen, then the noun it measures ("14-metre steel spire").
 _MEASURED_NOUN = re.compile(r"-[a-z]+\s+[a-z]+(?:\s+[a-z]+)?")
+_CUE_TO_VALUE = re.compile(r"\s*(?:the\s+|a\s+|an\s+)?")
 _LOCATING = re.compile(r",?\s+(?:at|in|on|near)\s+(?:the\s+)?", re.IGNORECASE)
 
 
@@ -325,6 +328,16 @@ def _nearest_first(
     if not at:
         return values
     return tuple(sorted(values, key=lambda v: min(abs(v.start - a) for a in at)))
+
+
+def _replaced(sentence: SentenceFacts, value: Value) -> bool:
+    """Whether the value is the one a replacement cue right before it names ("replaced Dan
+    Mercer", "formerly the Corn Hall", "instead of coal")."""
+    return any(
+        _CUE_TO_VALUE.fullmatch(sentence.text[cue.end() : value.start])
+        for cue in REPLACEMENT_CUES.finditer(sentence.text)
+        if cue.end() <= value.start
+    )
 
 
 def _plural_kind(word: str) -> bool:

@@ -261,3 +261,11 @@ def test_answers_do_not_disagree_where_one_sentence_states_both():
         "The gate of Fenby Lock is made of elm.",
         "The gate of Fenby Lock is made of steel, replacing elm.",
     ) == ("elm", "steel")
+
+
+def test_the_value_a_replacement_cue_names_is_no_answer():
+    assert _values(
+        "Who leads the Ostry Players?",
+        "The Ostry Players are an amateur theatre company. Their leader is Ada Venn.",
+        "Tom Ruell has replaced Ada Venn as leader of the Ostry Players.",
+    ) == ("Ada Venn", "Tom Ruell")
