@@ -46,6 +46,7 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W\d_][\w'’.-]*[^\W_]|[^\W\d_]")
+_SEASON = re.compile(rf"\b(spring|summer|autumn|fall|winter)\s+(?:of\s+)?({_YEAR})\b", re.I)
 _FAMILY = re.compile(r"\s+family\b")
 _DECADE = re.compile(r"\b(1[0-9]{2}|20[0-9])0s\b")
 # Words that may join capitalized words into one name ("Bank of America", "Leonardo da Vinci",
@@ -83,6 +84,12 @@ def extract_values(sentence: str) -> list[Value]:
     def free(start: int, end: int) -> bool:
         return all(end <= s or start >= e for s, e in taken)
 
+    for match in _SEASON.finditer(sentence):
+        # "spring 2027": a date within its year, told less precisely than a day
+        season = match.group(1).lower().replace("fall", "autumn")
+        key = f"d:{match.group(2)}-{season}"
+        values.append(Value(match.group(0), key, "date", match.start(), match.end()))
+        taken.append((match.start(), match.end()))
     for match in _DATE.finditer(sentence):
         key = _date_key(match)
         if key and free(match.start(), match.end()):

@@ -136,3 +136,11 @@ def test_a_place_named_for_its_owner_is_one_name():
     assert _names("NBA TV's NBA Inside Stuff aired weekly.") == ["NBA TV", "NBA Inside Stuff"]
     [bakery] = [v for v in extract_values("Pritchard's Bakery opened.") if v.kind == "name"]
     assert bakery.key == "e:pritchard bakery"
+
+
+def test_a_season_and_its_year_is_one_date():
+    [season] = [v for v in extract_values("The bridge should open in spring 2027.")]
+    assert (season.text, season.kind) == ("spring 2027", "date")
+    assert dates_compatible(season.key, "d:2027")
+    later = next(v for v in extract_values("It will open in the autumn of 2027."))
+    assert not dates_compatible(season.key, later.key)
