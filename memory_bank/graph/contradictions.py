@@ -29,12 +29,7 @@ from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from memory_bank.graph.sentence_facts import (
-    REPLACEMENT_CUES,
-    SentenceFacts,
-    in_subject,
-    sentence_facts,
-)
+from memory_bank.graph.sentence_facts import SentenceFacts, in_subject, sentence_facts
 from memory_bank.graph.sentence_pairs import subject_pairs
 from memory_bank.graph.subjects import Subject, TextFacts, same_subject
 from memory_bank.graph.value_context import (
@@ -56,6 +51,7 @@ from memory_bank.graph.value_identity import (
     same_name,
 )
 from memory_bank.graph.values import Value
+from memory_bank.text.cues import REPLACEMENT_CUES
 
 MIN_FRAME_OVERLAP = 0.5
 MIN_FRAME_OVERLAP_WITH_CUE = 0.34

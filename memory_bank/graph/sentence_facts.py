@@ -12,23 +12,9 @@ from functools import cached_property, lru_cache
 from memory_bank.graph.openings import PARTICIPLE, PARTICIPLE_OBJECTS
 from memory_bank.graph.value_identity import names_nested, value_key_of
 from memory_bank.graph.values import Value, extract_values
+from memory_bank.text.cues import REPLACEMENT_CUES, UPDATE_CUES
 from memory_bank.text.lexicon import search_tokens, stem_words
 
-# A later sentence that names the value it replaces.
-REPLACEMENT_CUES = re.compile(
-    r"\b(?:replac(?:ed|es|ing)|succeed(?:ed|s)?|successor|took over|takes over|no longer|"
-    r"formerly|previously|former|instead of|rather than|changed? from|switched from|"
-    r"moved from|renamed|not\b[^.;]*\bbut\b|used to|earlier (?:reports?|records?)|"
-    r"(?:,|;|\(|—|–)\s*not\b|\bnot\s+(?:as|like)\b)",
-    re.IGNORECASE,
-)
-# A later sentence that announces a change without naming what it replaces.
-_UPDATE_CUES = re.compile(
-    r"\b(?:now|new|newly|current(?:ly)?|latest|updated?|as of|has become|became|becomes|"
-    r"appointed|elected|named|moved|relocated|changed|switched|corrected|correction|revised|"
-    r"actually|in fact|took office|stepped down|resigned|retired|since)\b",
-    re.IGNORECASE,
-)
 # "is the CEO of", "as the director of", "'s new president": a role only one holder fills.
 _SINGLE_ROLE = re.compile(
     r"\b(?:is|was|became|becomes|remains|remained|as|named|appointed|elected)\s+"
@@ -106,7 +92,7 @@ def sentence_facts(sentence: str) -> SentenceFacts:
         values=values,
         frame=frame,
         replaces=REPLACEMENT_CUES.search(words) is not None,
-        announces=_UPDATE_CUES.search(words) is not None,
+        announces=UPDATE_CUES.search(words) is not None,
         single_role=role is not None,
         subject_end=_subject_end(sentence),
         refers_back=_REFERENCE_OPENING.match(sentence, subject_start(sentence)) is not None,

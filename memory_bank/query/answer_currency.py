@@ -21,6 +21,7 @@ from memory_bank.query.bridges import names_any
 from memory_bank.query.question import term_coverage
 from memory_bank.query.roles import ClaimHistory
 from memory_bank.schemas import HistoryNote
+from memory_bank.text.cues import REPLACED_CLAUSE
 from memory_bank.text.lexicon import text_stems
 
 
@@ -198,13 +199,6 @@ def current_notes(
     return notes
 
 
-_REPLACED_CLAUSE = re.compile(
-    r"(?:,|;|\(|—|–)?\s*(?:not|rather than|instead of|replacing|succeeding|formerly|previously|"
-    r"(?:who|which)\s+(?:took over|replaced|succeeded)[^,;()]*?)\b[^,;()]*",
-    re.IGNORECASE,
-)
-
-
 def without_replaced(sentence: str, notes: Sequence[HistoryNote]) -> str:
     """`sentence` without the clause that names a value it replaced (", not The WB as earlier
     reported", ", replacing Alice Moreno"): the answer states what is current; what it
@@ -213,7 +207,7 @@ def without_replaced(sentence: str, notes: Sequence[HistoryNote]) -> str:
     for note in notes:
         if not note.superseded_value or not mentions_value(text, note.superseded_value):
             continue
-        for match in _REPLACED_CLAUSE.finditer(text):
+        for match in REPLACED_CLAUSE.finditer(text):
             if note.superseded_value.lower() in match.group(0).lower():
                 trimmed = (text[: match.start()] + text[match.end() :]).strip()
                 if mentions_value(trimmed, note.current_value):

@@ -30,7 +30,7 @@ from itertools import pairwise
 import numpy as np
 
 from memory_bank.graph.contradictions import PARAPHRASE_COSINE
-from memory_bank.graph.sentence_facts import REPLACEMENT_CUES, SentenceFacts, sentence_facts
+from memory_bank.graph.sentence_facts import SentenceFacts, sentence_facts
 from memory_bank.graph.subjects import TextFacts, same_subject
 from memory_bank.graph.value_identity import (
     NAME_HEADS,
@@ -40,6 +40,7 @@ from memory_bank.graph.value_identity import (
 from memory_bank.graph.values import Value, name_key
 from memory_bank.query.noun_phrases import WH_WORD, NounPhrases
 from memory_bank.query.slot_rules import Asked, possessor, value_role
+from memory_bank.text.cues import REPLACEMENT_CUES
 from memory_bank.text.lexicon import FUNCTION_WORDS, text_stems
 
 # A kind word names what the subject is ("the Skelder dam"), never what is asked of it.

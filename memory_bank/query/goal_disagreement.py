@@ -21,10 +21,11 @@ Two answers are no disagreement when
 from __future__ import annotations
 
 from memory_bank.graph.contradictions import Contradiction
-from memory_bank.graph.sentence_facts import REPLACEMENT_CUES, mentions_value
+from memory_bank.graph.sentence_facts import mentions_value
 from memory_bank.graph.value_context import dates_claim
 from memory_bank.graph.value_identity import compatible_names, dates_compatible, same_kind
 from memory_bank.query.goal_answers import Goal, GoalAnswer, dimension_of
+from memory_bank.text.cues import REPLACEMENT_CUES
 
 
 def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradiction | None:

@@ -30,6 +30,7 @@ from memory_bank.graph.value_context import (
 )
 from memory_bank.graph.values import Value, extract_values
 from memory_bank.query.question import content_terms
+from memory_bank.text.cues import CHANGE_WORDS
 from memory_bank.text.lexicon import search_tokens, stem_words
 
 # Two sentences this alike (`slots._verdicts`: their vectors' and their masked texts' mean
@@ -38,10 +39,6 @@ SLOT_COSINE = 0.65
 # Two sentences about one subject this close (cosine) that differ in one common word each say
 # the same with another value ("plays the violin" / "plays the cello").
 WORD_CHANGE_COSINE = 0.75
-# Words that announce a change rather than state a value.
-_CUE_WORDS = frozenset(
-    ["now", "currently", "current", "new", "newly", "latest", "today", "actually", "still"]
-)
 _DATE_QUESTION = re.compile(
     r"\b(?:when|since when|(?:what|which)\s+(?:day|month|decade|century)|year|date|birthday)\b",
     re.IGNORECASE,
@@ -289,7 +286,7 @@ def _plain_words(facts: SentenceFacts) -> dict[str, str]:
     text = list(facts.text)
     for value in facts.values:
         text[value.start : value.end] = " " * (value.end - value.start)
-    words = [w for w in search_tokens("".join(text)) if w not in _CUE_WORDS]
+    words = [w for w in search_tokens("".join(text)) if w not in CHANGE_WORDS]
     return dict(zip(stem_words(words), words, strict=True))
 
 

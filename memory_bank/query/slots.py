@@ -30,7 +30,6 @@ decided the pair (a validated conflict, or one still open), its verdict stands.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -60,6 +59,7 @@ from memory_bank.query.slot_rules import (
     roles_differ,
     word_change,
 )
+from memory_bank.text.cues import SET_ASIDE_CUES
 from memory_bank.text.lexicon import MARKDOWN_HEADER, text_stems
 from memory_bank.text.sentences import split_sentences
 
@@ -74,11 +74,6 @@ ANSWER_RANK = 2
 # behind it to wait. The contradiction bench needs far fewer pairs for nearly all its questions
 # and scores the same with twice this bound.
 MAX_JUDGED_PAIRS = 32
-_REPLACEMENT = re.compile(
-    r"\b(?:not|no longer|formerly|previously|former|replac\w*|succeed\w*|instead of|rather than|"
-    r"changed? from|moved from|switched from|earlier|used to|once)\b",
-    re.IGNORECASE,
-)
 # Sentence pairs whose question-free verdicts (`_question_free_changes`) are kept per process.
 RULE_CACHE_SIZE = 16384
 Encode = Callable[[list[str]], np.ndarray]
@@ -376,7 +371,9 @@ def _agree(older: SlotMemory, newer: SlotMemory, contradiction: Contradiction) -
     for sentence in _sentences(newer):
         if not mentions_value(sentence, contradiction.old_value):
             continue
-        if sentence.strip() == contradiction.new_sentence.strip() or _REPLACEMENT.search(sentence):
+        if sentence.strip() == contradiction.new_sentence.strip() or SET_ASIDE_CUES.search(
+            sentence
+        ):
             continue  # "..., not Portland as earlier reported": the value it replaced
         return True
     return False
