@@ -25,6 +25,7 @@ from memory_bank.graph.contradictions import Contradiction, find_contradictions,
 from memory_bank.graph.sentence_facts import SentenceFacts, mentions_value, sentence_facts
 from memory_bank.graph.span_difference import differs_in_several_spans, span_contradictions
 from memory_bank.graph.subjects import TextFacts, text_facts
+from memory_bank.graph.value_identity import compatible_names, dates_compatible, value_key_of
 from memory_bank.text.lexicon import stemmed_search_tokens
 from memory_bank.text.sentences import split_sentences
 
@@ -300,8 +301,8 @@ def word_share(first: str, second: str) -> float:
 def _validated(
     nodes: Sequence[NodeView], validation: str, contradictions: Sequence[Contradiction]
 ) -> NodeView:
-    """The node the validation text supports: it states that node's values and not the
-    others'; when the text decides nothing, the newest node (the later claim) holds."""
+    """The node the validation text supports: it states that node's values (`_support`) and
+    not the others'; when the text decides nothing, the newest node (the later claim) holds."""
     scores = {}
     for node in nodes:
         score = 0
@@ -311,12 +312,26 @@ def _validated(
                 (contradiction.new_value, contradiction.new_sentence),
             ):
                 if _holds(node, sentence):
-                    score += 1 if mentions_value(validation, value) else 0
+                    score += _support(validation, value)
                     score -= 1 if _contradicted_by(sentence, validation) else 0
         scores[node.id] = score
     best = max(scores.values())
     # nodes come newest first: a tie keeps the later claim
     return next(node for node in nodes if scores[node.id] == best)
+
+
+def _support(validation: str, value: str) -> float:
+    """How far the validation text states `value`: as it is (1), or as a value that holds it or
+    that it holds (one half): "12 March 1958" for "1958", "Harbour Road Industrial Estate,
+    Dorrington" for "Dorrington"."""
+    if mentions_value(validation, value):
+        return 1.0
+    key = value_key_of(value)
+    if key is None or key[:2] not in ("d:", "e:"):
+        return 0.0
+    found = [v.key for v in sentence_facts(validation).values if v.key[:2] == key[:2]]
+    held = dates_compatible if key.startswith("d:") else compatible_names
+    return 0.5 if any(held(key, other) for other in found) else 0.0
 
 
 def _holds(node: NodeView, sentence: str) -> bool:

@@ -9,11 +9,13 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memory_bank.app.bank import MemoryBank
 from memory_bank.config import AppConfig
 from memory_bank.graph.analysis import NodeView, Relationship, integrate_offline
+from memory_bank.graph.contradictions import Contradiction
 from memory_bank.graph.storage import GraphStorage
 from memory_bank.session.models import PlanRequest, PlanResult
 from memory_bank.session.planning import plan_offline, should_terminate
@@ -310,3 +312,29 @@ def test_the_react_loop_runs_a_session_offline(tmp_path, embedder):
 
     assert "Paris" in run.answer
     assert run.insight_doc.completed_tasks and run.rounds <= 3
+
+
+def test_a_validation_that_states_a_value_more_precisely_decides_the_conflict():
+    old = "The Orley Fair has been held every May since 1958."
+    new = "I was seven at the very first Orley Fair, in 1961."
+
+    def view(node_id: str, text: str, at: float) -> NodeView:
+        return NodeView(node_id, text, "", [], at, np.zeros(3, dtype=np.float32), text)
+
+    conflict = Contradiction(old, new, "Orley Fair", "first", "1958", "1961", "date")
+    nodes = [view("a", old, 1.0), view("b", new, 2.0)]
+    minutes = "Minutes of 12 March 1958 approve a fair to be held in May, the first Orley Fair."
+    register = "Registered office: Unit 4, Harbour Road Industrial Estate, Dorrington."
+
+    assert integrate_offline(nodes, {}, "conflict", minutes, [conflict]).current == "a"
+    place = Contradiction(
+        "Its head office is in Dorrington.",
+        "Staff work at the head office in Asherby.",
+        "",
+        "",
+        "Dorrington",
+        "Asherby",
+        "name",
+    )
+    offices = [view("a", place.old_sentence, 1.0), view("b", place.new_sentence, 2.0)]
+    assert integrate_offline(offices, {}, "conflict", register, [place]).current == "a"
