@@ -14,18 +14,24 @@ Two answers are no disagreement when
   may word it twice over: "How many people live on ...?" is answered by "home to 960 people"
   and by "1,240 live there".);
 - no two of their values measure one thing: another unit, or another dimension ("31 metres
-  high" / "410 metres long");
+  high" / "410 metres long") -- though two counts answer one "how many" question whatever
+  noun each counts by ("147 steps" / "163 stone stairs");
 - each dates its claim, at another time ("in 1990 ... 42 members" / "by 2020 ... 118").
 """
 
 from __future__ import annotations
 
-from memory_bank.graph.contradictions import Contradiction
+import re
+
+from memory_bank.graph.contradictions import MEASURE_UNITS, Contradiction
 from memory_bank.graph.sentence_facts import mentions_value
 from memory_bank.graph.value_context import dates_claim
 from memory_bank.graph.value_identity import compatible_names, dates_compatible, same_kind
+from memory_bank.graph.values import Value
 from memory_bank.query.goal_answers import Goal, GoalAnswer, dimension_of
 from memory_bank.text.cues import REPLACEMENT_CUES
+
+_HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
 
 
 def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradiction | None:
@@ -41,7 +47,7 @@ def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradic
         (a, b)
         for a in first.values
         for b in second.values
-        if same_kind(a.kind, b.kind)
+        if (same_kind(a.kind, b.kind) or _both_counted(goal, a, b))
         and dimension_of(first.sentence.text, a, goal.dimension)
         == dimension_of(second.sentence.text, b, goal.dimension)
     ]
@@ -56,6 +62,18 @@ def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradic
         old_value=old.text,
         new_value=new.text,
         kind=old.kind,
+    )
+
+
+def _both_counted(goal: Goal, first: Value, second: Value) -> bool:
+    """Whether two counts answer one "how many" question: the question says what is counted,
+    whatever noun each text counts it by ("147 steps" / "163 stone stairs", "46 singers" / "63
+    members"); a measure is no count ("35 minutes")."""
+    units = [v.kind.removeprefix("number:") for v in (first, second)]
+    return (
+        _HOW_MANY.search(goal.text) is not None
+        and all(v.kind.startswith("number:") for v in (first, second))
+        and not any(unit in MEASURE_UNITS for unit in units)
     )
 
 

@@ -269,3 +269,20 @@ def test_the_value_a_replacement_cue_names_is_no_answer():
         "The Ostry Players are an amateur theatre company. Their leader is Ada Venn.",
         "Tom Ruell has replaced Ada Venn as leader of the Ostry Players.",
     ) == ("Ada Venn", "Tom Ruell")
+
+
+def test_two_counts_answer_one_how_many_question_whatever_noun_counts():
+    goal = "How many steps lead up Orran Lighthouse?"
+    assert _values(
+        goal,
+        "Visitors climb the 120 steps of Orran Lighthouse.",
+        "Orran Lighthouse has 131 stone stairs that lead up to the lamp room.",
+    ) == ("120", "131")
+    assert (
+        _values(
+            "How long does the crossing to Orran Lighthouse take?",
+            "The crossing to Orran Lighthouse takes 35 minutes.",
+            "The crossing to Orran Lighthouse takes two trips a day.",
+        )
+        is None
+    )
