@@ -81,9 +81,12 @@ class NounPhrases:
         def gap(begin: int, finish: int) -> int:  # characters between a span and the word
             return max(begin - units[at].end, units[at].start - finish, 0)
 
+        # a name inside the phrase modifies its noun ("Welsh slate"): no rival to it
+        values = tuple(v for v in values if not (start <= v.start and v.end <= end))
         if values and not (after and all(gap(v.start, v.end) > gap(start, end) for v in values)):
             return None
-        key = "p:" + " ".join(sorted({u.key for u in words}))  # a phrase, its stems
+        stems = {u.key if u.kind == "word" else u.key.split(":", 1)[-1] for u in words}
+        key = "p:" + " ".join(sorted(stems))  # a phrase, its stems
         return Value(sentence.text[start:end], key, "word", start, end)
 
     def _after(self, text: str, units: tuple[Unit, ...], at: int) -> list[int]:
@@ -94,6 +97,7 @@ class NounPhrases:
         while i < min(len(units), at + 1 + _LINK_SPAN) and (
             (units[i].kind == "word" and (not units[i].content or units[i].key in self._own_stems))
             or (units[i].kind == "mark" and units[i].key in _LINKS)
+            or _describes(text, units, i)
             or (units[i].value is not None and self._names_one_of([units[i].key]))
         ):
             i += 1
@@ -109,6 +113,9 @@ class NounPhrases:
         for i in order:
             unit = units[i]
             word = text[unit.start : unit.end].lower()
+            if self._modifier(text, units, i, order.step, phrase):
+                phrase.append(i)
+                continue
             if (
                 unit.kind != "word"
                 or not unit.content
@@ -121,3 +128,42 @@ class NounPhrases:
                 break
             phrase.append(i)
         return phrase
+
+    def _modifier(
+        self, text: str, units: tuple[Unit, ...], at: int, step: int, phrase: list[int]
+    ) -> bool:
+        """Whether the name at `at` modifies the noun right after it ("Welsh slate", "Portland
+        stone"): part of a common noun phrase, not a value of its own."""
+        unit = units[at]
+        if unit.kind != "name" or " " in text[unit.start : unit.end].strip():
+            return False
+        if self._names_one_of([unit.key]):
+            return False
+        noun = at + 1
+        if step < 0:  # read right to left: the noun is already in the phrase
+            return bool(phrase) and phrase[-1] == noun
+        return (
+            noun < len(units)
+            and units[noun].kind == "word"
+            and units[noun].content
+            and units[noun].key not in self._own_stems
+            and text[unit.end : units[noun].start] == " "
+            and text[units[noun].start : units[noun].end].islower()
+        )
+
+
+def _describes(text: str, units: tuple[Unit, ...], at: int) -> bool:
+    """Whether the unit is a comma and a participle after it, describing the word before it
+    ("the roof, re-laid in slate"): grammar between an attribute's word and its phrase."""
+    comma = at if units[at].kind == "mark" else at - 1
+    participle = comma + 1
+    return (
+        units[comma].kind == "mark"
+        and text[units[comma].start : units[comma].end] == ","
+        and participle < len(units)
+        and units[participle].kind == "word"
+        and PREDICATE_PARTICIPLE.fullmatch(  # "re-laid": "laid"
+            text[units[participle].start : units[participle].end].lower().rsplit("-", 1)[-1]
+        )
+        is not None
+    )

@@ -286,3 +286,10 @@ def test_two_counts_answer_one_how_many_question_whatever_noun_counts():
         )
         is None
     )
+
+
+def test_a_name_that_modifies_a_noun_is_part_of_the_phrase():
+    assert _answer(ROOF, "Tarrant Mill has a roof of Cornish slate.") == ["Cornish slate"]
+    assert _answer(ROOF, "The roof of Tarrant Mill, re-laid in Cornish slate, is sound.") == [
+        "Cornish slate"
+    ]
