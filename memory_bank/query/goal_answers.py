@@ -145,6 +145,10 @@ class Goal:
         # "what" / "which" may ask for a common noun phrase
         self._phrases = NounPhrases(text, self.names_one_of, _KIND_STEMS)
 
+    def states_attribute(self, sentence: str) -> bool:
+        """Whether the sentence says a word of the question's attribute (or its agent noun)."""
+        return any(word in self._stating for word in sentence_facts(sentence).frame)
+
     def names_one_of(self, keys: Sequence[str]) -> bool:
         return any(compatible_names(name, key) for name in self.names for key in keys)
 

@@ -36,9 +36,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from memory_bank.graph.contradictions import Contradiction, find_contradiction
-from memory_bank.graph.sentence_facts import SentenceFacts, mentions_value
+from memory_bank.graph.sentence_facts import SentenceFacts, mentions_value, sentence_facts
 from memory_bank.graph.subjects import Subject, TextFacts, subjects_about, text_facts
-from memory_bank.graph.value_identity import value_key_of
+from memory_bank.graph.value_identity import same_kind
 from memory_bank.query.goal_answers import Goal, GoalAnswer
 from memory_bank.query.goal_disagreement import disagreement
 from memory_bank.query.question import term_coverage
@@ -160,7 +160,7 @@ def slot_changes(
             and contradiction.new_sentence in list(answers[candidate.newer.chunk])[:1]
         ):
             continue
-        contradiction = _asked_old_side(contradiction, own(candidate.older))
+        contradiction = _asked_old_side(goal, contradiction, own(candidate.older))
         if contradiction is not None and not _agree(
             candidate.older, candidate.newer, contradiction
         ):
@@ -212,17 +212,25 @@ def _answer_changes(
     return changes
 
 
-def _asked_old_side(judged: Contradiction, earlier: GoalAnswer | None) -> Contradiction | None:
+def _asked_old_side(
+    goal: Goal, judged: Contradiction, earlier: GoalAnswer | None
+) -> Contradiction | None:
     """A judged change, its old side what the earlier memory says in the question's own words
-    where that is another value of the kind: a sentence pair judged without the question may
-    pair the new value with another of the memory's values ("near the village of Quenmoor"
-    for "Who designed Quenmoor House?", where the memory says "designed by John Pellow").
-    None where the earlier memory's own answer is the new value."""
+    where the judged old sentence says none of them: a sentence pair judged without the
+    question may pair the new value with another of the memory's values ("near the village
+    of Quenmoor" for "Who designed Quenmoor House?", where the memory says "designed by John
+    Pellow"). The answer must be a value of the new one's kind, unit and all. None where the
+    earlier memory's own answer is the new value."""
     if earlier is None or not earlier.stated or not earlier.values:
         return judged
+    if goal.states_attribute(judged.old_sentence):
+        return judged  # the judge's old sentence speaks of what is asked
     answer = earlier.values[0]
-    new_key = value_key_of(judged.new_value) or "p:"
-    if new_key[:2] != answer.key[:2] or mentions_value(answer.text, judged.old_value):
+    new_kinds = [
+        v.kind for v in sentence_facts(judged.new_sentence).values if v.text == judged.new_value
+    ]
+    new_kind = new_kinds[0] if new_kinds else "word"
+    if not same_kind(answer.kind, new_kind) or mentions_value(answer.text, judged.old_value):
         return judged
     if mentions_value(earlier.sentence.text, judged.new_value):
         return None

@@ -461,3 +461,32 @@ def test_a_judged_change_takes_what_the_earlier_memory_says_for_the_question(emb
     found = change.contradiction
     assert (found.old_value, found.new_value) == ("Askew family", "Northfold Holdings")
     assert found.old_sentence == "It was founded in 1880 and is owned by the Askew family."
+
+
+def test_a_judged_change_whose_old_sentence_speaks_of_the_question_stands(embedder):
+    # The earlier memory's own answer in the question's words is the museum itself (its first
+    # sentence holds every word of the question); the judge's old sentence says who founded it.
+    older = _memory(
+        embedder,
+        0,
+        "The Wrenby Museum is a museum in Calder devoted to clocks. It was founded in 1931 by "
+        "the collector Amos Wrenby, whose clocks form its core.",
+        100.0,
+    )
+    newer = _memory(
+        embedder,
+        1,
+        "According to a new history, the Wrenby Museum's founder was Ruth Wrenby, the "
+        "collector's sister.",
+        200.0,
+    )
+    question = "Who founded the Calder museum devoted to clocks?"
+
+    [change] = slot_changes(
+        question, [older, newer], query_vector=_question(embedder, question), encode=embedder.encode
+    )
+
+    assert (change.contradiction.old_value, change.contradiction.new_value) == (
+        "Amos Wrenby",
+        "Ruth Wrenby",
+    )
