@@ -32,12 +32,13 @@ from functools import lru_cache
 from itertools import takewhile
 
 from memory_bank.graph.contradictions import MEASURE_UNITS, Contradiction
-from memory_bank.graph.sentence_facts import SentenceFacts, sentence_facts
+from memory_bank.graph.sentence_facts import SentenceFacts, mentions_value, sentence_facts
 from memory_bank.graph.sentence_pairs import anchored_pairs
 from memory_bank.graph.subjects import Subject, TextFacts, same_subject
 from memory_bank.graph.value_context import in_list, named_as_alias
 from memory_bank.graph.value_identity import dates_compatible, name_contains, same_kind
 from memory_bank.graph.values import Value
+from memory_bank.text.cues import REPLACEMENT_CUES
 from memory_bank.text.lexicon import stem_words
 
 # Longest common noun phrase read as one value, in content words.
@@ -231,7 +232,20 @@ def span_difference(old: str, new: str) -> SpanDifference | None:
     for it (module docstring); None when no pair of clauses differs in exactly one span that
     is a value. The subject is checked by `differ_on_one_span`."""
     differences = (_difference(old, new, alignment) for alignment in _alignments(old, new))
-    return next((found for found in differences if found is not None), None)
+    found = next((found for found in differences if found is not None), None)
+    if found is not None and _said_by_both(old, new, found):
+        return None
+    return found
+
+
+def _said_by_both(old: str, new: str, found: SpanDifference) -> bool:
+    """Whether either sentence also says the other's span ("The clock on Felham market cross
+    strikes every hour" / "Felham's market cross clock ... strikes every hour"): words in
+    another order, no other value -- unless the later one names the earlier value as what it
+    replaced ("Tom Ruell has replaced Ada Venn")."""
+    return mentions_value(old, found.new_value) or (
+        mentions_value(new, found.old_value) and not REPLACEMENT_CUES.search(new)
+    )
 
 
 def _difference(old: str, new: str, alignment: _Alignment) -> SpanDifference | None:
