@@ -29,6 +29,7 @@ from memory_bank.graph.persist import (
     stored_stems_usable,
     write_records,
 )
+from memory_bank.store import layout
 
 LAYERS_DIR = "layers"
 MAX_LAYERS = 12
@@ -49,6 +50,11 @@ class GraphSnapshot:
     def write(self, bank_dir: Path) -> None:
         """Into a version being built (its `.bank/` directory)."""
         write_snapshot(bank_dir / GRAPH_DIR, self.base, self.log_dir, self.seq, self.alpha)
+
+
+def live_snapshot(live: Path | None) -> Path | None:
+    """The graph snapshot of the live version in `live` (None: no version yet)."""
+    return live / layout.BANK_DIR / GRAPH_DIR if live is not None else None
 
 
 def snapshot_layers(directory: Path) -> list[Path] | None:

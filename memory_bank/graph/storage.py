@@ -35,10 +35,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memory_bank.errors import StoreError
-from memory_bank.graph.layers import load_graph_state
+from memory_bank.graph.layers import live_snapshot, load_graph_state
 from memory_bank.graph.memory_source import MemorySource
 from memory_bank.graph.persist import (
-    GRAPH_DIR,
     GraphState,
     checkpoints,
     read_seq,
@@ -102,10 +101,10 @@ class GraphStorage:
             self._version = layout.live_store_version(self.store)
 
     def _disk_head(self) -> tuple[str | None, int]:
-        live = self.location.live_directory()
-        snapshot = read_seq(live / layout.BANK_DIR / GRAPH_DIR) if live is not None else 0
-        found = checkpoints(self.location.graph_log_dir, after=snapshot)
-        return layout.live_store_version(self.store), found[-1][0] if found else snapshot
+        snapshot = live_snapshot(self.location.live_directory())
+        start = read_seq(snapshot) if snapshot is not None else 0
+        found = checkpoints(self.location.graph_log_dir, after=start)
+        return layout.live_store_version(self.store), found[-1][0] if found else start
 
     def _moved_on(self) -> bool:
         """Whether another writer checkpointed since (then reload); a new store version with
@@ -121,7 +120,7 @@ class GraphStorage:
         for _ in range(LOAD_ATTEMPTS):
             version = layout.live_store_version(self.store)
             live = self.location.live_directory()
-            snapshot = live / layout.BANK_DIR / GRAPH_DIR if live is not None else None
+            snapshot = live_snapshot(live)
             state = load_graph_state(snapshot, self.location.graph_log_dir, self.alpha)
             if layout.live_store_version(self.store) == version and _contiguous(
                 state, snapshot, self.location.graph_log_dir
