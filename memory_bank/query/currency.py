@@ -308,14 +308,11 @@ class Currency:
             )
         elif tool == "deep_retrieval":
             index = self._index_of_chunk.get(str(arguments.get("chunk_id", "")))
-        if index is None:
-            return ""
+        claims = self.supersessions([index]).get(index, []) if index is not None else []
         return "".join(
-            f"\n[memory note: {claim.conflict.old_sentence!r} was superseded on "
-            f"{utc_iso(claim.conflict.resolved_at or claim.current_node.timestamp)} by "
-            f"{claim.conflict.new_sentence!r} ({self._source(claim.current_node.id)}); "
-            "state the current value]"
-            for claim in self.supersessions([index]).get(index, [])
+            f"\n[memory note: {note.superseded_text!r} was superseded on {note.superseded_at} by "
+            f"{note.current_text!r} ({note.current_source}); state the current value]"
+            for note in map(self.note, claims)
         )
 
     # --- search -----------------------------------------------------------------------------

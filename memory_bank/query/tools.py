@@ -96,10 +96,9 @@ class StoreTools:
         for child in sorted(directory.iterdir(), key=lambda item: item.name):
             if child.name.startswith(".") or not self._is_inside(child):
                 continue
-            if child.is_dir():
-                entries.append(Entry(name=child.name, type="dir", size=child.stat().st_size))
-            elif child.is_file():
-                entries.append(Entry(name=child.name, type="file", size=child.stat().st_size))
+            kind = "dir" if child.is_dir() else "file" if child.is_file() else None
+            if kind is not None:
+                entries.append(Entry(name=child.name, type=kind, size=child.stat().st_size))
         return entries
 
     def cat(self, file: str) -> str:
@@ -137,10 +136,6 @@ class StoreTools:
         corpus = self._corpus()
         scope_path, scope_is_dir = self._relative(scope), scope.is_dir()
         whole = re.compile(rf"(?<!\w){re.escape(pattern)}(?!\w)", re.IGNORECASE)
-
-        def matches_line(line: str) -> bool:
-            return needle in line.lower() and (not whole_word or whole.search(line) is not None)
-
         if whole_word:
             files = corpus.files_with_word(needle, scope_path, scope_is_dir)
         else:
@@ -150,7 +145,7 @@ class StoreTools:
             if len(matches) >= limit:
                 break
             for number, line in enumerate(corpus.texts[file].splitlines(), start=1):
-                if matches_line(line):
+                if needle in line.lower() and (not whole_word or whole.search(line)):
                     matches.append(
                         GrepMatch(file=corpus.paths[file], line_number=number, line=line)
                     )
