@@ -67,12 +67,6 @@ def snapshot_layers(directory: Path) -> list[Path] | None:
     return [directory] if layers is None else [directory / LAYERS_DIR / name for name in layers]
 
 
-def apply_snapshot(state: GraphState, directory: Path) -> None:
-    """Upsert every record of a version's snapshot into `state`, layer after layer."""
-    for layer in snapshot_layers(directory) or []:
-        apply_records(state, layer)
-
-
 def write_snapshot(
     directory: Path, base: Path | None, log_dir: Path, seq: int, alpha: float = 0.5
 ) -> None:
@@ -129,7 +123,8 @@ def load_graph_state(
     (up to `upto`, when given)."""
     state = GraphState(graph=QueryGraph(alpha=alpha))
     if snapshot_dir is not None and snapshot_dir.is_dir():
-        apply_snapshot(state, snapshot_dir)
+        for layer in snapshot_layers(snapshot_dir) or []:  # upserted layer after layer
+            apply_records(state, layer)
         state.seq = read_seq(snapshot_dir)
     for seq, path in checkpoints(log_dir, after=state.seq):
         if upto is not None and seq > upto:

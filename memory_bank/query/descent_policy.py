@@ -26,7 +26,6 @@ cached corpus and a handful of file reads.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -134,7 +133,7 @@ class DescentPolicy:
                 break
             grepped = yield Described(
                 ToolCall("grep", {"pattern": entity, "whole_word": True}),
-                lambda seen: _files_detail(self._memory_files(seen)),
+                lambda seen: _files_detail(len(self._memory_files(seen))),
             )
             for path in self._memory_files(grepped):
                 index = self.corpus.index_of_path(path)
@@ -369,5 +368,5 @@ def readme_stems(search: HybridSearch) -> list[frozenset[str]]:
     return [frozenset(stem_words(terms)) for terms in search.corpus.directories().readme_terms]
 
 
-def _files_detail(files: Sequence[str]) -> str:
-    return f"-> {len(files)} file{'s' if len(files) != 1 else ''}"
+def _files_detail(count: int) -> str:
+    return f"-> {count} file{'s' if count != 1 else ''}"
