@@ -56,9 +56,6 @@ class Changes:
     deleted_nodes: set[str] = field(default_factory=set)
     conflicts: set[str] = field(default_factory=set)
 
-    def __bool__(self) -> bool:
-        return bool(self.nodes or self.deleted_nodes or self.conflicts)
-
 
 class QueryGraph:
     """Nodes, edges, conflicts and hybrid retrieval (see the module docstring)."""
