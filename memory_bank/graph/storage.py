@@ -61,7 +61,8 @@ class GraphStorage:
         self.lock = threading.RLock()
         self._state: GraphState | None = None
         self._version: str | None = None
-        self._memories = MemorySource(None)
+        # The stored memories behind the graph's memory nodes (of the live version).
+        self.memories = MemorySource(None)
 
     @property
     def state(self) -> GraphState:
@@ -71,11 +72,6 @@ class GraphStorage:
                 self._load()
             assert self._state is not None
             return self._state
-
-    @property
-    def memories(self) -> MemorySource:
-        """The stored memories behind the graph's memory nodes (of the live version)."""
-        return self._memories
 
     @contextmanager
     def mutating(self) -> Iterator[GraphState]:
@@ -97,7 +93,7 @@ class GraphStorage:
     def committed(self) -> None:
         """After a commit: the memories are read from the new version from now on."""
         with self.lock:
-            self._memories = MemorySource(self.location.live_directory())
+            self.memories = MemorySource(self.location.live_directory())
             self._version = layout.live_store_version(self.store)
 
     def _disk_head(self) -> tuple[str | None, int]:
@@ -112,7 +108,7 @@ class GraphStorage:
         assert self._state is not None
         version, head = self._disk_head()
         if version != self._version:
-            self._memories = MemorySource(self.location.live_directory())
+            self.memories = MemorySource(self.location.live_directory())
             self._version = version
         return head != self._state.seq
 
@@ -129,7 +125,7 @@ class GraphStorage:
         else:
             raise StoreError(f"the graph of {self.store} kept changing while it was loaded")
         self._state, self._version = state, version
-        self._memories = MemorySource(live if version is not None else None)
+        self.memories = MemorySource(live if version is not None else None)
 
 
 def _contiguous(state: GraphState, snapshot: Path | None, log_dir: Path) -> bool:
