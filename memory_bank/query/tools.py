@@ -262,9 +262,9 @@ class StoreTools:
             resolved = path.resolve()
         except OSError:
             return False
-        if not resolved.is_relative_to(self.root):
-            return False
-        return not any(part.startswith(".") for part in resolved.relative_to(self.root).parts)
+        return resolved.is_relative_to(self.root) and not any(
+            part.startswith(".") for part in resolved.relative_to(self.root).parts
+        )
 
     def _relative(self, path: Path) -> str:
         relative = path.relative_to(self.root).as_posix()
