@@ -136,12 +136,9 @@ class StoreTools:
         corpus = self._corpus()
         scope_path, scope_is_dir = self._relative(scope), scope.is_dir()
         whole = re.compile(rf"(?<!\w){re.escape(pattern)}(?!\w)", re.IGNORECASE)
-        if whole_word:
-            files = corpus.files_with_word(needle, scope_path, scope_is_dir)
-        else:
-            files = corpus.files_containing(needle, scope_path, scope_is_dir)
+        find = corpus.files_with_word if whole_word else corpus.files_containing
         matches: list[GrepMatch] = []
-        for file in files:
+        for file in find(needle, scope_path, scope_is_dir):
             if len(matches) >= limit:
                 break
             for number, line in enumerate(corpus.texts[file].splitlines(), start=1):
