@@ -95,9 +95,7 @@ class Relationship:
 
     @property
     def conflict_description(self) -> str | None:
-        if not self.contradictions:
-            return None
-        return "; ".join(c.describe() for c in self.contradictions)
+        return "; ".join(c.describe() for c in self.contradictions) or None
 
 
 @dataclass

@@ -185,13 +185,17 @@ def find_contradiction(
 
 
 # Units of measure (stems): a measure needs its dimension said ("240 metres long" is no
-# height); any other unit is a thing counted, and the count is the attribute.
+# height); any other unit is a thing counted, and the count is the attribute. A measure in a
+# unit of length answers "how long / tall / wide / deep" (`query.goal_answers`).
 # fmt: off
-MEASURE_UNITS = frozenset([
+LENGTH_UNITS = frozenset([
     "metr", "meter", "kilometr", "kilomet", "km", "m", "cm", "mm", "mile", "feet", "foot", "ft",
-    "inch", "yard", "kg", "kilogram", "gram", "g", "tonn", "ton", "pound", "lb", "ounc", "acr",
-    "hectar", "litr", "liter", "gallon", "year", "month", "week", "day", "hour", "minut",
-    "second", "knot", "mph", "kph", "degre", "percent", "money",
+    "inch", "yard",
+])
+MEASURE_UNITS = LENGTH_UNITS | frozenset([
+    "kg", "kilogram", "gram", "g", "tonn", "ton", "pound", "lb", "ounc", "acr", "hectar", "litr",
+    "liter", "gallon", "year", "month", "week", "day", "hour", "minut", "second", "knot", "mph",
+    "kph", "degre", "percent", "money",
 ])
 # fmt: on
 

@@ -56,9 +56,6 @@ class Changes:
     deleted_nodes: set[str] = field(default_factory=set)
     conflicts: set[str] = field(default_factory=set)
 
-    def __bool__(self) -> bool:
-        return bool(self.nodes or self.deleted_nodes or self.conflicts)
-
 
 class QueryGraph:
     """Nodes, edges, conflicts and hybrid retrieval (see the module docstring)."""
@@ -123,7 +120,9 @@ class QueryGraph:
             if neighbour is not None and neighbour.links.pop(node_id, None) is not None:
                 self.changes.nodes.add(other)
         for conflict_id in list(self._conflicts_of.get(node_id, ())):
-            self._drop_conflict(conflict_id)
+            if conflict_id in self.conflicts:
+                self.forget_conflict(conflict_id)
+                self.changes.conflicts.add(conflict_id)
         self._conflicts_of.pop(node_id, None)
         self.changes.nodes.discard(node_id)
         self.changes.deleted_nodes.add(node_id)
@@ -228,11 +227,6 @@ class QueryGraph:
     def conflict_between(self, first: str, second: str) -> Conflict | None:
         shared = self._conflicts_of.get(first, set()) & self._conflicts_of.get(second, set())
         return self.conflicts[min(shared)] if shared else None
-
-    def _drop_conflict(self, conflict_id: str) -> None:
-        if conflict_id in self.conflicts:
-            self.forget_conflict(conflict_id)
-            self.changes.conflicts.add(conflict_id)
 
     def forget_conflict(self, conflict_id: str) -> None:
         """Remove a conflict record (applying a checkpoint that deleted it)."""

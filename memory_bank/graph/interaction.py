@@ -25,9 +25,6 @@ class TreeChanges:
     links: set[str] = field(default_factory=set)  # node ids whose entry list grew
     merge_events: set[str] = field(default_factory=set)
 
-    def __bool__(self) -> bool:
-        return bool(self.entries or self.links or self.merge_events)
-
 
 class InteractionTree:
     def __init__(self) -> None:

@@ -29,6 +29,7 @@ from memory_bank.graph.persist import (
     stored_stems_usable,
     write_records,
 )
+from memory_bank.store import layout
 
 LAYERS_DIR = "layers"
 MAX_LAYERS = 12
@@ -51,6 +52,11 @@ class GraphSnapshot:
         write_snapshot(bank_dir / GRAPH_DIR, self.base, self.log_dir, self.seq, self.alpha)
 
 
+def live_snapshot(live: Path | None) -> Path | None:
+    """The graph snapshot of the live version in `live` (None: no version yet)."""
+    return live / layout.BANK_DIR / GRAPH_DIR if live is not None else None
+
+
 def snapshot_layers(directory: Path) -> list[Path] | None:
     """The record directories of a snapshot, in order (a snapshot from before layers: itself);
     None when there is no snapshot."""
@@ -59,12 +65,6 @@ def snapshot_layers(directory: Path) -> list[Path] | None:
         return None
     layers = meta.get("layers")
     return [directory] if layers is None else [directory / LAYERS_DIR / name for name in layers]
-
-
-def apply_snapshot(state: GraphState, directory: Path) -> None:
-    """Upsert every record of a version's snapshot into `state`, layer after layer."""
-    for layer in snapshot_layers(directory) or []:
-        apply_records(state, layer)
 
 
 def write_snapshot(
@@ -123,7 +123,8 @@ def load_graph_state(
     (up to `upto`, when given)."""
     state = GraphState(graph=QueryGraph(alpha=alpha))
     if snapshot_dir is not None and snapshot_dir.is_dir():
-        apply_snapshot(state, snapshot_dir)
+        for layer in snapshot_layers(snapshot_dir) or []:  # upserted layer after layer
+            apply_records(state, layer)
         state.seq = read_seq(snapshot_dir)
     for seq, path in checkpoints(log_dir, after=state.seq):
         if upto is not None and seq > upto:

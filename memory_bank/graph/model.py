@@ -98,9 +98,6 @@ class Conflict:
             return None
         return self.older if self.current == self.newer else self.newer
 
-    def involves(self, node_id: str) -> bool:
-        return node_id in (self.older, self.newer)
-
 
 @dataclass(frozen=True)
 class Attachment:

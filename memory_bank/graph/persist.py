@@ -221,23 +221,20 @@ def _indexed_terms(graph: QueryGraph, node_ids: Iterable[str]) -> dict[str, list
 def write_records(directory: Path, records: GraphRecords, seq: int) -> None:
     """Write `records` as Parquet tables into `directory` (created), with `graph.json`."""
     directory.mkdir(parents=True, exist_ok=True)
-    tables = {
-        "nodes": _nodes_table(records.nodes),
-        "conflicts": _rows_table([_conflict_row(c) for c in records.conflicts], CONFLICTS_SCHEMA),
-        "entries": _rows_table([_entry_row(e) for e in records.entries], ENTRIES_SCHEMA),
-        "node_entries": _rows_table(
-            [{"node_id": k, "entry_ids": v} for k, v in sorted(records.node_entries.items())],
-            NODE_ENTRIES_SCHEMA,
-        ),
-        "merge_events": _rows_table(
-            [merge_event_row(m) for m in records.merge_events], MERGE_EVENTS_SCHEMA
-        ),
-        "sessions": _rows_table([_session_row(s) for s in records.sessions], SESSIONS_SCHEMA),
-        "deleted": _rows_table([{"kind": k, "id": i} for k, i in records.deleted], DELETED_SCHEMA),
-        "node_terms": _rows_table(
-            [{"node_id": k, "terms": v} for k, v in sorted(records.terms.items())],
-            NODE_TERMS_SCHEMA,
-        ),
+    rows = {
+        "conflicts": [_fields(c, CONFLICTS_SCHEMA) for c in records.conflicts],
+        "entries": [_entry_row(e) for e in records.entries],
+        "node_entries": [
+            {"node_id": k, "entry_ids": v} for k, v in sorted(records.node_entries.items())
+        ],
+        "merge_events": [merge_event_row(m) for m in records.merge_events],
+        "sessions": [_session_row(s) for s in records.sessions],
+        "deleted": [{"kind": k, "id": i} for k, i in records.deleted],
+        "node_terms": [{"node_id": k, "terms": v} for k, v in sorted(records.terms.items())],
+    }
+    tables = {"nodes": _nodes_table(records.nodes)} | {
+        name: pa.Table.from_pylist(table_rows, schema=TABLES[name])
+        for name, table_rows in rows.items()
     }
     for name, table in tables.items():
         if table.num_rows:
@@ -325,30 +322,28 @@ def apply_records(state: GraphState, directory: Path) -> None:
     tables = {name: _read(directory / f"{name}.parquet", schema) for name, schema in TABLES.items()}
     graph, tree = state.graph, state.tree
     stems = (
-        {row["node_id"]: row["terms"] for row in _rows(tables["node_terms"])}
+        {row["node_id"]: row["terms"] for row in tables["node_terms"].to_pylist()}
         if stored_stems_usable(directory)
         else {}
     )
     for row, vectors in _node_rows(tables["nodes"]):
         graph.put_node(_node(row, *vectors), stems.get(row["id"]))
-    for row in _rows(tables["conflicts"]):
-        graph.put_conflict(_conflict(row))
-    for row in _rows(tables["entries"]):
+    for row in tables["conflicts"].to_pylist():
+        graph.put_conflict(Conflict(**row))
+    for row in tables["entries"].to_pylist():
         entry = _entry(row)
         tree.entries.setdefault(entry.entry_id, entry)
-    for row in _rows(tables["node_entries"]):
+    for row in tables["node_entries"].to_pylist():
         tree.node_to_entries[row["node_id"]] = list(row["entry_ids"])
-    for row in _rows(tables["merge_events"]):
-        event = _merge_event(row)
+    for row in tables["merge_events"].to_pylist():
+        event = MergeEvent(**row | {"merged_node_ids": tuple(row["merged_node_ids"])})
         tree.merge_events[event.event_id] = event
-    for row in _rows(tables["sessions"]):
+    for row in tables["sessions"].to_pylist():
         record = _session(row)
         state.sessions[record.session_id] = record
-    for row in _rows(tables["deleted"]):
+    for row in tables["deleted"].to_pylist():
         if row["kind"] == "node":
-            node = graph.nodes.get(row["id"])
-            if node is not None:
-                graph.delete_node(row["id"])
+            graph.delete_node(row["id"])  # a node no longer there is passed over
         elif row["kind"] == "conflict":
             graph.forget_conflict(row["id"])
     graph.take_changes()
@@ -358,15 +353,11 @@ def apply_records(state: GraphState, directory: Path) -> None:
 # --- rows -----------------------------------------------------------------------------------
 
 
-def _rows_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=schema)
-
-
 def _nodes_table(nodes: Iterable[GraphNode]) -> pa.Table:
     nodes = list(nodes)
     columns = NODES_SCHEMA.remove(14).remove(13)  # the vectors go in as arrays, below
     rows = [
-        {name: getattr(n, name) for name in columns.names}
+        _fields(n, columns)
         | {
             "keywords": list(n.keywords),
             "links": json.dumps(n.links, sort_keys=True),
@@ -390,10 +381,6 @@ def _read(path: Path, schema: pa.Schema) -> pa.Table:
         return pq.read_table(path).cast(schema)
     except (OSError, pa.ArrowException) as exc:
         raise StoreError(f"graph table {path} is unreadable: {exc}") from exc
-
-
-def _rows(table: pa.Table) -> list[dict[str, Any]]:
-    return table.to_pylist()
 
 
 def _node_rows(table: pa.Table) -> list[tuple[dict[str, Any], tuple[np.ndarray, np.ndarray]]]:
@@ -421,17 +408,13 @@ def _node(row: dict[str, Any], embedding: np.ndarray, summary_vector: np.ndarray
     return GraphNode(**row | decoded, embedding=embedding, summary_vector=summary_vector)
 
 
-def _conflict_row(conflict: Conflict) -> dict[str, Any]:
-    return {name: getattr(conflict, name) for name in CONFLICTS_SCHEMA.names}
-
-
-def _conflict(row: dict[str, Any]) -> Conflict:
-    return Conflict(**row)
+def _fields(record: object, schema: pa.Schema) -> dict[str, Any]:
+    """A record's attributes named by the columns of its table."""
+    return {name: getattr(record, name) for name in schema.names}
 
 
 def _entry_row(entry: InteractionEntry) -> dict[str, Any]:
-    row = {name: getattr(entry, name) for name in ENTRIES_SCHEMA.names}
-    return row | {
+    return _fields(entry, ENTRIES_SCHEMA) | {
         "metadata": json.dumps(entry.metadata, sort_keys=True, default=str),
         "attachments": json.dumps([a.__dict__ for a in entry.attachments]),
     }
@@ -446,17 +429,11 @@ def _entry(row: dict[str, Any]) -> InteractionEntry:
 
 def merge_event_row(event: MergeEvent) -> dict[str, Any]:
     """A merge event as a row of its table (and as a session export lists it)."""
-    row = {name: getattr(event, name) for name in MERGE_EVENTS_SCHEMA.names}
-    return row | {"merged_node_ids": list(event.merged_node_ids)}
-
-
-def _merge_event(row: dict[str, Any]) -> MergeEvent:
-    return MergeEvent(**{**row, "merged_node_ids": tuple(row["merged_node_ids"])})
+    return _fields(event, MERGE_EVENTS_SCHEMA) | {"merged_node_ids": list(event.merged_node_ids)}
 
 
 def _session_row(record: SessionRecord) -> dict[str, Any]:
-    row = {name: getattr(record, name) for name in SESSIONS_SCHEMA.names}
-    return row | {
+    return _fields(record, SESSIONS_SCHEMA) | {
         "insight_doc": json.dumps(record.insight_doc),
         "pending_conflicts": list(record.pending_conflicts),
     }

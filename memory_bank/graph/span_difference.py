@@ -272,7 +272,7 @@ def _difference(old: str, new: str, alignment: _Alignment) -> SpanDifference | N
     if kind == "phrase" and not any(u.kind == "word" and u.content for u in said_before):
         return None  # words in place of the predicate ("was built as" / "was used as")
     if kind == "phrase" and any(
-        PREDICATE_PARTICIPLE.fullmatch(_word(text, side[0])) is not None
+        PREDICATE_PARTICIPLE.fullmatch(text[side[0].start : side[0].end].lower()) is not None
         for text, side in ((old, old_side), (new, new_side))
     ):
         return None  # two predicates: "is painted green" / "is owned by the city"
@@ -350,10 +350,6 @@ def _told_alike(old_side: list[Unit], new_side: list[Unit]) -> bool:
     # "coaching inn" / "inn", "the viaduct" / "the Corran Viaduct": the same thing, told more
     # or less precisely
     return bool(old_words and new_words) and (old_words <= new_words or new_words <= old_words)
-
-
-def _word(sentence: str, unit: Unit) -> str:
-    return sentence[unit.start : unit.end].lower()
 
 
 def _said_words(side: list[Unit]) -> set[str]:

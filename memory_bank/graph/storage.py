@@ -35,10 +35,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memory_bank.errors import StoreError
-from memory_bank.graph.layers import load_graph_state
+from memory_bank.graph.layers import live_snapshot, load_graph_state
 from memory_bank.graph.memory_source import MemorySource
 from memory_bank.graph.persist import (
-    GRAPH_DIR,
     GraphState,
     checkpoints,
     read_seq,
@@ -62,7 +61,8 @@ class GraphStorage:
         self.lock = threading.RLock()
         self._state: GraphState | None = None
         self._version: str | None = None
-        self._memories = MemorySource(None)
+        # The stored memories behind the graph's memory nodes (of the live version).
+        self.memories = MemorySource(None)
 
     @property
     def state(self) -> GraphState:
@@ -72,11 +72,6 @@ class GraphStorage:
                 self._load()
             assert self._state is not None
             return self._state
-
-    @property
-    def memories(self) -> MemorySource:
-        """The stored memories behind the graph's memory nodes (of the live version)."""
-        return self._memories
 
     @contextmanager
     def mutating(self) -> Iterator[GraphState]:
@@ -98,14 +93,14 @@ class GraphStorage:
     def committed(self) -> None:
         """After a commit: the memories are read from the new version from now on."""
         with self.lock:
-            self._memories = MemorySource(self.location.live_directory())
+            self.memories = MemorySource(self.location.live_directory())
             self._version = layout.live_store_version(self.store)
 
     def _disk_head(self) -> tuple[str | None, int]:
-        live = self.location.live_directory()
-        snapshot = read_seq(live / layout.BANK_DIR / GRAPH_DIR) if live is not None else 0
-        found = checkpoints(self.location.graph_log_dir, after=snapshot)
-        return layout.live_store_version(self.store), found[-1][0] if found else snapshot
+        snapshot = live_snapshot(self.location.live_directory())
+        start = read_seq(snapshot) if snapshot is not None else 0
+        found = checkpoints(self.location.graph_log_dir, after=start)
+        return layout.live_store_version(self.store), found[-1][0] if found else start
 
     def _moved_on(self) -> bool:
         """Whether another writer checkpointed since (then reload); a new store version with
@@ -113,7 +108,7 @@ class GraphStorage:
         assert self._state is not None
         version, head = self._disk_head()
         if version != self._version:
-            self._memories = MemorySource(self.location.live_directory())
+            self.memories = MemorySource(self.location.live_directory())
             self._version = version
         return head != self._state.seq
 
@@ -121,7 +116,7 @@ class GraphStorage:
         for _ in range(LOAD_ATTEMPTS):
             version = layout.live_store_version(self.store)
             live = self.location.live_directory()
-            snapshot = live / layout.BANK_DIR / GRAPH_DIR if live is not None else None
+            snapshot = live_snapshot(live)
             state = load_graph_state(snapshot, self.location.graph_log_dir, self.alpha)
             if layout.live_store_version(self.store) == version and _contiguous(
                 state, snapshot, self.location.graph_log_dir
@@ -130,7 +125,7 @@ class GraphStorage:
         else:
             raise StoreError(f"the graph of {self.store} kept changing while it was loaded")
         self._state, self._version = state, version
-        self._memories = MemorySource(live if version is not None else None)
+        self.memories = MemorySource(live if version is not None else None)
 
 
 def _contiguous(state: GraphState, snapshot: Path | None, log_dir: Path) -> bool:

@@ -102,7 +102,7 @@ def clause_words(facts: SentenceFacts, value: Value) -> frozenset[str]:
     """The content words of the value's own clause (between commas, semicolons, brackets and
     dashes), other values left out: what the sentence says of it there."""
     start, end = clause_bounds(facts.text, value)
-    words = [w for w in search_tokens(_outside_values(facts, start, end)) if len(w) > 2]
+    words = [w for w in search_tokens(outside_values(facts, start, end)) if len(w) > 2]
     return frozenset(stem_words(words))  # not "co" of "co-wrote" and "co-written"
 
 
@@ -110,15 +110,16 @@ def clause_words(facts: SentenceFacts, value: Value) -> frozenset[str]:
 def local_frame(facts: SentenceFacts, value: Value) -> frozenset[str]:
     """The content words next to a value (five before, two after, other values skipped): the
     attribute it fills. A lifespan "(1 July 1903 – 5 January 1941)" says born and died."""
-    before = _outside_values(facts, 0, value.start)
-    after = _outside_values(facts, value.end, len(facts.text))
+    before = outside_values(facts, 0, value.start)
+    after = outside_values(facts, value.end, len(facts.text))
     words = set(stem_words(search_tokens(before)[-5:] + search_tokens(after)[:2]))
     if value.kind == "date" and _LIFESPAN.search(facts.text):
         words |= {"born", "die"}
     return frozenset(words)
 
 
-def _outside_values(facts: SentenceFacts, start: int, end: int) -> str:
+def outside_values(facts: SentenceFacts, start: int, end: int) -> str:
+    """The sentence's text from `start` to `end`, its values blanked out."""
     text = list(facts.text[start:end])
     for other in facts.values:
         if other.end > start and other.start < end:
@@ -162,7 +163,7 @@ def predicate_of(facts: SentenceFacts, value: Value) -> frozenset[str]:
         before = [d for d in dates if d.end <= value.start]
         if before:
             return frozenset({"born"} if len(before) == 1 else {"die"})
-    before = search_tokens(_outside_values(facts, 0, value.start))[-2:]
+    before = search_tokens(outside_values(facts, 0, value.start))[-2:]
     return frozenset(stem_words(before))
 
 
@@ -172,7 +173,7 @@ def left_context(facts: SentenceFacts, value: Value) -> frozenset[str]:
     start = max(
         (v.end for v in facts.values if v.kind == value.kind and v.end <= value.start), default=0
     )
-    before = search_tokens(_outside_values(facts, start, value.start))[-3:]
+    before = search_tokens(outside_values(facts, start, value.start))[-3:]
     return frozenset(stem_words(before))
 
 

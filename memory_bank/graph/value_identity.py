@@ -122,8 +122,10 @@ def kind_key(noun: str) -> str:
 
 
 def _of_kind(first: str, second: str) -> bool | None:
-    """Whether a kind key and a name key (or two kind keys) may be one thing; None when
-    neither is a kind key."""
+    """Whether two equal keys, or a kind key and a name key (or two kind keys), may be one
+    thing; None when they differ and neither is a kind key."""
+    if first == second:
+        return True
     if not (first.startswith("k:") or second.startswith("k:")):
         return None
     kind, other = (first, second) if first.startswith("k:") else (second, first)
@@ -152,8 +154,6 @@ def same_name(first: str, second: str) -> bool:
     """Equal name keys, or one the other's last words ("e:weizman", "e:ezer weizman"), or a
     place named without its region ("e:young", "e:young|new south wales"), or one the other
     without its kind of thing ("e:grand ossory", "e:grand ossory hotel"; `without_head`)."""
-    if first == second:
-        return True
     if (kind := _of_kind(first, second)) is not None:
         return kind
     if "|" in first or "|" in second:
@@ -184,8 +184,6 @@ def _same_words(first: str, second: str) -> bool:
 def compatible_names(first: str, second: str) -> bool:
     """Two name keys for one entity: equal, or one's words within the other's ("e:stella",
     "e:joseph stella")."""
-    if first == second:
-        return True
     if (kind := _of_kind(first, second)) is not None:
         return kind
     if "|" in first or "|" in second:

@@ -12,9 +12,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_bank.graph.layers import load_graph_state
+from memory_bank.graph.layers import live_snapshot, load_graph_state
 from memory_bank.graph.model import Conflict, GraphNode
-from memory_bank.graph.persist import GRAPH_DIR, GraphState, apply_records, checkpoints, read_seq
+from memory_bank.graph.persist import GraphState, apply_records, checkpoints
 from memory_bank.store import layout
 from memory_bank.store.location import StoreLocation
 
@@ -66,12 +66,8 @@ class GraphView:
             self._stamp = (layout.live_store_version(self.store), log_stamp)
 
     def _load(self) -> GraphState:
-        live = self.location.live_directory()
-        snapshot = live / layout.BANK_DIR / GRAPH_DIR if live is not None else None
-        state = load_graph_state(snapshot, self.location.graph_log_dir, self.alpha)
-        if snapshot is not None and state.seq < read_seq(snapshot):
-            state.seq = read_seq(snapshot)
-        return state
+        snapshot = live_snapshot(self.location.live_directory())
+        return load_graph_state(snapshot, self.location.graph_log_dir, self.alpha)
 
     # --- questions the query side asks -----------------------------------------------------
 

@@ -24,13 +24,11 @@ from memory_bank.graph.batch import (
     memory_node,
     run_tasks,
 )
-from memory_bank.graph.layers import GraphSnapshot
+from memory_bank.graph.layers import GraphSnapshot, live_snapshot
 from memory_bank.graph.node_views import NodeViews
-from memory_bank.graph.persist import GRAPH_DIR
 from memory_bank.graph.storage import GraphStorage
 from memory_bank.ingest.commit_change import Change
 from memory_bank.schemas import Chunk
-from memory_bank.store import layout
 from memory_bank.store.snapshot import MemoryParts
 from memory_bank.tasks import TaskMap, run_serially
 
@@ -155,8 +153,7 @@ class IngestGraphStep:
             )
         # After `mutating` checkpointed the commit's changes: the snapshot holds them.
         location = self.storage.location
-        live = location.live_directory()
-        base = live / layout.BANK_DIR / GRAPH_DIR if live is not None else None
+        base = live_snapshot(location.live_directory())
         return GraphSnapshot(state.seq, base, location.graph_log_dir, self.storage.alpha), outcome
 
     def committed(self) -> None:

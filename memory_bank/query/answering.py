@@ -47,8 +47,10 @@ def extractive_answer(request: AnswerRequest) -> AnswerResult:
     sentences: list[AnswerSentence] = []
     evidence_stems: set[str] = set()
     memory_vectors: dict[int, np.ndarray] = {}
+    chunk_texts: dict[int, str] = {}
     for position, evidence in enumerate(request.evidence):
         chunk = evidence.index if evidence.index is not None else position
+        chunk_texts[chunk] = evidence.text
         texts = evidence.sentences or []
         evidence_stems |= text_stems(" ".join(texts) or evidence.text)
         if evidence.vector is not None:
@@ -68,11 +70,7 @@ def extractive_answer(request: AnswerRequest) -> AnswerResult:
     sentences, history, current_paths, answered = apply_claims(
         sentences, request.claims, terms, query_vector
     )
-    texts = {
-        e.index if e.index is not None else position: e.text
-        for position, e in enumerate(request.evidence)
-    }
-    sentences, bridged, bridge_paths = apply_bridges(sentences, request.claims, terms, texts)
+    sentences, bridged, bridge_paths = apply_bridges(sentences, request.claims, terms, chunk_texts)
     known = {(n.superseded_text, n.current_text) for n in history}
     history += [n for n in bridged if (n.superseded_text, n.current_text) not in known]
     current_paths += [p for p in bridge_paths if p not in current_paths]

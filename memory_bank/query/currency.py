@@ -51,13 +51,9 @@ class Currency:
         self._sentence_pairs = SentencePairs(SENTENCE_PAIRS_CACHE_SIZE)
 
     def supersessions(self, indices: Iterable[int]) -> dict[int, list[Supersession]]:
-        found = {}
-        for index in indices:
-            if 0 <= index < len(self.corpus.chunk_ids):
-                claims = self.view.superseded_claims(self.corpus.chunk_ids[index])
-                if claims:
-                    found[index] = claims
-        return found
+        ids = self.corpus.chunk_ids
+        found = {i: self.view.superseded_claims(ids[i]) for i in indices if 0 <= i < len(ids)}
+        return {index: claims for index, claims in found.items() if claims}
 
     # --- answers ----------------------------------------------------------------------------
 
@@ -154,38 +150,31 @@ class Currency:
 
         read = set(indices)
         found: list[ClaimHistory] = []
-        encode = self._masked_vectors
         changes = slot_changes(
-            question, memories, decided, query_vector, encode, self._sentence_pairs
+            question, memories, decided, query_vector, self._masked_vectors, self._sentence_pairs
         )
         for change in changes:
-            note = self._slot_note(change)
-            contradiction = change.contradiction
-            if change.older.chunk in read:
-                found.append(
-                    ClaimHistory(
-                        kind="superseded",
-                        chunk=change.older.chunk,
-                        sentence=contradiction.old_sentence,
-                        old_value=contradiction.old_value,
-                        new_value=contradiction.new_value,
-                        current_sentence=contradiction.new_sentence,
-                        current_chunk=change.newer.chunk,
-                        current_path=self.corpus.chunk_path(change.newer.chunk),
-                        current_vector=change.new_vector,
-                        note=note,
-                    )
-                )
-            found.append(
-                ClaimHistory(
-                    kind="current",
-                    chunk=change.newer.chunk,
-                    sentence=contradiction.new_sentence,
-                    old_value=contradiction.old_value,
-                    new_value=contradiction.new_value,
-                    note=note,
-                )
+            contradiction, newer = change.contradiction, change.newer.chunk
+            current = ClaimHistory(
+                kind="current",
+                chunk=newer,
+                sentence=contradiction.new_sentence,
+                old_value=contradiction.old_value,
+                new_value=contradiction.new_value,
+                note=self._slot_note(change),
             )
+            if change.older.chunk in read:  # the claim it replaced, as the answer reads it
+                superseded = {
+                    "kind": "superseded",
+                    "chunk": change.older.chunk,
+                    "sentence": contradiction.old_sentence,
+                    "current_sentence": contradiction.new_sentence,
+                    "current_chunk": newer,
+                    "current_path": self.corpus.chunk_path(newer),
+                    "current_vector": change.new_vector,
+                }
+                found.append(current.model_copy(update=superseded))
+            found.append(current)
         return found
 
     def _slot_memories(self, indices: Sequence[int]) -> list[SlotMemory]:
@@ -308,14 +297,11 @@ class Currency:
             )
         elif tool == "deep_retrieval":
             index = self._index_of_chunk.get(str(arguments.get("chunk_id", "")))
-        if index is None:
-            return ""
+        claims = self.supersessions([index]).get(index, []) if index is not None else []
         return "".join(
-            f"\n[memory note: {claim.conflict.old_sentence!r} was superseded on "
-            f"{utc_iso(claim.conflict.resolved_at or claim.current_node.timestamp)} by "
-            f"{claim.conflict.new_sentence!r} ({self._source(claim.current_node.id)}); "
-            "state the current value]"
-            for claim in self.supersessions([index]).get(index, [])
+            f"\n[memory note: {note.superseded_text!r} was superseded on {note.superseded_at} by "
+            f"{note.current_text!r} ({note.current_source}); state the current value]"
+            for note in map(self.note, claims)
         )
 
     # --- search -----------------------------------------------------------------------------

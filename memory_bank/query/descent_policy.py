@@ -26,7 +26,6 @@ cached corpus and a handful of file reads.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -38,13 +37,13 @@ from memory_bank.llm.agent import Described, Observation, Policy, Run
 from memory_bank.llm.seam import ToolCall
 from memory_bank.query.answer_sentences import NOT_FOUND_THRESHOLD
 from memory_bank.query.answering import extractive_answer
-from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
+from memory_bank.query.question import content_terms, question_entities, term_coverage
 from memory_bank.query.roles import AnswerRequest, memory_evidence
 from memory_bank.query.toolbox import StoreToolbox
 from memory_bank.schemas import ChatResult, DirectoryNode
 from memory_bank.store.files import parse_chunk_file, readme_relative_path
 from memory_bank.store.tables import directory_of
-from memory_bank.text.lexicon import text_stems
+from memory_bank.text.lexicon import stem_words, text_stems
 from memory_bank.text.sentences import split_sentences
 
 NOT_FOUND_ANSWER = "The memory does not contain information to answer this question."
@@ -134,7 +133,7 @@ class DescentPolicy:
                 break
             grepped = yield Described(
                 ToolCall("grep", {"pattern": entity, "whole_word": True}),
-                lambda seen: _files_detail(self._memory_files(seen)),
+                lambda seen: _files_detail(len(self._memory_files(seen))),
             )
             for path in self._memory_files(grepped):
                 index = self.corpus.index_of_path(path)
@@ -366,8 +365,8 @@ class DescentPolicy:
 
 def readme_stems(search: HybridSearch) -> list[frozenset[str]]:
     """The stems of every directory's README, by directory position (a store's, once)."""
-    return [stem_all(terms) for terms in search.corpus.directories().readme_terms]
+    return [frozenset(stem_words(terms)) for terms in search.corpus.directories().readme_terms]
 
 
-def _files_detail(files: Sequence[str]) -> str:
-    return f"-> {len(files)} file{'s' if len(files) != 1 else ''}"
+def _files_detail(count: int) -> str:
+    return f"-> {count} file{'s' if count != 1 else ''}"

@@ -29,14 +29,10 @@ from itertools import pairwise
 
 import numpy as np
 
-from memory_bank.graph.contradictions import PARAPHRASE_COSINE
+from memory_bank.graph.contradictions import LENGTH_UNITS, PARAPHRASE_COSINE
 from memory_bank.graph.sentence_facts import SentenceFacts, sentence_facts
 from memory_bank.graph.subjects import TextFacts, same_subject
-from memory_bank.graph.value_identity import (
-    NAME_HEADS,
-    compatible_names,
-    without_head,
-)
+from memory_bank.graph.value_identity import NAME_HEADS, compatible_names, without_head
 from memory_bank.graph.values import Value, name_key
 from memory_bank.query.noun_phrases import WH_WORD, NounPhrases
 from memory_bank.query.slot_rules import Asked, possessor, value_role
@@ -48,11 +44,6 @@ _KIND_STEMS = text_stems(" ".join(sorted(NAME_HEADS)))
 _WORDS = re.compile(r"\w+")
 _DEFINITE = frozenset({"the", "its", "their", "these", "those"})
 _AND = re.compile(r"\band\b|&", re.IGNORECASE)
-# Units of length: a measure in one answers "how long / tall / wide / deep".
-_LENGTH_UNITS = frozenset(
-    ["metr", "meter", "kilometr", "kilomet", "km", "m", "cm", "mm", "mile", "feet", "foot", "ft"]
-    + ["inch", "yard"]
-)
 # The words of one dimension ("tall" and "high" measure one thing, "long" another).
 _DIMENSIONS = (
     frozenset({"long", "length", "lengths"}),
@@ -245,7 +236,7 @@ class Goal:
         """Whether the sentence gives a length of the dimension the goal asks ("it spans 64
         metres" for "How long is ...?"): a length says no other dimension."""
         return self.dimension is not None and any(
-            v.kind.removeprefix("number:") in _LENGTH_UNITS
+            v.kind.removeprefix("number:") in LENGTH_UNITS
             and dimension_of(sentence.text, v) in (None, self.dimension)
             for v in values
         )
@@ -365,7 +356,7 @@ def dimension_of(sentence: str, value: Value, asked: int | None = None) -> int |
     """Which dimension the words right after a length name ("31 metres high"), else the one
     asked: an answer's measure is of what the goal asks unless it says otherwise (a count
     has none: "212 members across three squads")."""
-    if value.kind.removeprefix("number:") not in _LENGTH_UNITS:
+    if value.kind.removeprefix("number:") not in LENGTH_UNITS:
         return asked
     after = sentence[value.end :].split()[:2]
     for number, words in enumerate(_DIMENSIONS):

@@ -9,7 +9,7 @@ retrieval unchanged.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 
 from memory_bank.text.lexicon import QUESTION_WORDS, search_tokens, stem_words
@@ -31,10 +31,6 @@ def term_coverage(terms: Sequence[str], stems: AbstractSet[str]) -> float:
     if not terms:
         return 0.0
     return sum(1 for term in terms if term in stems) / len(terms)
-
-
-def stem_all(tokens: Iterable[str]) -> frozenset[str]:
-    return frozenset(stem_words(tokens))
 
 
 def question_entities(question: str) -> list[str]:

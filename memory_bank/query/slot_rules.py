@@ -26,6 +26,7 @@ from memory_bank.graph.value_context import (
     clause_bounds,
     clause_words,
     modifies_noun,
+    outside_values,
     value_context,
 )
 from memory_bank.graph.values import Value, extract_values
@@ -283,10 +284,8 @@ def possessor(facts: SentenceFacts, value: Value) -> bool:
 
 def _plain_words(facts: SentenceFacts) -> dict[str, str]:
     """Stem -> word of a sentence's content words outside its values, cue words left out."""
-    text = list(facts.text)
-    for value in facts.values:
-        text[value.start : value.end] = " " * (value.end - value.start)
-    words = [w for w in search_tokens("".join(text)) if w not in CHANGE_WORDS]
+    outside = outside_values(facts, 0, len(facts.text))
+    words = [w for w in search_tokens(outside) if w not in CHANGE_WORDS]
     return dict(zip(stem_words(words), words, strict=True))
 
 

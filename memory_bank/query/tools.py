@@ -96,10 +96,9 @@ class StoreTools:
         for child in sorted(directory.iterdir(), key=lambda item: item.name):
             if child.name.startswith(".") or not self._is_inside(child):
                 continue
-            if child.is_dir():
-                entries.append(Entry(name=child.name, type="dir", size=child.stat().st_size))
-            elif child.is_file():
-                entries.append(Entry(name=child.name, type="file", size=child.stat().st_size))
+            kind = "dir" if child.is_dir() else "file" if child.is_file() else None
+            if kind is not None:
+                entries.append(Entry(name=child.name, type=kind, size=child.stat().st_size))
         return entries
 
     def cat(self, file: str) -> str:
@@ -137,20 +136,13 @@ class StoreTools:
         corpus = self._corpus()
         scope_path, scope_is_dir = self._relative(scope), scope.is_dir()
         whole = re.compile(rf"(?<!\w){re.escape(pattern)}(?!\w)", re.IGNORECASE)
-
-        def matches_line(line: str) -> bool:
-            return needle in line.lower() and (not whole_word or whole.search(line) is not None)
-
-        if whole_word:
-            files = corpus.files_with_word(needle, scope_path, scope_is_dir)
-        else:
-            files = corpus.files_containing(needle, scope_path, scope_is_dir)
+        find = corpus.files_with_word if whole_word else corpus.files_containing
         matches: list[GrepMatch] = []
-        for file in files:
+        for file in find(needle, scope_path, scope_is_dir):
             if len(matches) >= limit:
                 break
             for number, line in enumerate(corpus.texts[file].splitlines(), start=1):
-                if matches_line(line):
+                if needle in line.lower() and (not whole_word or whole.search(line)):
                     matches.append(
                         GrepMatch(file=corpus.paths[file], line_number=number, line=line)
                     )
@@ -267,9 +259,9 @@ class StoreTools:
             resolved = path.resolve()
         except OSError:
             return False
-        if not resolved.is_relative_to(self.root):
-            return False
-        return not any(part.startswith(".") for part in resolved.relative_to(self.root).parts)
+        return resolved.is_relative_to(self.root) and not any(
+            part.startswith(".") for part in resolved.relative_to(self.root).parts
+        )
 
     def _relative(self, path: Path) -> str:
         relative = path.relative_to(self.root).as_posix()

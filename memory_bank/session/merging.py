@@ -148,7 +148,7 @@ class NodeMerger:
         for conflict in conflicts:
             graph.resolve_conflict(
                 conflict.id,
-                winner if conflict.involves(winner) else conflict.newer,
+                winner if winner in (conflict.older, conflict.newer) else conflict.newer,
                 now,
                 f"validated: {validation[:200]}",
             )

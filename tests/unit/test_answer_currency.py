@@ -58,8 +58,8 @@ def test_a_chunk_whose_claim_was_replaced_is_quoted_only_through_the_current_cla
 
     from memory_bank.query.answer_currency import apply_claims
     from memory_bank.query.answer_sentences import AnswerSentence, select_sentences
-    from memory_bank.query.question import content_terms, stem_all
-    from memory_bank.text.lexicon import search_tokens
+    from memory_bank.query.question import content_terms
+    from memory_bank.text.lexicon import search_tokens, stem_words
 
     question = "Which band is David Bryson a guitarist for?"
     old = [
@@ -74,7 +74,9 @@ def test_a_chunk_whose_claim_was_replaced_is_quoted_only_through_the_current_cla
     def scored(chunk: int, texts: list[str]) -> list[AnswerSentence]:
         vectors = np.asarray(embedder.encode(texts), dtype=np.float32)
         return [
-            AnswerSentence(chunk, n, t, v, float(v @ query), stem_all(search_tokens(t)))
+            AnswerSentence(
+                chunk, n, t, v, float(v @ query), frozenset(stem_words(search_tokens(t)))
+            )
             for n, (t, v) in enumerate(zip(texts, vectors, strict=True))
         ]
 

@@ -188,8 +188,8 @@ def test_the_graph_offers_the_bridge_only_while_its_current_claim_is_unread(brid
 def test_a_chunk_quoted_for_another_sentence_bridges_to_what_it_names(embedder):
     from memory_bank.query.answer_currency import apply_bridges
     from memory_bank.query.answer_sentences import AnswerSentence, select_sentences
-    from memory_bank.query.question import content_terms, stem_all
-    from memory_bank.text.lexicon import search_tokens
+    from memory_bank.query.question import content_terms
+    from memory_bank.text.lexicon import search_tokens, stem_words
 
     question = "Drew Fuller starred in a series that originally broadcast on what station?"
     terms = content_terms(question)
@@ -205,7 +205,9 @@ def test_a_chunk_quoted_for_another_sentence_bridges_to_what_it_names(embedder):
 
     def sentence(chunk: int, number: int, text: str, score: float) -> AnswerSentence:
         vector = np.asarray(embedder.encode([text])[0], dtype=np.float32)
-        return AnswerSentence(chunk, number, text, vector, score, stem_all(search_tokens(text)))
+        return AnswerSentence(
+            chunk, number, text, vector, score, frozenset(stem_words(search_tokens(text)))
+        )
 
     sentences = [
         sentence(3, 0, fuller[0], 0.9),

@@ -14,9 +14,10 @@ from memory_bank.query.answer_sentences import (
 )
 from memory_bank.query.descent_policy import NOT_FOUND_ANSWER
 from memory_bank.query.navigation import NavigationAgent
-from memory_bank.query.question import content_terms, question_entities, stem_all, term_coverage
+from memory_bank.query.question import content_terms, question_entities, term_coverage
 from memory_bank.query.tools import StoreTools
 from memory_bank.store import StoreReader
+from memory_bank.text.lexicon import stem_words
 from memory_bank.text.sentences import split_sentences
 from tests.support import open_search
 from tests.unit.query_fixtures import ML_TECH_STORE, Note, build_store, shared_embedder
@@ -179,7 +180,7 @@ def test_question_entities_and_terms():
     ]
     assert content_terms("How do React hooks work?") == ["react", "hook"]
     assert content_terms("Why were CNNs published?") == ["cnn", "publish"]
-    evidence = stem_all(["hook", "published", "python"])
+    evidence = frozenset(stem_words(["hook", "published", "python"]))
     assert term_coverage(content_terms("hooks published in Rust"), evidence) == pytest.approx(2 / 3)
 
 
