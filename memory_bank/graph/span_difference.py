@@ -239,10 +239,8 @@ def span_difference(old: str, new: str) -> SpanDifference | None:
 
 
 def _said_by_both(old: str, new: str, found: SpanDifference) -> bool:
-    """Whether either sentence also says the other's span ("The clock on Felham market cross
-    strikes every hour" / "Felham's market cross clock ... strikes every hour"): words in
-    another order, no other value -- unless the later one names the earlier value as what it
-    replaced ("Tom Ruell has replaced Ada Venn")."""
+    """Whether either sentence also says the other's span (words in another order, no other
+    value), unless the later one names the earlier value as replaced ("replaced Ada Venn")."""
     return mentions_value(old, found.new_value) or (
         mentions_value(new, found.old_value) and not REPLACEMENT_CUES.search(new)
     )
