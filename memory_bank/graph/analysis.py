@@ -305,12 +305,12 @@ def _validated(
     for node in nodes:
         score = 0
         for contradiction in contradictions:
-            for value, sentence in (
-                (contradiction.old_value, contradiction.old_sentence),
-                (contradiction.new_value, contradiction.new_sentence),
+            for value, other, sentence in (
+                (contradiction.old_value, contradiction.new_value, contradiction.old_sentence),
+                (contradiction.new_value, contradiction.old_value, contradiction.new_sentence),
             ):
                 if _holds(node, sentence):
-                    score += _support(validation, value)
+                    score += _support(validation, value, other)
                     score -= 1 if _contradicted_by(sentence, validation) else 0
         scores[node.id] = score
     best = max(scores.values())
@@ -318,14 +318,21 @@ def _validated(
     return next(node for node in nodes if scores[node.id] == best)
 
 
-def _support(validation: str, value: str) -> float:
-    """How far the validation text states `value`: as it is (1), or as a value that holds it or
-    that it holds (one half): "12 March 1958" for "1958", "Harbour Road Industrial Estate,
-    Dorrington" for "Dorrington"."""
+_LOWER_WORD = re.compile(r"\b(?!(?:of|the|and|de|da|von|van)\b)[a-z]{2,}")
+
+
+def _support(validation: str, value: str, other: str) -> float:
+    """How far the validation text states `value` against `other`: as it is (1), or (one half)
+    as a value that holds it or that it holds ("12 March 1958" for "1958", "Harbour Road
+    Industrial Estate, Dorrington" for "Dorrington"), or, for a common noun phrase, by a word
+    of it the other lacks ("covered in slate" for "Welsh slate" against "copper sheet")."""
     if mentions_value(validation, value):
         return 1.0
     key = value_key_of(value)
-    if key is None or key[:2] not in ("d:", "e:"):
+    if key is None or (key.startswith("e:") and _LOWER_WORD.search(value)):  # "Welsh slate"
+        own = set(stemmed_search_tokens(value)) - set(stemmed_search_tokens(other))
+        return 0.5 if own & set(stemmed_search_tokens(validation)) else 0.0
+    if key[:2] not in ("d:", "e:"):
         return 0.0
     found = [v.key for v in sentence_facts(validation).values if v.key[:2] == key[:2]]
     held = dates_compatible if key.startswith("d:") else compatible_names

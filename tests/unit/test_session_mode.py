@@ -338,3 +338,15 @@ def test_a_validation_that_states_a_value_more_precisely_decides_the_conflict():
     )
     offices = [view("a", place.old_sentence, 1.0), view("b", place.new_sentence, 2.0)]
     assert integrate_offline(offices, {}, "conflict", register, [place]).current == "a"
+    roof = Contradiction(
+        "The roof of Orley Chapel is of Welsh slate.",
+        "Orley Chapel was re-roofed in copper sheet.",
+        "",
+        "",
+        "Welsh slate",
+        "copper sheet",
+        "word",
+    )
+    roofs = [view("a", roof.old_sentence, 1.0), view("b", roof.new_sentence, 2.0)]
+    survey = "Orley Chapel: nave roof covered in slate on oak battens. Condition: good."
+    assert integrate_offline(roofs, {}, "conflict", survey, [roof]).current == "a"
