@@ -39,9 +39,11 @@ PARTICIPLE_OBJECTS = frozenset([
 
 
 # A word opening a sentence that labels the figure or the names after it, which say no more
-# ("Est. 1874"; "Founder: Hester Vaile"; "Stop 4: Vossen Town Hall" -- not a speaker's line,
-# "Alice: We moved in May").
-_LABEL = re.compile(r"\s*(?:\d+\s*(?=:))?(?:[:.]\s*\d|:\s*(?=[A-Z])(?![^.!?]*\b[a-z]{4,}\b))")
+# ("Est. 1874"; "Founder: Hester Vaile"; "Stop 4: Vossen Town Hall", "Site 3: the weather
+# station" -- not a speaker's line, "Alice: We moved in May").
+_LABEL = re.compile(
+    r"\s*(?:\d+:|(?:\d+\s*(?=:))?(?:[:.]\s*\d|:\s*(?=[A-Z])(?![^.!?]*\b[a-z]{4,}\b)))"
+)
 
 
 def common_opening(sentence: str, words: list[re.Match[str]], position: int) -> bool:

@@ -46,6 +46,7 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W\d_][\w'’.-]*[^\W_]|[^\W\d_]")
+_ITEM_LABEL = re.compile(r"\W*[A-Z][a-z]+\s+")
 _SEASON = re.compile(rf"\b(spring|summer|autumn|fall|winter)\s+(?:of\s+)?({_YEAR})\b", re.I)
 _FAMILY = re.compile(r"\s+family\b")
 _DECADE = re.compile(r"\b(1[0-9]{2}|20[0-9])0s\b")
@@ -108,8 +109,10 @@ def extract_values(sentence: str) -> list[Value]:
             taken.append((start, end))
     for match in _NUMBER.finditer(sentence):
         start, end = match.start(), match.end()
-        if not free(start, end):
-            continue
+        if not free(start, end) or (
+            _ITEM_LABEL.fullmatch(sentence, 0, start) and sentence[end : end + 1] == ":"
+        ):
+            continue  # "Site 3: Kettleby Moor": the number of an item, no value
         number = float(match.group("number").replace(",", ""))
         scale = (match.group("scale") or "").lower()
         if scale == "m" and not match.group("currency"):

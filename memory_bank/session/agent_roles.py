@@ -162,10 +162,10 @@ def _analyze_offline(request: AnalyzeRequest) -> AnalyzeResult:
     new, candidates = request.views[0], request.views[1:]
     found = analyze_offline(new, candidates, request.judge, one_span=True)
     if "conflict" in request.judge and request.task_goal and request.encoder is not None:
-        # The goal names the attribute: what the rules let pass may conflict for it.
-        judged = {r.existing_node_id for r in found if r.relationship == "conflict"}
-        rest = [c for c in candidates if c.id not in judged]
-        by_goal = goal_conflicts(request.task_goal, new, rest, request.encoder.encode)
+        # The goal names the attribute: what the rules let pass may conflict for it, and where
+        # both contexts answer it, their answers say which values conflict (the rules compare
+        # sentences without the goal and may pair another attribute's).
+        by_goal = goal_conflicts(request.task_goal, new, candidates, request.encoder.encode)
         if by_goal:
             merged = {r.existing_node_id for r in by_goal}
             found = [r for r in found if r.existing_node_id not in merged] + by_goal

@@ -144,3 +144,10 @@ def test_a_season_and_its_year_is_one_date():
     assert dates_compatible(season.key, "d:2027")
     later = next(v for v in extract_values("It will open in the autumn of 2027."))
     assert not dates_compatible(season.key, later.key)
+
+
+def test_the_number_of_a_listed_item_is_no_value():
+    assert [v.text for v in extract_values("Site 3: Kettle Moor weather station.")] == [
+        "Kettle Moor"
+    ]
+    assert [v.text for v in extract_values("It has 3 doors: two at the front.")][0] == "3"
