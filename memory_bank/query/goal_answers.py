@@ -135,6 +135,7 @@ class Goal:
         )
         # "what" / "which" may ask for a common noun phrase
         self._phrases = NounPhrases(text, self.names_one_of, _KIND_STEMS)
+        self._times = frozenset(v.key for v in self.asked.values if v.kind == "date")
 
     def states_attribute(self, sentence: str) -> bool:
         """Whether the sentence says a word of the question's attribute (or its agent noun)."""
@@ -182,7 +183,7 @@ class Goal:
                 values = (noun,)
             if not stated and values and self._measures(sentence, values):
                 said = stated = self.attribute & self._dimension_stems
-            values = _nearest_first(sentence, values, said)
+            values = _nearest_first(sentence, values, said, self._times)
             if values and self._about_it(sentence, about, values[0]):
                 candidates.append(GoalAnswer(sentence, values, stated))
         if not candidates:
@@ -296,6 +297,7 @@ _PLACE_KINDS = frozenset(
 # A measure joined to its unit by a hyphen, then the noun it measures ("14-metre steel spire").
 _MEASURED_NOUN = re.compile(r"-[a-z]+\s+[a-z]+(?:\s+[a-z]+)?")
 _CUE_TO_VALUE = re.compile(r"\s*(?:the\s+|a\s+|an\s+)?")
+_CLAUSE_BREAK = re.compile(r"[;,]")
 _LOCATING = re.compile(r",?\s+(?:at|in|on|near)\s+(?:the\s+)?", re.IGNORECASE)
 
 
@@ -316,14 +318,25 @@ def _descriptions(text: str, asked: Asked) -> frozenset[str]:
 
 
 def _nearest_first(
-    sentence: SentenceFacts, values: tuple[Value, ...], said: frozenset[str]
+    sentence: SentenceFacts, values: tuple[Value, ...], said: frozenset[str], times: frozenset[str]
 ) -> tuple[Value, ...]:
-    """The values, the one nearest a word of the goal's attribute first ("housed on Mill
-    Street, was founded by Edna Pryor": Edna Pryor says who founded it)."""
+    """The values, those in a clause with the time the goal names first ("Who won the prize in
+    2019?": "last year's prize went to Helen Marr; the 2019 prize to Maya Chen"), then the one
+    nearest a word of the goal's attribute ("housed on Mill Street, was founded by Edna Pryor":
+    Edna Pryor says who founded it)."""
     at = [m.start() for m in _WORDS.finditer(sentence.text) if text_stems(m.group(0)) & said]
+    when = [v.start for v in sentence.values if v.key in times]
     if not at:
         return values
-    return tuple(sorted(values, key=lambda v: min(abs(v.start - a) for a in at)))
+
+    def apart(value: Value, at: int) -> bool:  # a clause boundary between them
+        return bool(_CLAUSE_BREAK.search(sentence.text[min(value.start, at) : max(value.end, at)]))
+
+    def rank(value: Value) -> tuple[bool, int]:
+        other_time = bool(when) and all(apart(value, w) for w in when)
+        return other_time, min(abs(value.start - a) for a in at)
+
+    return tuple(sorted(values, key=rank))
 
 
 def _replaced(sentence: SentenceFacts, value: Value) -> bool:

@@ -293,3 +293,12 @@ def test_a_name_that_modifies_a_noun_is_part_of_the_phrase():
     assert _answer(ROOF, "The roof of Tarrant Mill, re-laid in Cornish slate, is sound.") == [
         "Cornish slate"
     ]
+
+
+def test_the_value_in_the_clause_of_the_asked_time_answers_first():
+    found = _answer(
+        "Who won the Orrin Medal for sculpture in 2021?",
+        "Last year's Orrin Medal for sculpture went to Ada Pell for her bronze Tide; the 2021 "
+        "medal went to Ivo Marsh.",
+    )
+    assert found[0] == "Ivo Marsh"
