@@ -336,7 +336,7 @@ def _support(validation: str, value: str, other: str) -> float:
         return 0.0
     found = [v.key for v in sentence_facts(validation).values if v.key[:2] == key[:2]]
     held = dates_compatible if key.startswith("d:") else compatible_names
-    return 0.5 if any(held(key, other) for other in found) else 0.0
+    return 0.5 if any(held(key, stated) for stated in found) else 0.0
 
 
 def _holds(node: NodeView, sentence: str) -> bool:
