@@ -25,7 +25,7 @@ from memory_bank.graph.contradictions import Contradiction, find_contradictions,
 from memory_bank.graph.sentence_facts import SentenceFacts, mentions_value, sentence_facts
 from memory_bank.graph.span_difference import differs_in_several_spans, span_contradictions
 from memory_bank.graph.subjects import TextFacts, text_facts
-from memory_bank.graph.value_identity import compatible_names, dates_compatible, value_key_of
+from memory_bank.graph.value_identity import one_holds_the_other, value_key_of
 from memory_bank.text.lexicon import stemmed_search_tokens
 from memory_bank.text.sentences import split_sentences
 
@@ -335,8 +335,7 @@ def _support(validation: str, value: str, other: str) -> float:
     if key[:2] not in ("d:", "e:"):
         return 0.0
     found = [v.key for v in sentence_facts(validation).values if v.key[:2] == key[:2]]
-    held = dates_compatible if key.startswith("d:") else compatible_names
-    return 0.5 if any(held(key, stated) for stated in found) else 0.0
+    return 0.5 if any(one_holds_the_other(key, stated) for stated in found) else 0.0
 
 
 def _holds(node: NodeView, sentence: str) -> bool:

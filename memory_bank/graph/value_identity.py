@@ -194,3 +194,18 @@ def compatible_names(first: str, second: str) -> bool:
         return False
     a, b = set(key_words(first)), set(key_words(second))
     return bool(a and b) and (a <= b or b <= a or _acronym(first, second))
+
+
+def one_holds_the_other(first: str, second: str) -> bool:
+    """Two value keys for one value, or one holds the other: a date told less precisely ("June
+    1902" / "4 June 1902"), a place and its region ("Oakleigh, Victoria" / "Victoria"), a name
+    and its short form ("Merriland Printing Company Limited" / "Merriland Printing"), a phrase
+    and one that says more ("oak" / "oak timber")."""
+    if first == second:
+        return True
+    if first.startswith("p:") and second.startswith("p:"):
+        words = [set(key[2:].split()) for key in (first, second)]
+        return words[0] <= words[1] or words[1] <= words[0]
+    if first.startswith("d:") and second.startswith("d:"):
+        return dates_compatible(first, second)
+    return compatible_names(first, second)

@@ -26,7 +26,12 @@ import re
 from memory_bank.graph.contradictions import MEASURE_UNITS, Contradiction
 from memory_bank.graph.sentence_facts import mentions_value
 from memory_bank.graph.value_context import dates_claim
-from memory_bank.graph.value_identity import compatible_names, dates_compatible, same_kind
+from memory_bank.graph.value_identity import (
+    compatible_names,
+    dates_compatible,
+    one_holds_the_other,
+    same_kind,
+)
 from memory_bank.graph.values import Value
 from memory_bank.query.goal_answers import Goal, GoalAnswer, dimension_of
 from memory_bank.text.cues import REPLACEMENT_CUES
@@ -37,7 +42,7 @@ _HOW_MANY = re.compile(r"\bhow many\b", re.IGNORECASE)
 def disagreement(goal: Goal, first: GoalAnswer, second: GoalAnswer) -> Contradiction | None:
     """The two answers' disagreement on their face, or None (module docstring)."""
     keys = [{v.key for v in answer.values} for answer in (first, second)]
-    if any(_one_holds_the_other(a, b) for a in keys[0] for b in keys[1]):
+    if any(one_holds_the_other(a, b) for a in keys[0] for b in keys[1]):
         return None
     if goal.several and first.stated and second.stated and not first.stated & second.stated:
         return None
@@ -75,21 +80,6 @@ def _both_counted(goal: Goal, first: Value, second: Value) -> bool:
         and all(v.kind.startswith("number:") for v in (first, second))
         and not any(unit in MEASURE_UNITS for unit in units)
     )
-
-
-def _one_holds_the_other(first: str, second: str) -> bool:
-    """One value, or one holds the other: a date told less precisely ("June 1902" / "4 June
-    1902"), a place and its region ("Oakleigh, Victoria" / "Victoria"), a name and its short
-    form ("Merriland Printing Company Limited" / "Merriland Printing"), a phrase and one that
-    says more ("oak" / "oak timber")."""
-    if first == second:
-        return True
-    if first.startswith("p:") and second.startswith("p:"):
-        words = [set(key[2:].split()) for key in (first, second)]
-        return words[0] <= words[1] or words[1] <= words[0]
-    if first.startswith("d:") and second.startswith("d:"):
-        return dates_compatible(first, second)
-    return compatible_names(first, second)
 
 
 def _states_both(first: GoalAnswer, second: GoalAnswer) -> bool:
